@@ -1,0 +1,44 @@
+# irtool — the commands a developer and CI use (in the style of xDSL's Makefile).
+#   make demo   create .venv, install, run irtool-opt on an example
+#   make test   pytest, then the lit suite
+#   make lint   ruff
+#   make bench  the benchmarks (figures, not assertions)
+
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: venv test pytest lit demo lint bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+test: pytest lit
+
+pytest: venv
+	$(BIN)/python -m pytest -q -n 2 tests
+
+lit: venv
+	$(BIN)/lit -sv lit_tests
+
+demo: venv
+	@echo '$$ irtool-opt examples/conv_block.ir -p to-a-normal-form,dead-code-elimination'
+	@$(BIN)/irtool-opt examples/conv_block.ir -p to-a-normal-form,dead-code-elimination
+	@echo
+	@echo '$$ irtool-opt examples/seed000_fused.ir   # the seed module, printed back'
+	@$(BIN)/irtool-opt examples/seed000_fused.ir
+
+lint: venv
+	$(BIN)/ruff check .
+
+bench: venv
+	$(BIN)/python benchmarks/text_throughput.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info lit_tests/relay/Output .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Lowering to TIR and native code generation (to come: see DESIGN.md §7)."""

@@ -1,0 +1,1 @@
+"""Package data: the Lark grammars (`relay.lark`)."""

@@ -1,0 +1,250 @@
+"""irtool-opt: parse IR text, run passes, print the result (mlir-opt / xdsl-opt style).
+
+    irtool-opt in.ir --pass=to-a-normal-form --pass=dead-code-elimination -o out.ir
+    irtool-opt in.ir -p 'to-a-normal-form,dead-code-elimination{inline-once=1}'
+    irtool-opt --split-input-file tests.ir       # cases separated by `// -----`
+
+Exit status: 0 success, 1 user error (a diagnostic was printed), 2 usage error.
+IR dumps (`--print-ir-*`) and timing go to stderr; the result goes to stdout or `-o`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+
+from ..diagnostics import DiagnosticError
+
+SPLIT_MARKER = "// -----"
+_SPLIT_RE = re.compile(r"^// -----[ \t]*$", re.M)
+
+
+class _PipelineAction(argparse.Action):
+    """Keeps `--pass` and `-p` in command-line order in one list."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        items = getattr(namespace, self.dest) or []
+        items.append((option_string, values))
+        setattr(namespace, self.dest, items)
+
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="irtool-opt",
+        description="Parse Relay text, run passes over it and print the result.",
+        epilog="Passes: see --list-passes. Pipelines: -p 'a,b{option=value}'.")
+    p.add_argument("input", nargs="?", default="-", help="input file, or - for standard input (default)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the result here (atomically) instead of stdout")
+    p.add_argument("--pass", dest="pipeline", metavar="NAME", action=_PipelineAction,
+                   help="run a pass (repeatable, in order); options as NAME{key=value,...}")
+    p.add_argument("-p", "--pass-pipeline", dest="pipeline", metavar="PIPELINE", action=_PipelineAction,
+                   help="run a comma-separated pipeline, e.g. 'a,b{key=value}'")
+    p.add_argument("--list-passes", action="store_true", help="list the registered passes and exit")
+    p.add_argument("--split-input-file", action="store_true",
+                   help=f"split the input at lines '{SPLIT_MARKER}' and process each part on its own")
+    p.add_argument("--syntax", choices=("relay", "tvmscript"), help="input syntax (default: detected)")
+    p.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
+    p.add_argument("--print-ir-after-change", action="store_true",
+                   help="print the IR after every pass that changed it (stderr)")
+    p.add_argument("--print-ir-before", action="append", default=[], metavar="PASS",
+                   help="print the IR before this pass (repeatable)")
+    p.add_argument("--print-ir-after", action="append", default=[], metavar="PASS",
+                   help="print the IR after this pass (repeatable)")
+    p.add_argument("--time-passes", action="store_true", help="report the time of each pass (stderr)")
+    p.add_argument("--verify-roundtrip", action="store_true",
+                   help="check that the output parses back to an equal module and prints identically")
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
+    return p
+
+
+def _list_passes() -> str:
+    from ..transform import all_passes
+    import dataclasses
+
+    lines = ["Available passes:"]
+    for name, cls in all_passes().items():
+        lines.append(f"  {name:<28} {cls.summary}  [{cls.tvm_name}, opt_level={cls.opt_level}]")
+        for f in dataclasses.fields(cls):
+            default = int(f.default) if isinstance(f.default, bool) else f.default
+            lines.append(f"      {f.name.replace('_', '-')}={default}")
+    return "\n".join(lines)
+
+
+def _build_pipeline(items) -> list:
+    from ..transform import parse_pipeline
+
+    passes = []
+    for option, text in items or []:
+        if option == "--pass":
+            passes += parse_pipeline(text, "<command line>", f"--pass={text}", len("--pass="))
+        else:
+            passes += parse_pipeline(text, "<command line>", f"{option} '{text}'", len(option) + 2)
+    return passes
+
+
+class _PrintIR:
+    """--print-ir-* as a pass instrument; dumps carry greppable MLIR-style headers."""
+
+    def __init__(self, args, out) -> None:
+        self.args, self.out = args, out
+
+    def _dump(self, when: str, p, mod) -> None:
+        from ..text import to_text
+
+        self.out.write(f"// -----// IR Dump {when} {p.tvm_name} ({p.name}) //----- //\n")
+        self.out.write(to_text(mod))
+
+    def run_before_pass(self, mod, p) -> None:
+        if p.name in self.args.print_ir_before or p.tvm_name in self.args.print_ir_before:
+            self._dump("Before", p, mod)
+
+    def run_after_pass(self, mod, p, new_mod) -> None:
+        a = self.args
+        if a.print_ir_after_all or p.name in a.print_ir_after or p.tvm_name in a.print_ir_after:
+            self._dump("After", p, new_mod)
+        elif a.print_ir_after_change and new_mod is not mod:
+            from ..ir.structural import structural_equal
+
+            if not structural_equal(mod, new_mod):
+                self._dump("After", p, new_mod)
+
+
+def _split(text: str) -> list[tuple[int, str]]:
+    """(first line number - 1, text) of each part; parts keep their line numbers."""
+    parts, start, line = [], 0, 0
+    for m in _SPLIT_RE.finditer(text):
+        parts.append((line, text[start:m.start()]))
+        line += text[start:m.end()].count("\n")
+        start = m.end()
+    parts.append((line, text[start:]))
+    return parts
+
+
+def _process(text: str, name: str, passes, args, timing, stderr) -> str:
+    from ..text import parse, to_text
+    from ..transform import PassContext
+
+    t0 = time.perf_counter()
+    mod = parse(text, name, args.syntax)
+    t1 = time.perf_counter()
+    instruments = [_PrintIR(args, stderr)]
+    if timing is not None:
+        instruments.append(timing)
+    ctx = PassContext(instruments=instruments)
+    with ctx:
+        for p in passes:
+            mod = ctx.run(p, mod)
+    t2 = time.perf_counter()
+    out = to_text(mod)
+    if args.verify_roundtrip:
+        _verify_roundtrip(mod, out, name)
+    if timing is not None:
+        timing.extra += [("Parser", t1 - t0), ("Output", time.perf_counter() - t2)]
+    return out
+
+
+def _verify_roundtrip(mod, out: str, name: str) -> None:
+    from ..ir.structural import structural_equal
+    from ..text import parse, to_text
+
+    again = parse(out, f"{name} (printed)")
+    if not structural_equal(mod, again, map_free_vars=True):
+        raise DiagnosticError("round trip failed: the printed module parses to a different module")
+    reprinted = to_text(again)
+    if reprinted != out:
+        first = next(i for i, (a, b) in enumerate(zip(out.splitlines() + [""], reprinted.splitlines() + [""]))
+                     if a != b)
+        raise DiagnosticError(f"round trip failed: printing is not a fixed point (line {first + 1} differs)")
+
+
+def _write_atomically(path: str, data: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".irtool-", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(data)
+        if os.path.exists(path):
+            os.chmod(tmp, os.stat(path).st_mode & 0o777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def run(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None) -> int:
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    args = build_arg_parser().parse_args(argv)
+    try:
+        if args.list_passes:
+            stdout.write(_list_passes() + "\n")
+            return 0
+        passes = _build_pipeline(args.pipeline)
+        name = "<stdin>" if args.input == "-" else args.input
+        try:
+            if args.input == "-":
+                text = stdin.read()
+            else:
+                with open(args.input, encoding="utf-8") as f:
+                    text = f.read()
+        except (OSError, UnicodeDecodeError) as err:
+            stderr.write(f"{name}: error: cannot read input: {getattr(err, 'strerror', None) or err}\n")
+            return 1
+        timing = None
+        if args.time_passes:
+            from ..transform import PassTimingInstrument
+
+            timing = PassTimingInstrument()
+            timing.extra = []
+        parts = _split(text) if args.split_input_file else [(0, text)]
+        outputs, failed = [], False
+        for offset, part in parts:
+            try:
+                outputs.append(_process("\n" * offset + part, name, passes, args, timing, stderr))
+            except DiagnosticError as err:
+                stderr.write(err.render(name) + "\n")
+                failed = True
+        if timing is not None:
+            stderr.write(timing.report(timing.extra) + "\n")
+        if failed:
+            return 1
+        result = f"{SPLIT_MARKER}\n".join(outputs)
+        if args.output and args.output != "-":
+            _write_atomically(args.output, result)
+        else:
+            stdout.write(result)
+        return 0
+    except DiagnosticError as err:
+        stderr.write(err.render("<command line>") + "\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # an internal error: say so, never a raw traceback
+        if args.debug:
+            raise
+        stderr.write(f"irtool-opt: internal error: {type(err).__name__}: {err}\n"
+                     "(this is a bug in irtool; rerun with --debug to see the traceback)\n")
+        return 1
+
+
+def main() -> None:
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+    try:
+        code = run()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = 0
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

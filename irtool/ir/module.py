@@ -1,0 +1,46 @@
+"""IRModule: global names to functions (Relay today; Relax and TIR functions later)."""
+
+from __future__ import annotations
+
+from .expr import Expr, Function, GlobalVar
+
+
+class IRModule:
+    """Maps global names to functions. `GlobalVar`s are interned per module, so every
+    `@f` in a module is the same object."""
+
+    __slots__ = ("functions", "_global_vars")
+
+    def __init__(self, functions: dict[str, Function] | None = None,
+                 global_vars: dict[str, GlobalVar] | None = None) -> None:
+        self.functions: dict[str, Function] = dict(functions or {})
+        self._global_vars: dict[str, GlobalVar] = dict(global_vars or {})
+
+    @classmethod
+    def from_expr(cls, expr: Expr, name: str = "main") -> "IRModule":
+        if not isinstance(expr, Function):
+            expr = Function((), expr)
+        return cls({name: expr})
+
+    def get_global_var(self, name: str) -> GlobalVar:
+        gv = self._global_vars.get(name)
+        if gv is None:
+            gv = self._global_vars[name] = GlobalVar(name)
+        return gv
+
+    def __getitem__(self, name: str | GlobalVar) -> Function:
+        return self.functions[name if isinstance(name, str) else name.name_hint]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.functions
+
+    def items(self):
+        """(name, function) pairs, sorted by name as TVM prints them."""
+        return sorted(self.functions.items())
+
+    def with_functions(self, functions: dict[str, Function]) -> "IRModule":
+        """A new module with the same global variables and these functions."""
+        return IRModule(functions, self._global_vars)
+
+    def __repr__(self) -> str:
+        return f"IRModule({sorted(self.functions)})"

@@ -1,0 +1,537 @@
+"""Relay text -> IRModule, with Lark's LALR parser and `grammar/relay.lark`.
+
+No parse tree is built: Lark calls the `_Builder` callbacks as it reduces, in source
+order, so the builder keeps the scopes as it goes:
+
+    open_block / def_head / fn_head   push a scope (binding parameters)
+    let_binding / free_var            bind a name in the innermost scope
+    graph_binding                     `%0 = e;` names e in the enclosing function
+    local_ref / graph_ref             look the name up (use before definition is an error)
+    block / fn_expr / definition      pop the scope
+
+`meta[relay.Constant][i]` references are shared placeholders until the `#[metadata]`
+section at the end of the file fills in their data.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import threading
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from .._util import gc_paused
+from ..diagnostics import DiagnosticError, SourceFile, Span
+from ..ir.expr import Attrs, Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, TypedScalar, Var
+from ..ir.module import IRModule
+from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, is_valid_dtype
+from .literals import LiteralError, parse_number
+from .metadata import MetadataError, load_metadata
+
+_np = None
+
+
+def _numpy():
+    global _np
+    if _np is None:
+        import numpy
+
+        _np = numpy
+    return _np
+
+
+class _Scope:
+    __slots__ = ("names", "graph")
+
+    def __init__(self, graph: dict | None) -> None:
+        self.names: dict[str, Var] = {}
+        self.graph = graph  # the graph-binding table of the enclosing function (shared by its blocks)
+
+
+class _Builder(Transformer):
+    """Lark callbacks: each method is named after a grammar rule or alias."""
+
+    def __init__(self, source: SourceFile) -> None:
+        self.source = source
+        self.scopes: list[_Scope] = [_Scope({})]
+        self.global_vars: dict[str, GlobalVar] = {}
+        self.global_refs: dict[str, Span] = {}
+        self.meta: dict[tuple[str, int], Constant] = {}
+        self.meta_spans: dict[tuple[str, int], Span] = {}
+
+    # ------------------------------------------------------------------ helpers
+
+    def span(self, tok: Token) -> Span:
+        return Span(self.source, tok.line, tok.column, tok.end_line, tok.end_column)
+
+    def error(self, message: str, tok: Token):
+        raise DiagnosticError(message, self.span(tok))
+
+    def global_var(self, name: str) -> GlobalVar:
+        gv = self.global_vars.get(name)
+        if gv is None:
+            gv = self.global_vars[name] = GlobalVar(name)
+        return gv
+
+    def bind(self, tok: Token, type_annotation) -> Var:
+        var = Var(tok.value[1:], type_annotation, self.span(tok))
+        self.scopes[-1].names[var.name_hint] = var
+        return var
+
+    def push_function_scope(self, params) -> None:
+        scope = _Scope({})
+        for p in params:
+            if p.name_hint in scope.names:
+                raise DiagnosticError(f"duplicate parameter `%{p.name_hint}`", p.span)
+            scope.names[p.name_hint] = p
+        self.scopes.append(scope)
+
+    # ------------------------------------------------------------------ module
+
+    def module(self, children) -> tuple:
+        metadata = children[-1] if children and isinstance(children[-1], Token) and \
+            children[-1].type == "METADATA" else None
+        functions: dict[str, Function] = {}
+        for child in children:
+            if isinstance(child, tuple):
+                name, fn, tok = child
+                if name in functions:
+                    self.error(f"duplicate definition of `@{name}`", tok)
+                functions[name] = fn
+        for name, span in self.global_refs.items():
+            if name not in functions:
+                raise DiagnosticError(f"undefined global function `@{name}`", span)
+        self.fill_metadata(metadata)
+        return IRModule(functions, self.global_vars), None
+
+    def bare_expr(self, children) -> tuple:
+        metadata = children[-1] if isinstance(children[-1], Token) and children[-1].type == "METADATA" else None
+        body = next(c for c in children if not isinstance(c, Token))
+        self.fill_metadata(metadata)
+        return None, body
+
+    def fill_metadata(self, tok: Token | None) -> None:
+        tables: dict[str, list] = {}
+        if tok is not None:
+            text = tok.value[tok.value.index("]") + 1:]
+            try:
+                tables = load_metadata(text)
+            except MetadataError as err:
+                self.error(str(err), tok)
+        for (kind, index), const in self.meta.items():
+            if tok is None:
+                continue  # no section: the constants stay placeholders without data
+            entries = tables.get(kind)
+            if entries is None or index >= len(entries):
+                raise DiagnosticError(f"meta[{kind}][{index}] is not in the metadata section",
+                                      self.meta_spans[(kind, index)])
+            const.data = entries[index]
+
+    def def_head(self, children):
+        name_tok, params, *rest = children
+        self.push_function_scope(params[0])
+        return name_tok, params, rest[0] if rest else None
+
+    def definition(self, children):
+        (name_tok, (params, attrs), ret_type), body = children
+        self.scopes.pop()
+        span = self.span(name_tok)
+        return name_tok.value[1:], Function(params, body, ret_type, attrs, span), name_tok
+
+    # ------------------------------------------------------------------ blocks
+
+    def open_block(self, _children) -> None:
+        self.scopes.append(_Scope(self.scopes[-1].graph))
+
+    def block(self, children):
+        self.scopes.pop()
+        return children[1]
+
+    def body(self, children):
+        result = children[-1]
+        for i in range(len(children) - 2, -1, -1):
+            stmt = children[i]
+            if stmt is None:
+                continue
+            kind = type(stmt)
+            if kind is tuple:  # (var, value) of a let binding
+                result = Let(stmt[0], stmt[1], result, stmt[0].span)
+            else:  # `e1; e2` evaluates e1 for effect: a let of an anonymous variable
+                result = Let(Var("", IncompleteType()), stmt, result, getattr(stmt, "span", None))
+        return result
+
+    def expr_stmt(self, children):
+        return children[0]
+
+    def graph_binding(self, children) -> None:
+        tok, value = children
+        graph = self.scopes[-1].graph
+        index = int(tok.value[1:])
+        if index in graph:
+            self.error(f"graph variable `{tok.value}` is already defined", tok)
+        graph[index] = value
+        return None
+
+    def let_binding(self, children):
+        tok = children[0]
+        type_annotation = children[1] if len(children) == 3 else None
+        value = children[-1]
+        return self.bind(tok, type_annotation), value
+
+    def free_var(self, children) -> None:
+        tok = children[0]
+        self.bind(tok, children[1] if len(children) == 2 else IncompleteType())
+        return None
+
+    # ------------------------------------------------------------------ functions
+
+    def param(self, children):
+        tok = children[0]
+        return Var(tok.value[1:], children[1] if len(children) == 2 else None, self.span(tok))
+
+    def param_list(self, children):
+        params, attrs = [], []
+        for c in children:
+            (attrs if type(c) is tuple else params).append(c)
+        return params, (Attrs(attrs) if attrs else None)
+
+    def ret_type(self, children):
+        return children[0]
+
+    def fn_head(self, children):
+        params = children[0]
+        self.push_function_scope(params[0])
+        return params, children[1] if len(children) == 2 else None
+
+    def fn_expr(self, children):
+        ((params, attrs), ret_type), body = children
+        self.scopes.pop()
+        return Function(params, body, ret_type, attrs, params[0].span if params else body.span)
+
+    def if_expr(self, children):
+        cond, true_branch, false_branch = children
+        return If(cond, true_branch, false_branch, getattr(cond, "span", None))
+
+    # ------------------------------------------------------------------ calls and atoms
+
+    def call(self, children):
+        callee = children[0]
+        if len(children) == 1:
+            return Call(callee, (), None, callee.span)
+        args, attrs = children[1]
+        return Call(callee, args, attrs, callee.span)
+
+    def op_call(self, children):
+        tok = children[0]
+        op = Op.get(tok.value)
+        if len(children) == 1:
+            return Call(op, (), None, self.span(tok))
+        args, attrs = children[1]
+        return Call(op, args, attrs, self.span(tok))
+
+    def atomic_call(self, children, offset: int = 0):
+        """`op(%a, %0, ...)` read as one token: look the operands up, build the Call."""
+        tok = children[0]
+        text = tok.value
+        open_paren = text.index("(", offset)
+        args = []
+        if open_paren + 2 < len(text):
+            scopes = self.scopes
+            innermost = scopes[-1]
+            for name in text[open_paren + 1:-1].replace(" ", "").split(","):
+                if name[1].isdigit():
+                    value = innermost.graph.get(int(name[1:]))
+                    if value is None:
+                        value = self._ref_in_token(tok, name, self.graph_ref)
+                else:
+                    value = innermost.names.get(name[1:])
+                    if value is None:
+                        for scope in reversed(scopes):
+                            value = scope.names.get(name[1:])
+                            if value is not None:
+                                break
+                        else:
+                            value = self._ref_in_token(tok, name, self.local_ref)
+                args.append(value)
+        line, col = tok.line, tok.column
+        return Call(Op.get(text[offset:open_paren]), args, None,
+                    Span(self.source, line, col + offset, line, col + open_paren))
+
+    def _ref_in_token(self, tok: Token, name: str, resolve):
+        """Resolve an operand of a fused token the slow way (errors point at the operand)."""
+        position = tok.column + tok.value.index(name, tok.value.index("("))
+        ref = Token("GRAPH_VAR" if name[1].isdigit() else "LOCAL", name, line=tok.line, column=position,
+                    end_line=tok.line, end_column=position + len(name))
+        return resolve((ref,))
+
+    def atomic_binding(self, children) -> None:
+        """`%3 = op(%a, ...)` read as one token: the graph binding of an atomic call."""
+        tok = children[0]
+        text = tok.value
+        equal = text.index("=")
+        start = equal + 1
+        while text[start] in " \t":
+            start += 1
+        value = self.atomic_call(children, start)
+        name = text[:equal].rstrip()
+        graph = self.scopes[-1].graph
+        index = int(name[1:])
+        if index in graph:
+            raise DiagnosticError(f"graph variable `{name}` is already defined",
+                                  Span(self.source, tok.line, tok.column, tok.line, tok.column + len(name)))
+        graph[index] = value
+        return None
+
+    def call_args(self, children):
+        if type(children[-1]) is not tuple:
+            return children, None
+        args = [c for c in children if type(c) is not tuple]
+        return args, Attrs(c for c in children if type(c) is tuple)
+
+    def tuple_get_item(self, children):
+        value, tok = children
+        return TupleGetItem(value, int(tok.value), value.span)
+
+    def local_ref(self, children):
+        tok = children[0]
+        name = tok.value[1:]
+        for scope in reversed(self.scopes):
+            var = scope.names.get(name)
+            if var is not None:
+                return var
+        self.error(f"undefined variable `%{name}`", tok)
+
+    def graph_ref(self, children):
+        tok = children[0]
+        index = int(tok.value[1:])
+        seen = None
+        for scope in reversed(self.scopes):
+            if scope.graph is not seen:
+                seen = scope.graph
+                value = seen.get(index)
+                if value is not None:
+                    return value
+        self.error(f"graph variable `{tok.value}` used before its definition", tok)
+
+    def global_ref(self, children):
+        tok = children[0]
+        name = tok.value[1:]
+        self.global_refs.setdefault(name, self.span(tok))
+        return self.global_var(name)
+
+    def op_ref(self, children):
+        return Op.get(children[0].value)
+
+    def number(self, children):
+        tok = children[0]
+        value, dtype = self.literal(tok)
+        return Constant(_numpy().array(value, dtype=dtype), self.span(tok))
+
+    def literal(self, tok: Token):
+        try:
+            return parse_number(tok.value)
+        except LiteralError as err:
+            self.error(str(err), tok)
+
+    def true(self, _children):
+        return Constant(_numpy().array(True), None)
+
+    def false(self, _children):
+        return Constant(_numpy().array(False), None)
+
+    def meta_ref(self, children):
+        tok = children[0]
+        kind, _, index = tok.value[5:-1].partition("][")
+        if kind != "relay.Constant":
+            self.error(f"unsupported metadata reference `meta[{kind}]` (only relay.Constant)", tok)
+        key = (kind, int(index))
+        const = self.meta.get(key)
+        if const is None:
+            const = self.meta[key] = Constant(None, self.span(tok))
+            self.meta_spans[key] = self.span(tok)
+        return const
+
+    def open_paren(self, _children) -> None:
+        self.scopes.append(_Scope(self.scopes[-1].graph))
+
+    def empty_tuple(self, _children):
+        self.scopes.pop()
+        return Tuple(())
+
+    def paren(self, children):
+        self.scopes.pop()
+        return children[1]
+
+    def tuple(self, children):
+        self.scopes.pop()
+        fields = children[1:]
+        return Tuple(fields, getattr(fields[0], "span", None))
+
+    # ------------------------------------------------------------------ attributes
+
+    def attr(self, children):
+        return children[0].value, children[1]
+
+    def number_attr(self, children):
+        tok = children[0]
+        value, dtype = self.literal(tok)
+        if dtype == "int32" and "i" not in tok.value:
+            return value
+        if dtype == "float32":
+            return value
+        return TypedScalar(value, dtype)
+
+    def string_attr(self, children):
+        return _unescape(children[0].value[1:-1])
+
+    def none(self, _children):
+        return None
+
+    def list_attr(self, children):
+        return tuple(children)
+
+    def meta_attr(self, children):
+        self.error("metadata references are not supported as attribute values", children[0])
+
+    # ------------------------------------------------------------------ types
+
+    def tensor_type(self, children):
+        *dims, dtype_tok = children
+        return TensorType(tuple(self.dim(d) for d in dims), self.dtype(dtype_tok))
+
+    def dim(self, d):
+        if d is ANY:
+            return ANY
+        value, dtype = self.literal(d)
+        if not dtype.startswith("int") or value < 0:
+            self.error(f"a tensor dimension must be a non-negative integer or `?`, not `{d.value}`", d)
+        return value
+
+    def any_dim(self, _children):
+        return ANY
+
+    def dtype(self, tok: Token) -> str:
+        if not is_valid_dtype(tok.value):
+            self.error(f"unknown data type `{tok.value}`", tok)
+        return tok.value
+
+    def scalar_type(self, children):
+        return TensorType((), self.dtype(children[0]))
+
+    def tuple_type(self, children):
+        return TupleType(children)
+
+    def func_type(self, children):
+        return FuncType(children[:-1], children[-1])
+
+    def incomplete_type(self, _children):
+        return IncompleteType()
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "0": "\0"}
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            out.append(_ESCAPES.get(text[i + 1], text[i + 1]))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------- the parser
+
+
+_TOKEN_NAMES = {
+    "LOCAL": "a local variable (`%x`)", "GRAPH_VAR": "a graph variable (`%0`)",
+    "GLOBAL": "a global name (`@f`)", "NAME": "a name", "NUMBER": "a number",
+    "INDEX": "a tuple index", "STRING": "a string", "META_REF": "a `meta[...]` reference",
+    "METADATA": "`#[metadata]`", "VERSION": "`#[version = ...]`", "$END": "end of input",
+}
+
+
+class _Parser:
+    """One Lark LALR parser whose callbacks are bound to one reusable builder."""
+
+    def __init__(self) -> None:
+        grammar = importlib.resources.files("irtool.grammar").joinpath("relay.lark").read_text()
+        self.builder = _Builder(SourceFile("<input>", ""))
+        options = dict(parser="lalr", lexer="contextual", maybe_placeholders=False, transformer=self.builder)
+        try:  # Lark's compiled LALR engine (same tables, same callbacks), 1.5-2x faster
+            import lark_cython
+
+            self.lark = Lark(grammar, _plugins=lark_cython.plugins, cache=True, **options)
+        except ImportError:
+            self.lark = Lark(grammar, cache=True, **options)
+        self.lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> _Parser:
+    return _Parser()
+
+
+def _describe_expected(parser: Lark, names) -> str:
+    shown = []
+    for name in sorted(set(names)):
+        if name in _TOKEN_NAMES:
+            shown.append(_TOKEN_NAMES[name])
+            continue
+        try:
+            pattern = parser.get_terminal(name).pattern
+        except KeyError:
+            continue
+        shown.append(f"`{pattern.value}`" if pattern.type == "str" else name.lower())
+    if len(shown) > 8:
+        shown = shown[:8] + ["…"]
+    return ", ".join(shown)
+
+
+def _convert_error(err: UnexpectedInput, source: SourceFile, parser: Lark) -> DiagnosticError:
+    if isinstance(err, UnexpectedCharacters):
+        char = source.text[err.pos_in_stream] if err.pos_in_stream < len(source.text) else ""
+        if source.text.startswith("/*", err.pos_in_stream):
+            message = "unterminated or too deeply nested `/* */` comment"
+        elif char == '"':
+            message = "unterminated string literal"
+        else:
+            message = f"unexpected character `{char}`"
+        return DiagnosticError(message, Span(source, err.line, err.column))
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        if tok.type == "$END":
+            lines = source.text.rstrip().split("\n")
+            span = Span(source, len(lines), max(1, len(lines[-1]) + 1))
+            return DiagnosticError(f"unexpected end of input; expected {_describe_expected(parser, err.expected)}",
+                                   span)
+        expected = _describe_expected(parser, err.accepts or err.expected)
+        return DiagnosticError(f"unexpected `{tok.value}`; expected {expected}",
+                               Span(source, tok.line, tok.column, tok.end_line, tok.end_column))
+    if isinstance(err, UnexpectedEOF):
+        lines = source.text.rstrip().split("\n")
+        return DiagnosticError("unexpected end of input", Span(source, len(lines), len(lines[-1]) + 1))
+    return DiagnosticError(str(err))
+
+
+def parse_relay(text: str, source_name: str = "<input>"):
+    """Parse Relay text. Returns `(module, None)` for a module of `def`s, or `(None, expr)`
+    for a bare expression such as `fn (%x) { %x }`."""
+    source = SourceFile(source_name, text)
+    parser = _parser()
+    with parser.lock, gc_paused():
+        parser.builder.__init__(source)
+        try:
+            return parser.lark.parse(text)
+        except UnexpectedInput as err:
+            raise _convert_error(err, source, parser.lark) from None
+        finally:
+            parser.builder.__init__(SourceFile("<input>", ""))

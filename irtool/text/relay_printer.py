@@ -1,0 +1,281 @@
+"""IRModule -> Relay text, in TVM v0.19's layout (`relay_text_printer.cc`).
+
+TVM prints a function in graph normal form:
+
+    def @main(%x: Tensor[(1, 3), float32]) {     params and attributes on one line
+      %0 = exp(%x);                                every non-atomic node used as an operand
+      %1 = add(%0, 1f);                            gets a temporary, numbered in the order
+      multiply(%1, %0)                             its first user prints it; the last
+    }                                              expression of a scope is inline if used once
+
+The walk matches TVM's exactly, so the numbering matches too: nodes are visited in
+post order (callee first, then the arguments left to right) to compute their text, and
+a node is bound to `%n` when its first user refers to it. Temporaries and variable
+names are numbered across the whole module, as TVM does (a second `%x` prints `%x1`).
+Atoms (variables, globals, operators, constants) are always inline; scalar constants
+print as literals, tensors as `meta[relay.Constant][i]` with a `#[metadata]` section.
+"""
+
+from __future__ import annotations
+
+from .._util import gc_paused
+from ..ir.expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, TypedScalar, Var
+from ..ir.module import IRModule
+from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, Type
+from .literals import SIMPLE_SCALAR_DTYPES, format_float, format_scalar
+from .metadata import dump_metadata
+
+VERSION_HEADER = '#[version = "0.0.5"]'
+
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def format_string(value: str) -> str:
+    return '"' + "".join(_ESCAPES.get(c, c) for c in value) + '"'
+
+
+def format_type(t: Type | None) -> str:
+    cls = type(t)
+    if cls is TensorType:
+        if not t.shape:
+            return t.dtype
+        dims = ", ".join("?" if d is ANY else str(d) for d in t.shape)
+        return f"Tensor[({dims}), {t.dtype}]"
+    if cls is TupleType:
+        fields = ", ".join(format_type(f) for f in t.fields)
+        return f"({fields},)" if len(t.fields) == 1 else f"({fields})"
+    if cls is FuncType:
+        return f"fn ({', '.join(format_type(a) for a in t.arg_types)}) -> {format_type(t.ret_type)}"
+    if cls is IncompleteType or t is None:
+        return "_"
+    raise TypeError(f"cannot print type {t!r}")
+
+
+def format_attr_value(value) -> str:
+    cls = type(value)
+    if cls is bool:
+        return "True" if value else "False"
+    if cls is int:
+        return str(value)
+    if cls is float:
+        return format_float(value, 64) + "f"
+    if cls is str:
+        return format_string(value)
+    if value is None:
+        return "None"
+    if cls is tuple or cls is list:
+        return "[" + ", ".join(format_attr_value(v) for v in value) + "]"
+    if cls is TypedScalar:
+        return format_scalar(value.value, value.dtype)
+    raise TypeError(f"cannot print attribute value {value!r}")
+
+
+def format_attrs(attrs: Attrs | None) -> list[str]:
+    if not attrs:
+        return []
+    return [f"{k}={format_attr_value(v)}" for k, v in attrs.items()]
+
+
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n  ")
+
+
+class RelayPrinter:
+    def __init__(self, show_types: bool = False, show_meta_data: bool = True) -> None:
+        self.show_types = show_types
+        self.show_meta_data = show_meta_data
+        self.temp_counter = 0
+        self.name_counts: dict[str, int] = {}
+        self.var_names: dict[Var, str] = {}
+        self.text: dict[Expr, str] = {}      # printed form of a visited node
+        self.bound: dict[Expr, str] = {}     # node -> `%n` once bound, or its inline text
+        self.uses: dict[int, int] = {}       # id(node) -> number of parents, per global function
+        self.meta: list[Constant] = []
+        self.meta_index: dict[Constant, int] = {}
+        self.lines: list[list[str]] = [[]]   # one list of emitted lines per open scope
+
+    # ------------------------------------------------------------------ entry points
+
+    def print_module(self, mod: IRModule) -> str:
+        parts = []
+        for name, fn in mod.items():
+            self.count_uses(fn)
+            parts.append(self.print_function(f"def @{name}", fn) + "\n")
+        return self.finish(VERSION_HEADER + "\n" + "\n".join(parts))
+
+    def print_expr(self, expr: Expr) -> str:
+        self.count_uses(expr)
+        return self.finish(self.scope(expr) + "\n")
+
+    def finish(self, text: str) -> str:
+        if self.show_meta_data and any(c.data is not None for c in self.meta):
+            text += "\n#[metadata]\n" + dump_metadata(self.meta) + "\n"
+        return text
+
+    def count_uses(self, root: Expr) -> None:
+        from ..ir.visitor import post_order, sub_exprs
+
+        uses: dict[int, int] = {}
+        get = uses.get
+        for node in post_order(root):
+            for child in sub_exprs(node):
+                key = id(child)
+                uses[key] = get(key, 0) + 1
+        self.uses = uses
+
+    # ------------------------------------------------------------------ names
+
+    def unique_name(self, prefix: str) -> str:
+        counts = self.name_counts
+        if prefix in counts:
+            while True:
+                counts[prefix] += 1
+                name = f"{prefix}{counts[prefix]}"
+                if name not in counts:
+                    prefix = name
+                    break
+        counts[prefix] = 0
+        return prefix
+
+    def declare_var(self, var: Var) -> str:
+        """Allocate a name for a binding occurrence; returns `%x: T` (the declaration)."""
+        name = var.name_hint
+        if not name or not name[0].isalpha():
+            name = "v" + name
+        ref = self.unique_name("%" + name)
+        self.var_names[var] = ref
+        self.bound[var] = ref
+        decl = ref if var.type_annotation is None else f"{ref}: {format_type(var.type_annotation)}"
+        return decl + self.type_info(var)
+
+    def type_info(self, e: Expr) -> str:
+        if self.show_types and e.checked_type is not None:
+            return f" /* ty={format_type(e.checked_type)} */"
+        return ""
+
+    # ------------------------------------------------------------------ scopes and functions
+
+    def scope(self, expr: Expr) -> str:
+        """The lines of a new scope ending in `expr` (TVM's PrintScope)."""
+        self.lines.append([])
+        last = self.ref(expr, try_inline=True)
+        lines = self.lines.pop()
+        lines.append(last)
+        return "\n".join(lines)
+
+    def block(self, expr: Expr) -> str:
+        return "{" + _indent("\n" + self.scope(expr)) + "\n}"
+
+    def print_function(self, prefix: str, fn: Function) -> str:
+        params = [self.declare_var(p) for p in fn.params]
+        params += format_attrs(fn.attrs)
+        head = f"{prefix}({', '.join(params)}) "
+        if fn.ret_type is not None:
+            head += f"-> {format_type(fn.ret_type)} "
+        return head + self.block(fn.body)
+
+    # ------------------------------------------------------------------ expressions
+
+    def ref(self, e: Expr, try_inline: bool = False) -> str:
+        """How a parent refers to `e`: inline text or a temporary bound on first use."""
+        done = self.bound.get(e)
+        if done is not None:
+            return done
+        cls = type(e)
+        if cls is Var:  # first sight of an unbound variable: it is free
+            decl = self.declare_var(e)
+            self.lines[-1].append(f"free_var {decl};")
+            return self.bound[e]
+        if cls is GlobalVar:
+            return "@" + e.name_hint
+        if cls is Op:
+            return e.name
+        if cls is Constant:
+            return self.constant(e) + self.type_info(e)
+        text = self.text.get(e)
+        if text is None:
+            self.visit(e)
+            text = self.text[e]
+        text += self.type_info(e)
+        if try_inline and self.uses.get(id(e), 0) <= 1:
+            self.bound[e] = text
+            return text
+        if cls is Let:
+            text = "(" + _indent("\n" + text) + "\n)"
+        temp = f"%{self.temp_counter}"
+        self.temp_counter += 1
+        self.lines[-1].append(f"{temp} = {text};")
+        self.bound[e] = temp
+        return temp
+
+    def visit(self, root: Expr) -> None:
+        """Compute the text of `root` and of every unvisited node under it, in post order."""
+        text = self.text
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if node in text or node in self.bound:
+                continue
+            cls = type(node)
+            if not expanded and (cls is Call or cls is Tuple or cls is TupleGetItem):
+                stack.append((node, True))
+                if cls is Call:
+                    children = (node.op, *node.args)
+                elif cls is Tuple:
+                    children = node.fields
+                else:
+                    children = (node.tuple_value,)
+                for child in reversed(children):
+                    if type(child) in (Call, Tuple, TupleGetItem, Function, If, Let) and child not in text:
+                        stack.append((child, False))
+                continue
+            text[node] = self.node_text(node)
+
+    def node_text(self, e: Expr) -> str:
+        cls = type(e)
+        ref = self.ref
+        if cls is Call:
+            args = [ref(a) for a in e.args]
+            args += format_attrs(e.attrs)
+            return f"{ref(e.op)}({', '.join(args)})"
+        if cls is Tuple:
+            fields = [ref(f) for f in e.fields]
+            return f"({fields[0]},)" if len(fields) == 1 else f"({', '.join(fields)})"
+        if cls is TupleGetItem:
+            return f"{ref(e.tuple_value)}.{e.index}"
+        if cls is Function:
+            return self.print_function("fn ", e)
+        if cls is If:
+            cond = ref(e.cond)
+            return f"if ({cond}) {self.block(e.true_branch)} else {self.block(e.false_branch)}"
+        if cls is Let:
+            self.lines.append([])
+            while type(e) is Let:
+                decl = self.declare_var(e.var)
+                value = ref(e.value, try_inline=True)
+                self.lines[-1].append(f"let {decl} = {value};")
+                e = e.body
+            last = ref(e, try_inline=True)
+            lines = self.lines.pop()
+            lines.append(last)
+            return "\n".join(lines)
+        raise TypeError(f"cannot print {e!r}")
+
+    def constant(self, c: Constant) -> str:
+        data = c.data
+        if data is not None and data.ndim == 0 and str(data.dtype) in SIMPLE_SCALAR_DTYPES:
+            return format_scalar(data.item(), str(data.dtype))
+        index = self.meta_index.get(c)
+        if index is None:
+            index = self.meta_index[c] = len(self.meta)
+            self.meta.append(c)
+        return f"meta[relay.Constant][{index}]"
+
+
+def print_relay(node: IRModule | Expr, show_types: bool = False, show_meta_data: bool = True) -> str:
+    """Relay text for a module (with the `#[version]` header) or an expression."""
+    printer = RelayPrinter(show_types, show_meta_data)
+    with gc_paused():
+        if isinstance(node, IRModule):
+            return printer.print_module(node)
+        return printer.print_expr(node)

@@ -1,0 +1,21 @@
+# lit configuration: runs with the venv's lit (`.venv/bin/lit lit_tests`), no activation needed.
+import os
+import sys
+
+import lit.formats
+
+config.name = "irtool"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".ir"]
+config.test_source_root = os.path.dirname(__file__)
+config.excludes = ["Output"]
+
+# The tools live next to the Python that runs lit (the venv's bin directory).
+bin_dir = os.path.dirname(sys.executable)
+config.environment["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
+
+config.substitutions.append(("%python", sys.executable))
+# print -> parse -> print must be a fixed point and re-parse structurally equal.
+config.substitutions.append(("%roundtrip", "irtool-opt --verify-roundtrip"))
+config.substitutions.append(("FileCheck", "filecheck"))
