@@ -75,6 +75,8 @@ def _list_passes() -> str:
 
 
 def _build_pipeline(items) -> list:
+    if not items:
+        return []
     from ..transform import parse_pipeline
 
     passes = []
@@ -126,18 +128,19 @@ def _split(text: str) -> list[tuple[int, str]]:
 
 def _process(text: str, name: str, passes, args, timing, stderr) -> str:
     from ..text import parse, to_text
-    from ..transform import PassContext
 
     t0 = time.perf_counter()
     mod = parse(text, name, args.syntax)
     t1 = time.perf_counter()
-    instruments = [_PrintIR(args, stderr)]
-    if timing is not None:
-        instruments.append(timing)
-    ctx = PassContext(instruments=instruments)
-    with ctx:
-        for p in passes:
-            mod = ctx.run(p, mod)
+    if passes:
+        from ..transform import PassContext
+
+        instruments = [_PrintIR(args, stderr)]
+        if timing is not None:
+            instruments.append(timing)
+        with PassContext(instruments=instruments) as ctx:
+            for p in passes:
+                mod = ctx.run(p, mod)
     t2 = time.perf_counter()
     out = to_text(mod)
     if args.verify_roundtrip:

@@ -28,7 +28,6 @@ from ..ir.expr import Attrs, Call, Constant, Function, GlobalVar, If, Let, Op, T
 from ..ir.module import IRModule
 from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, is_valid_dtype
 from .literals import LiteralError, parse_number
-from .metadata import MetadataError, load_metadata
 
 _np = None
 
@@ -115,6 +114,8 @@ class _Builder(Transformer):
     def fill_metadata(self, tok: Token | None) -> None:
         tables: dict[str, list] = {}
         if tok is not None:
+            from .metadata import MetadataError, load_metadata
+
             text = tok.value[tok.value.index("]") + 1:]
             try:
                 tables = load_metadata(text)
@@ -292,7 +293,12 @@ class _Builder(Transformer):
 
     def tuple_get_item(self, children):
         value, tok = children
-        return TupleGetItem(value, int(tok.value), value.span)
+        # `%t.0.1` lexes as `%t` `.` `0.1` (one number token, as in TVM): read it as two projections.
+        for index in tok.value.split("."):
+            if not index.isdigit():
+                self.error(f"expected a tuple index, got `{tok.value}`", tok)
+            value = TupleGetItem(value, int(index), value.span)
+        return value
 
     def local_ref(self, children):
         tok = children[0]
@@ -454,25 +460,44 @@ def _unescape(text: str) -> str:
 _TOKEN_NAMES = {
     "LOCAL": "a local variable (`%x`)", "GRAPH_VAR": "a graph variable (`%0`)",
     "GLOBAL": "a global name (`@f`)", "NAME": "a name", "NUMBER": "a number",
-    "INDEX": "a tuple index", "STRING": "a string", "META_REF": "a `meta[...]` reference",
+    "STRING": "a string", "META_REF": "a `meta[...]` reference",
     "METADATA": "`#[metadata]`", "VERSION": "`#[version = ...]`", "$END": "end of input",
 }
 
 
 class _Parser:
-    """One Lark LALR parser whose callbacks are bound to one reusable builder."""
+    """Lark LALR parsers for the grammar, all calling one reusable builder.
+
+    Small inputs use pure-Python Lark (cheapest to load: start-up matters); large ones
+    use Lark's compiled engine from `lark_cython` when it is installed (same tables,
+    same callbacks, about twice as fast per token)."""
+
+    LARGE_INPUT = 200_000  # characters
 
     def __init__(self) -> None:
-        grammar = importlib.resources.files("irtool.grammar").joinpath("relay.lark").read_text()
+        self.grammar = importlib.resources.files("irtool.grammar").joinpath("relay.lark").read_text()
         self.builder = _Builder(SourceFile("<input>", ""))
-        options = dict(parser="lalr", lexer="contextual", maybe_placeholders=False, transformer=self.builder)
-        try:  # Lark's compiled LALR engine (same tables, same callbacks), 1.5-2x faster
-            import lark_cython
-
-            self.lark = Lark(grammar, _plugins=lark_cython.plugins, cache=True, **options)
-        except ImportError:
-            self.lark = Lark(grammar, cache=True, **options)
         self.lock = threading.Lock()
+        self._small: Lark | None = None
+        self._large: Lark | None = None
+
+    def _make(self, **extra) -> Lark:
+        return Lark(self.grammar, parser="lalr", lexer="basic", maybe_placeholders=False, cache=True,
+                    transformer=self.builder, **extra)
+
+    def for_text(self, text: str) -> Lark:
+        if len(text) >= self.LARGE_INPUT:
+            if self._large is None:
+                try:
+                    import lark_cython
+                except ImportError:
+                    self._large = self.for_text("")
+                else:
+                    self._large = self._make(_plugins=lark_cython.plugins)
+            return self._large
+        if self._small is None:
+            self._small = self._make()
+        return self._small
 
 
 @functools.lru_cache(maxsize=1)
@@ -529,9 +554,10 @@ def parse_relay(text: str, source_name: str = "<input>"):
     parser = _parser()
     with parser.lock, gc_paused():
         parser.builder.__init__(source)
+        lark = parser.for_text(text)
         try:
-            return parser.lark.parse(text)
+            return lark.parse(text)
         except UnexpectedInput as err:
-            raise _convert_error(err, source, parser.lark) from None
+            raise _convert_error(err, source, lark) from None
         finally:
             parser.builder.__init__(SourceFile("<input>", ""))

@@ -23,7 +23,6 @@ from ..ir.expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let,
 from ..ir.module import IRModule
 from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, Type
 from .literals import SIMPLE_SCALAR_DTYPES, format_float, format_scalar
-from .metadata import dump_metadata
 
 VERSION_HEADER = '#[version = "0.0.5"]'
 
@@ -109,18 +108,39 @@ class RelayPrinter:
 
     def finish(self, text: str) -> str:
         if self.show_meta_data and any(c.data is not None for c in self.meta):
+            from .metadata import dump_metadata
+
             text += "\n#[metadata]\n" + dump_metadata(self.meta) + "\n"
         return text
 
     def count_uses(self, root: Expr) -> None:
-        from ..ir.visitor import post_order, sub_exprs
-
+        """Number of users of each compound node (TVM's DependencyGraph parent count)."""
         uses: dict[int, int] = {}
-        get = uses.get
-        for node in post_order(root):
-            for child in sub_exprs(node):
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            cls = type(node)
+            if cls is Call:
+                children = (node.op, *node.args)
+            elif cls is Tuple:
+                children = node.fields
+            elif cls is TupleGetItem:
+                children = (node.tuple_value,)
+            elif cls is Let:
+                children = (node.value, node.body)
+            elif cls is If:
+                children = (node.cond, node.true_branch, node.false_branch)
+            elif cls is Function:
+                children = (node.body,)
+            else:
+                continue
+            for child in children:
                 key = id(child)
-                uses[key] = get(key, 0) + 1
+                if key in uses:
+                    uses[key] += 1
+                else:
+                    uses[key] = 1
+                    stack.append(child)
         self.uses = uses
 
     # ------------------------------------------------------------------ names
