@@ -64,11 +64,11 @@ def throughput(sizes, repeat: int) -> None:
     for n in sizes:
         for shape in ("mixed", "general"):
             text = make_module(n, shape)
-            holder = {}
-            t_parse = best_of(repeat, lambda: holder.__setitem__("m", irtool.parse(text, "bench.ir")))
-            t_print = best_of(repeat, lambda: irtool.to_text(holder["m"]))
-            t_both = best_of(repeat, lambda: irtool.to_text(irtool.parse(text, "bench.ir")))
-            assert irtool.to_text(holder["m"]) == text, "the benchmark module must print back identically"
+            mod = irtool.parse(text, "bench.ir")
+            assert irtool.to_text(mod) == text, "the benchmark module must print back identically"
+            t_parse = best_of(repeat, lambda text=text: irtool.parse(text, "bench.ir"))
+            t_print = best_of(repeat, lambda mod=mod: irtool.to_text(mod))
+            t_both = best_of(repeat, lambda text=text: irtool.to_text(irtool.parse(text, "bench.ir")))
             print(f"{n:>8} {shape:>8} {n / t_parse:>12,.0f} {n / t_print:>12,.0f} {n / t_both:>12,.0f}")
 
 

@@ -24,7 +24,8 @@ import importlib
 import pkgutil
 import re
 import time
-from typing import Callable, ClassVar
+from collections.abc import Callable
+from typing import ClassVar
 
 from .diagnostics import DiagnosticError, SourceFile, Span
 from .ir.expr import Function
@@ -42,10 +43,10 @@ class Pass:
     required: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
 
-    def transform_module(self, mod: IRModule, ctx: "PassContext") -> IRModule:
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         raise NotImplementedError
 
-    def __call__(self, mod: IRModule, ctx: "PassContext | None" = None) -> IRModule:
+    def __call__(self, mod: IRModule, ctx: PassContext | None = None) -> IRModule:
         return (ctx or PassContext.current()).run(self, mod)
 
     @property
@@ -63,10 +64,10 @@ class Pass:
 class FunctionPass(Pass):
     """A pass applied to each Relay function of the module independently."""
 
-    def transform_function(self, fn: Function, mod: IRModule, ctx: "PassContext") -> Function:
+    def transform_function(self, fn: Function, mod: IRModule, ctx: PassContext) -> Function:
         raise NotImplementedError
 
-    def transform_module(self, mod: IRModule, ctx: "PassContext") -> IRModule:
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         functions = {}
         changed = False
         for name, fn in mod.functions.items():
@@ -87,7 +88,7 @@ class Sequential(Pass):
     def __init__(self, passes=()) -> None:
         object.__setattr__(self, "passes", tuple(passes))
 
-    def transform_module(self, mod: IRModule, ctx: "PassContext") -> IRModule:
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         for p in self.passes:
             if ctx.should_run(p):
                 for required in p.required:
@@ -112,7 +113,7 @@ class PassInstrument:
 class PassContext:
     """Opt level, config and instruments for a pipeline run; use as a context manager."""
 
-    _stack: ClassVar[list["PassContext"]] = []
+    _stack: ClassVar[list[PassContext]] = []
 
     def __init__(self, opt_level: int = 2, config: dict | None = None, required_pass=(), disabled_pass=(),
                  instruments=()) -> None:
@@ -123,10 +124,10 @@ class PassContext:
         self.instruments = list(instruments)
 
     @classmethod
-    def current(cls) -> "PassContext":
+    def current(cls) -> PassContext:
         return cls._stack[-1] if cls._stack else PassContext()
 
-    def __enter__(self) -> "PassContext":
+    def __enter__(self) -> PassContext:
         PassContext._stack.append(self)
         return self
 

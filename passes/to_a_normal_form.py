@@ -34,7 +34,7 @@ _ATOMIC = (Var, GlobalVar, Op)
 class _Scope:
     __slots__ = ("parent", "depth", "bindings")
 
-    def __init__(self, parent: "_Scope | None") -> None:
+    def __init__(self, parent: _Scope | None) -> None:
         self.parent = parent
         self.depth = 0 if parent is None else parent.depth + 1
         self.bindings: list[tuple[Var, object]] = []

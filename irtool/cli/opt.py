@@ -62,8 +62,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
 
 
 def _list_passes() -> str:
-    from ..transform import all_passes
     import dataclasses
+
+    from ..transform import all_passes
 
     lines = ["Available passes:"]
     for name, cls in all_passes().items():
@@ -159,8 +160,8 @@ def _verify_roundtrip(mod, out: str, name: str) -> None:
         raise DiagnosticError("round trip failed: the printed module parses to a different module")
     reprinted = to_text(again)
     if reprinted != out:
-        first = next(i for i, (a, b) in enumerate(zip(out.splitlines() + [""], reprinted.splitlines() + [""]))
-                     if a != b)
+        pairs = zip(out.splitlines() + [""], reprinted.splitlines() + [""], strict=False)
+        first = next(i for i, (a, b) in enumerate(pairs) if a != b)
         raise DiagnosticError(f"round trip failed: printing is not a fixed point (line {first + 1} differs)")
 
 

@@ -10,7 +10,8 @@ Each expression may carry a source `span` and, once types are inferred, a
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .types import Type
 
@@ -73,7 +74,7 @@ class Op(Expr):
     """A primitive operator, interned by name: `Op.get("nn.conv2d") is Op.get("nn.conv2d")`."""
 
     __slots__ = ("name",)
-    _interned: dict[str, "Op"] = {}
+    _interned: dict[str, Op] = {}
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -81,7 +82,7 @@ class Op(Expr):
         self.checked_type = None
 
     @classmethod
-    def get(cls, name: str) -> "Op":
+    def get(cls, name: str) -> Op:
         op = cls._interned.get(name)
         if op is None:
             op = cls._interned[name] = cls(name)
@@ -96,7 +97,7 @@ class Call(Expr):
 
     __slots__ = ("op", "args", "attrs")
 
-    def __init__(self, op: Expr, args, attrs: "Attrs | None" = None, span=None) -> None:
+    def __init__(self, op: Expr, args, attrs: Attrs | None = None, span=None) -> None:
         self.op = op
         self.args = tuple(args)
         self.attrs = attrs
@@ -157,7 +158,7 @@ class Function(Expr):
 
     __slots__ = ("params", "body", "ret_type", "attrs")
 
-    def __init__(self, params, body: Expr, ret_type: Type | None = None, attrs: "Attrs | None" = None,
+    def __init__(self, params, body: Expr, ret_type: Type | None = None, attrs: Attrs | None = None,
                  span=None) -> None:
         self.params = tuple(params)
         self.body = body
@@ -228,7 +229,7 @@ class Attrs:
     def items(self):
         return self._items.items()
 
-    def with_attr(self, key: str, value) -> "Attrs":
+    def with_attr(self, key: str, value) -> Attrs:
         items = dict(self._items)
         items[key] = value
         return Attrs(items)

@@ -17,7 +17,7 @@ class IRModule:
         self._global_vars: dict[str, GlobalVar] = dict(global_vars or {})
 
     @classmethod
-    def from_expr(cls, expr: Expr, name: str = "main") -> "IRModule":
+    def from_expr(cls, expr: Expr, name: str = "main") -> IRModule:
         if not isinstance(expr, Function):
             expr = Function((), expr)
         return cls({name: expr})
@@ -38,7 +38,7 @@ class IRModule:
         """(name, function) pairs, sorted by name as TVM prints them."""
         return sorted(self.functions.items())
 
-    def with_functions(self, functions: dict[str, Function]) -> "IRModule":
+    def with_functions(self, functions: dict[str, Function]) -> IRModule:
         """A new module with the same global variables and these functions."""
         return IRModule(functions, self._global_vars)
 

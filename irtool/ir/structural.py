@@ -9,7 +9,7 @@ tree it unfolds to. Both functions are iterative, so 100k-node programs are fine
 
 from __future__ import annotations
 
-from .expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, TypedScalar, Var
+from .expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .types import Type, type_key
 from .visitor import post_order
@@ -20,7 +20,7 @@ def attr_value_equal(a, b) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, tuple):
-        return len(a) == len(b) and all(attr_value_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(attr_value_equal(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, float):
         return a == b or (a != a and b != b)
     return a == b
@@ -99,7 +99,7 @@ class _ExprEqual:
                 if len(a.args) != len(b.args) or not attrs_equal(a.attrs, b.attrs):
                     return False
                 stack.append((a.op, b.op))
-                stack.extend(zip(a.args, b.args))
+                stack.extend(zip(a.args, b.args, strict=False))
             elif cls is Op:
                 if a.name != b.name:
                     return False
@@ -112,7 +112,7 @@ class _ExprEqual:
             elif cls is Tuple:
                 if len(a.fields) != len(b.fields):
                     return False
-                stack.extend(zip(a.fields, b.fields))
+                stack.extend(zip(a.fields, b.fields, strict=False))
             elif cls is TupleGetItem:
                 if a.index != b.index:
                     return False
@@ -129,7 +129,7 @@ class _ExprEqual:
                 if (len(a.params) != len(b.params) or not attrs_equal(a.attrs, b.attrs)
                         or type_key(a.ret_type) != type_key(b.ret_type)):
                     return False
-                for pa, pb in zip(a.params, b.params):
+                for pa, pb in zip(a.params, b.params, strict=False):
                     if not self.bind(pa, pb):
                         return False
                 stack.append((a.body, b.body))
@@ -189,5 +189,3 @@ def structural_hash(node) -> int:
         h[id(e)] = v
     return h[id(node)]
 
-
-__all__ = ["structural_equal", "structural_hash", "attrs_equal", "attr_value_equal", "TypedScalar"]

@@ -177,13 +177,13 @@ class ExprMutator(_Dispatcher):
     def visit_call(self, e: Call) -> Expr:
         op = self.visit(e.op)
         args = [self.visit(a) for a in e.args]
-        if op is e.op and all(a is b for a, b in zip(args, e.args)):
+        if op is e.op and all(a is b for a, b in zip(args, e.args, strict=False)):
             return e
         return Call(op, args, e.attrs, e.span)
 
     def visit_tuple(self, e: Tuple) -> Expr:
         fields = [self.visit(f) for f in e.fields]
-        if all(a is b for a, b in zip(fields, e.fields)):
+        if all(a is b for a, b in zip(fields, e.fields, strict=False)):
             return e
         return Tuple(fields, e.span)
 
@@ -223,6 +223,6 @@ class ExprMutator(_Dispatcher):
     def visit_function(self, e: Function) -> Expr:
         params = [self.visit(p) for p in e.params]
         body = self.visit(e.body)
-        if body is e.body and all(a is b for a, b in zip(params, e.params)):
+        if body is e.body and all(a is b for a, b in zip(params, e.params, strict=False)):
             return e
         return Function(params, body, e.ret_type, e.attrs, e.span)

@@ -79,7 +79,7 @@ def format_float(value: float, bits: int = 32) -> str:
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
     for precision in range(6, 18):
-        text = "%.*g" % (precision, value)
+        text = f"{value:.{precision}g}"
         if _round_trips(text, value, bits):
             return text
     return repr(value)

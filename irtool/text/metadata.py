@@ -73,20 +73,23 @@ def ndarray_from_bytes(blob: bytes):
 
 
 def dump_metadata(constants: list) -> str:
-    """JSON for a list of Constant nodes (index i is `meta[relay.Constant][i]`)."""
+    """JSON for a list of Constant nodes (index i is `meta[relay.Constant][i]`), laid out
+    as TVM's `SaveJSON` writes it (`, ` line ends, integer arrays on one line)."""
     n = len(constants)
-    nodes: list[dict] = [
-        {"type_key": ""},
-        {"type_key": "Map", "keys": ["relay.Constant"], "data": [2]},
-        {"type_key": "Array", "data": list(range(3, 3 + n))},
-    ]
+    nodes = ['    {\n      "type_key": ""\n    }',
+             '    {\n      "type_key": "Map", \n      "keys": [\n        "relay.Constant"\n      ], \n'
+             '      "data": [2]\n    }',
+             '    {\n      "type_key": "Array", \n      "data": [' + ", ".join(map(str, range(3, 3 + n))) + ']\n    }']
     arrays = []
     for i, c in enumerate(constants):
-        nodes.append({"type_key": "relay.Constant",
-                      "attrs": {"_checked_type_": "0", "data": str(i), "span": "0", "virtual_device_": "0"}})
-        arrays.append("" if c.data is None else base64.b64encode(ndarray_to_bytes(c.data)).decode("ascii"))
-    doc = {"root": 1, "nodes": nodes, "b64ndarrays": arrays, "attrs": {"tvm_version": "0.19.0"}}
-    return json.dumps(doc, indent=2)
+        nodes.append('    {\n      "type_key": "relay.Constant", \n      "attrs": {\n'
+                     f'        "_checked_type_": "0", \n        "data": "{i}", \n        "span": "0", \n'
+                     '        "virtual_device_": "0"\n      }\n    }')
+        blob = "" if c.data is None else base64.b64encode(ndarray_to_bytes(c.data)).decode("ascii")
+        arrays.append(f'    "{blob}"')
+    b64 = "[\n" + ", \n".join(arrays) + "\n  ]" if arrays else "[]"
+    return ('{\n  "root": 1, \n  "nodes": [\n' + ", \n".join(nodes) + '\n  ], \n'
+            f'  "b64ndarrays": {b64}, \n  "attrs": {{"tvm_version": "0.19.0"}}\n}}')
 
 
 def load_metadata(text: str) -> dict[str, list]:
@@ -97,7 +100,7 @@ def load_metadata(text: str) -> dict[str, list]:
         root = nodes[doc["root"]]
         arrays = doc.get("b64ndarrays", [])
         result: dict[str, list] = {}
-        for key, index in zip(root.get("keys", []), root.get("data", [])):
+        for key, index in zip(root.get("keys", []), root.get("data", []), strict=False):
             entries = []
             for node_index in nodes[index].get("data", []):
                 node = nodes[node_index]

@@ -19,7 +19,21 @@ print as literals, tensors as `meta[relay.Constant][i]` with a `#[metadata]` sec
 from __future__ import annotations
 
 from .._util import gc_paused
-from ..ir.expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, TypedScalar, Var
+from ..ir.expr import (
+    Attrs,
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    TypedScalar,
+    Var,
+)
 from ..ir.module import IRModule
 from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, Type
 from .literals import SIMPLE_SCALAR_DTYPES, format_float, format_scalar
