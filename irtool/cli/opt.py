@@ -222,7 +222,11 @@ def run(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None) -> 
             return 1
         result = f"{SPLIT_MARKER}\n".join(outputs)
         if args.output and args.output != "-":
-            _write_atomically(args.output, result)
+            try:
+                _write_atomically(args.output, result)
+            except OSError as err:
+                stderr.write(f"{args.output}: error: cannot write output: {err.strerror or err}\n")
+                return 1
         else:
             stdout.write(result)
         return 0

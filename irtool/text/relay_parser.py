@@ -175,15 +175,15 @@ class _Builder(Transformer):
         graph[index] = value
         return None
 
+    def let_head(self, children) -> Var:
+        return self.bind(children[0], children[1] if len(children) == 2 else None)
+
     def let_binding(self, children):
-        tok = children[0]
-        type_annotation = children[1] if len(children) == 3 else None
-        value = children[-1]
-        return self.bind(tok, type_annotation), value
+        return children[0], children[1]
 
     def free_var(self, children) -> None:
         tok = children[0]
-        self.bind(tok, children[1] if len(children) == 2 else IncompleteType())
+        self.bind(tok, children[1] if len(children) == 2 else None)
         return None
 
     # ------------------------------------------------------------------ functions
@@ -208,7 +208,10 @@ class _Builder(Transformer):
 
     def fn_expr(self, children):
         ((params, attrs), ret_type), body = children
-        self.scopes.pop()
+        inner = self.scopes.pop().graph
+        outer = self.scopes[-1].graph
+        for index, node in inner.items():  # TVM's graph bindings are module-wide: keep them visible
+            outer.setdefault(index, node)
         return Function(params, body, ret_type, attrs, params[0].span if params else body.span)
 
     def if_expr(self, children):
@@ -262,7 +265,13 @@ class _Builder(Transformer):
 
     def _ref_in_token(self, tok: Token, name: str, resolve):
         """Resolve an operand of a fused token the slow way (errors point at the operand)."""
-        position = tok.column + tok.value.index(name, tok.value.index("("))
+        text = tok.value
+        position = text.index("(")
+        while True:  # the operand itself, not a longer name that starts with it
+            position = text.index(name, position + 1)
+            if not (text[position + len(name)].isalnum() or text[position + len(name)] in "_/"):
+                break
+        position += tok.column
         ref = Token("GRAPH_VAR" if name[1].isdigit() else "LOCAL", name, line=tok.line, column=position,
                     end_line=tok.line, end_column=position + len(name))
         return resolve((ref,))
@@ -392,6 +401,18 @@ class _Builder(Transformer):
     def string_attr(self, children):
         return _unescape(children[0].value[1:-1])
 
+    def true_attr(self, _children):
+        return True
+
+    def false_attr(self, _children):
+        return False
+
+    def version(self, children):
+        tok = children[0]
+        version = tok.value.split("=", 1)[1].strip().rstrip("]").strip().strip('"')
+        if version != "0.0.5":
+            self.error(f'invalid semantic version "{version}": only text format "0.0.5" is supported', tok)
+
     def none(self, _children):
         return None
 
@@ -462,6 +483,7 @@ _TOKEN_NAMES = {
     "GLOBAL": "a global name (`@f`)", "NAME": "a name", "NUMBER": "a number",
     "STRING": "a string", "META_REF": "a `meta[...]` reference",
     "METADATA": "`#[metadata]`", "VERSION": "`#[version = ...]`", "$END": "end of input",
+    "ATOMIC_CALL": None, "ATOMIC_BINDING": None,  # fast-path spellings of calls and bindings
 }
 
 
@@ -509,7 +531,8 @@ def _describe_expected(parser: Lark, names) -> str:
     shown = []
     for name in sorted(set(names)):
         if name in _TOKEN_NAMES:
-            shown.append(_TOKEN_NAMES[name])
+            if _TOKEN_NAMES[name]:
+                shown.append(_TOKEN_NAMES[name])
             continue
         try:
             pattern = parser.get_terminal(name).pattern
