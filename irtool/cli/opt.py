@@ -218,9 +218,11 @@ def run(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None) -> 
                 failed = True
         if timing is not None:
             stderr.write(timing.report(timing.extra) + "\n")
-        if failed:
-            return 1
         result = f"{SPLIT_MARKER}\n".join(outputs)
+        if failed:  # like mlir-opt: show the parts that worked, but never write -o
+            if outputs and not (args.output and args.output != "-"):
+                stdout.write(result)
+            return 1
         if args.output and args.output != "-":
             try:
                 _write_atomically(args.output, result)

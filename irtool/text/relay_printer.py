@@ -287,6 +287,8 @@ class RelayPrinter:
             while type(e) is Let:
                 decl = self.declare_var(e.var)
                 value = ref(e.value, try_inline=True)
+                if value.startswith("let "):
+                    value = "(" + _indent("\n" + value) + "\n)"  # TVM prints it bare, which does not parse
                 self.lines[-1].append(f"let {decl} = {value};")
                 e = e.body
             last = ref(e, try_inline=True)
