@@ -15,7 +15,6 @@ config.excludes = ["Output"]
 # The tools live next to the Python that runs lit (the venv's bin directory).
 bin_dir = os.path.dirname(sys.executable)
 config.environment["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 
 config.substitutions.append(("%python", sys.executable))
 # print -> parse -> print must be a fixed point and re-parse structurally equal.

@@ -18,8 +18,11 @@ class IRModule:
 
     @classmethod
     def from_expr(cls, expr: Expr, name: str = "main") -> IRModule:
+        """TVM's `IRModule.from_expr`: a non-function becomes a function of its free variables."""
         if not isinstance(expr, Function):
-            expr = Function((), expr)
+            from .visitor import free_vars
+
+            expr = Function(free_vars(expr), expr)
         return cls({name: expr})
 
     def get_global_var(self, name: str) -> GlobalVar:

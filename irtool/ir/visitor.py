@@ -63,6 +63,18 @@ def post_order(root: Expr, enter_functions: bool = True) -> list[Expr]:
     return order
 
 
+def free_vars(expr: Expr) -> list[Var]:
+    """Variables used in `expr` but bound nowhere in it, in order of first use."""
+    nodes = post_order(expr)
+    bound = set()
+    for node in nodes:
+        if type(node) is Function:
+            bound.update(node.params)
+        elif type(node) is Let:
+            bound.add(node.var)
+    return [n for n in nodes if type(n) is Var and n not in bound]
+
+
 class _Dispatcher:
     """Shared driver: iterative expansion of chains, memoised dispatch by node class."""
 
