@@ -18,3 +18,20 @@ def gc_paused():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def lazy_import(name: str):
+    """A module object that imports `name` on first attribute access (importlib's LazyLoader):
+    op tables can say `np.add` without making every parse pay for importing NumPy."""
+    import importlib.util
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
