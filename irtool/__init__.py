@@ -22,6 +22,8 @@ _LAZY = {
     "structural_hash": ("irtool.ir.structural", "structural_hash"),
     "IRModule": ("irtool.ir.module", "IRModule"),
     "DiagnosticError": ("irtool.diagnostics", "DiagnosticError"),
+    "interpret": ("irtool.interpreter", "interpret"),
+    "infer_types": ("irtool.analysis.type_infer", "infer_types"),
 }
 
 
@@ -29,7 +31,7 @@ def __getattr__(name: str):
     if name in _LAZY:
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
-    if name in ("ir", "text", "transform", "passes", "diagnostics"):
+    if name in ("ir", "text", "transform", "passes", "diagnostics", "ops", "analysis", "interpreter"):
         return importlib.import_module(f"irtool.{name}")
     raise AttributeError(f"module 'irtool' has no attribute {name!r}")
 

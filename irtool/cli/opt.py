@@ -55,6 +55,10 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-ir-after", action="append", default=[], metavar="PASS",
                    help="print the IR after this pass (repeatable)")
     p.add_argument("--time-passes", action="store_true", help="report the time of each pass (stderr)")
+    p.add_argument("--verify-each", action=argparse.BooleanOptionalAction, default=True,
+                   help="verify the module after parsing and after every pass (default: on)")
+    p.add_argument("--print-types", action="store_true",
+                   help="infer types and print them as TVM does (`/* ty=... */`)")
     p.add_argument("--verify-roundtrip", action="store_true",
                    help="check that the output parses back to an equal module and prints identically")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
@@ -132,6 +136,10 @@ def _process(text: str, name: str, passes, args, timing, stderr) -> str:
 
     t0 = time.perf_counter()
     mod = parse(text, name, args.syntax)
+    if args.verify_each:
+        from ..analysis.verifier import verify
+
+        verify(mod)
     t1 = time.perf_counter()
     if passes:
         from ..transform import PassContext
@@ -142,8 +150,18 @@ def _process(text: str, name: str, passes, args, timing, stderr) -> str:
         with PassContext(instruments=instruments) as ctx:
             for p in passes:
                 mod = ctx.run(p, mod)
+                if args.verify_each:
+                    try:
+                        verify(mod)
+                    except DiagnosticError as err:
+                        err.diagnostics[0].message = f"after pass `{p.name}`: {err.diagnostics[0].message}"
+                        raise
     t2 = time.perf_counter()
-    out = to_text(mod)
+    if args.print_types:
+        from ..analysis.type_infer import infer_types
+
+        infer_types(mod)
+    out = to_text(mod, show_types=args.print_types)
     if args.verify_roundtrip:
         _verify_roundtrip(mod, out, name)
     if timing is not None:

@@ -27,6 +27,7 @@ from ..diagnostics import DiagnosticError, SourceFile, Span
 from ..ir.expr import Attrs, Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, TypedScalar, Var
 from ..ir.module import IRModule
 from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, is_valid_dtype
+from ..ops.registry import AttrError, lookup
 from .literals import LiteralError, parse_number
 
 _np = None
@@ -58,6 +59,8 @@ class _Builder(Transformer):
         self.global_vars: dict[str, GlobalVar] = {}
         self.global_refs: dict[str, Span] = {}
         self.meta: dict[tuple[str, int], Constant] = {}
+        self.known_ops: set[str] = set()
+        self.default_attrs: dict = {}
         self.meta_spans: dict[tuple[str, int], Span] = {}
 
     # ------------------------------------------------------------------ helpers
@@ -229,11 +232,35 @@ class _Builder(Transformer):
 
     def op_call(self, children):
         tok = children[0]
-        op = Op.get(tok.value)
+        span = self.span(tok)
         if len(children) == 1:
-            return Call(op, (), None, self.span(tok))
-        args, attrs = children[1]
-        return Call(op, args, attrs, self.span(tok))
+            args, attrs = (), None
+        else:
+            args, attrs = children[1]
+        return Call(self.op(tok.value, span), args, self.op_attrs(tok.value, attrs, span), span)
+
+    def op(self, name: str, span: Span) -> Op:
+        """The operator called `name`; unknown operators are an error, as in TVM."""
+        op = Op.get(name)
+        if name not in self.known_ops:
+            if lookup(name) is None:
+                raise DiagnosticError(f"unknown operator `{name}`", span)
+            self.known_ops.add(name)
+        return op
+
+    def op_attrs(self, name: str, attrs, span: Span):
+        """Check the attributes against the op's declaration; normalise; fill defaults."""
+        if attrs is None:
+            cached = self.default_attrs.get(name, self)
+            if cached is not self:
+                return cached
+        try:
+            result = lookup(name).make_attrs(attrs)
+        except AttrError as err:
+            raise DiagnosticError(str(err), span) from None
+        if attrs is None:
+            self.default_attrs[name] = result
+        return result
 
     def atomic_call(self, children, offset: int = 0):
         """`op(%a, %0, ...)` read as one token: look the operands up, build the Call."""
@@ -260,8 +287,9 @@ class _Builder(Transformer):
                             value = self._ref_in_token(tok, name, self.local_ref)
                 args.append(value)
         line, col = tok.line, tok.column
-        return Call(Op.get(text[offset:open_paren]), args, None,
-                    Span(self.source, line, col + offset, line, col + open_paren))
+        name = text[offset:open_paren]
+        span = Span(self.source, line, col + offset, line, col + open_paren)
+        return Call(self.op(name, span), args, self.op_attrs(name, None, span), span)
 
     def _ref_in_token(self, tok: Token, name: str, resolve):
         """Resolve an operand of a fused token the slow way (errors point at the operand)."""
@@ -337,7 +365,7 @@ class _Builder(Transformer):
         return self.global_var(name)
 
     def op_ref(self, children):
-        return Op.get(children[0].value)
+        return self.op(children[0].value, self.span(children[0]))
 
     def number(self, children):
         tok = children[0]

@@ -89,6 +89,23 @@ def format_attrs(attrs: Attrs | None) -> list[str]:
     return [f"{k}={format_attr_value(v)}" for k, v in attrs.items()]
 
 
+def format_call_attrs(op, attrs: Attrs | None) -> list[str]:
+    """A call's attributes as TVM prints them: for an operator, only those that differ
+    from their declared defaults, in declaration order."""
+    if not attrs:
+        return []
+    if type(op) is Op:
+        from ..ops.registry import lookup
+
+        opdef = lookup(op.name)
+        if opdef is not None:
+            return [f"{k}={format_attr_value(v)}" for k, v in opdef.non_default_attrs(attrs)]
+    return format_attrs(attrs)
+
+
+_ANNOTATED = (Var, Constant, Call, Tuple, TupleGetItem, Function)
+
+
 def _indent(text: str) -> str:
     return text.replace("\n", "\n  ")
 
@@ -106,6 +123,7 @@ class RelayPrinter:
         self.meta: list[Constant] = []
         self.meta_index: dict[Constant, int] = {}
         self.lines: list[list[str]] = [[]]   # one list of emitted lines per open scope
+        self.annotated: set[Expr] = set()    # constants already printed with their type
 
     # ------------------------------------------------------------------ entry points
 
@@ -183,7 +201,9 @@ class RelayPrinter:
         return decl + self.type_info(var)
 
     def type_info(self, e: Expr) -> str:
-        if self.show_types and e.checked_type is not None:
+        """` /* ty=T */` where TVM prints it: on variable declarations, constants, calls,
+        tuples, projections and function literals (not on let, if, ops or globals)."""
+        if self.show_types and e.checked_type is not None and type(e) in _ANNOTATED:
             return f" /* ty={format_type(e.checked_type)} */"
         return ""
 
@@ -225,7 +245,11 @@ class RelayPrinter:
         if cls is Op:
             return e.name
         if cls is Constant:
-            return self.constant(e) + self.type_info(e)
+            text = self.constant(e)
+            if self.show_types and e not in self.annotated:  # TVM annotates a node once
+                self.annotated.add(e)
+                text += self.type_info(e)
+            return text
         text = self.text.get(e)
         if text is None:
             self.visit(e)
@@ -270,7 +294,7 @@ class RelayPrinter:
         ref = self.ref
         if cls is Call:
             args = [ref(a) for a in e.args]
-            args += format_attrs(e.attrs)
+            args += format_call_attrs(e.op, e.attrs)
             return f"{ref(e.op)}({', '.join(args)})"
         if cls is Tuple:
             fields = [ref(f) for f in e.fields]

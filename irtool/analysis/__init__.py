@@ -1,0 +1,1 @@
+"""Analyses over the IR: type inference and the well-formedness verifier."""

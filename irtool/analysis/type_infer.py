@@ -1,0 +1,254 @@
+"""Type inference for Relay: fills `checked_type` on every expression.
+
+Forward inference, as TVM's InferType computes it for programs whose parameters are
+annotated (TVM can also solve for unannotated ones by unification; we ask for the
+annotation instead, with a diagnostic at the parameter):
+
+    Var            its annotation (parameters, free vars) or its let-bound value's type
+    Constant       TensorType(shape, dtype) of the data
+    Call of an op  the op's type relation over the argument types and attributes
+    Call of f      f's FuncType: argument types must match, result is the return type
+    Tuple, .i      TupleType / the field's type
+    Let, If        the body's type / both branches' (equal) type; the condition is `bool`
+    Function       FuncType(parameter types, body type); a declared return type must match
+    GlobalVar      the FuncType of that global function (callees first; recursion needs
+                   the callee's return type declared)
+
+`?` dimensions match any dimension when types are compared. Every error is a
+DiagnosticError at the offending expression that names the op and shows the types.
+Chains are walked iteratively, so 100k-op programs are fine.
+"""
+
+from __future__ import annotations
+
+from ..diagnostics import DiagnosticError
+from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, Type
+from ..ops.registry import TypeRelError, lookup
+from ..text.relay_printer import format_type
+
+
+def types_match(a: Type, b: Type) -> bool:
+    """Structural equality of types where `?` matches any dimension."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is TensorType:
+        return a.dtype == b.dtype and len(a.shape) == len(b.shape) and all(
+            x is ANY or y is ANY or x == y for x, y in zip(a.shape, b.shape))
+    if type(a) is TupleType:
+        return len(a.fields) == len(b.fields) and all(types_match(x, y) for x, y in zip(a.fields, b.fields))
+    if type(a) is FuncType:
+        return (len(a.arg_types) == len(b.arg_types) and types_match(a.ret_type, b.ret_type)
+                and all(types_match(x, y) for x, y in zip(a.arg_types, b.arg_types)))
+    return True  # IncompleteType
+
+
+def _complete(t: Type | None) -> bool:
+    if t is None or type(t) is IncompleteType:
+        return False
+    if type(t) is TupleType:
+        return all(_complete(f) for f in t.fields)
+    if type(t) is FuncType:
+        return all(_complete(a) for a in t.arg_types) and _complete(t.ret_type)
+    return True
+
+
+def _order(root: Expr) -> list:
+    """Evaluation order, children first; ('bind', let) sits between a let's value and
+    its body, ('enter', fn) before a function's body."""
+    order, seen = [], set()
+    stack: list = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if type(node) is tuple:
+            order.append(node)
+            continue
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        cls = type(node)
+        if cls is Call:
+            children = (node.op, *node.args)
+        elif cls is Tuple:
+            children = node.fields
+        elif cls is TupleGetItem:
+            children = (node.tuple_value,)
+        elif cls is If:
+            children = (node.cond, node.true_branch, node.false_branch)
+        elif cls is Let:
+            stack += [(node.body, False), (("bind", node), False), (node.value, False)]
+            continue
+        elif cls is Function:
+            stack += [(node.body, False), (("enter", node), False)]
+            continue
+        else:
+            continue
+        for child in reversed(children):
+            if id(child) not in seen:
+                stack.append((child, False))
+    return order
+
+
+class TypeInferencer:
+    def __init__(self, mod: IRModule | None = None) -> None:
+        self.mod = mod
+        self.global_types: dict[str, FuncType] = {}
+        self.in_progress: set[str] = set()
+
+    # ------------------------------------------------------------------ module
+
+    def infer_module(self, mod: IRModule) -> None:
+        self.mod = mod
+        for name, _fn in mod.items():
+            self.global_type(name)
+
+    def global_type(self, name: str, use: Expr | None = None) -> FuncType:
+        if name in self.global_types:
+            return self.global_types[name]
+        if self.mod is None or name not in self.mod.functions:
+            raise DiagnosticError(f"undefined global function `@{name}`", use.span if use else None)
+        fn = self.mod.functions[name]
+        if name in self.in_progress:  # recursion: the declared signature is all we can use
+            declared = self.declared_type(fn)
+            if declared is None:
+                raise DiagnosticError(f"recursive call of `@{name}` needs its parameter and return types "
+                                      "declared", use.span if use else fn.span)
+            return declared
+        self.in_progress.add(name)
+        try:
+            t = self.infer_expr(fn)
+        finally:
+            self.in_progress.discard(name)
+        self.global_types[name] = t
+        return t
+
+    @staticmethod
+    def declared_type(fn: Function) -> FuncType | None:
+        params = [p.type_annotation for p in fn.params]
+        if all(_complete(t) for t in params) and _complete(fn.ret_type):
+            return FuncType(params, fn.ret_type)
+        return None
+
+    # ------------------------------------------------------------------ expressions
+
+    def infer_expr(self, root: Expr) -> Type:
+        for item in _order(root):
+            if type(item) is tuple:
+                kind, node = item
+                if kind == "bind":
+                    self.bind_let(node)
+                else:
+                    self.enter_function(node)
+                continue
+            item.checked_type = self.type_of(item)
+        return root.checked_type
+
+    def bind_let(self, let: Let) -> None:
+        value_type = let.value.checked_type
+        if let.var.type_annotation is not None and _complete(let.var.type_annotation):
+            if not types_match(let.var.type_annotation, value_type):
+                raise DiagnosticError(
+                    f"let-bound `%{let.var.name_hint}` is annotated {format_type(let.var.type_annotation)} "
+                    f"but its value has type {format_type(value_type)}", let.var.span)
+            let.var.checked_type = let.var.type_annotation
+        else:
+            let.var.checked_type = value_type
+
+    def enter_function(self, fn: Function) -> None:
+        for p in fn.params:
+            if not _complete(p.type_annotation):
+                raise DiagnosticError(f"parameter `%{p.name_hint}` needs a type annotation for type inference",
+                                      p.span or fn.span)
+            p.checked_type = p.type_annotation
+
+    def type_of(self, e: Expr) -> Type:
+        cls = type(e)
+        if cls is Var:
+            if e.checked_type is not None:
+                return e.checked_type
+            if _complete(e.type_annotation):
+                return e.type_annotation
+            raise DiagnosticError(f"cannot infer the type of `%{e.name_hint}`: annotate it", e.span)
+        if cls is Constant:
+            if e.data is None:
+                raise DiagnosticError("constant has no data (the file has no #[metadata] section), so its "
+                                      "type is unknown", e.span)
+            return TensorType(e.data.shape, str(e.data.dtype))
+        if cls is Call:
+            return self.call_type(e)
+        if cls is Tuple:
+            return TupleType([f.checked_type for f in e.fields])
+        if cls is TupleGetItem:
+            t = e.tuple_value.checked_type
+            if type(t) is not TupleType:
+                raise DiagnosticError(f"`.{e.index}` needs a tuple, got {format_type(t)}", e.span)
+            if not 0 <= e.index < len(t.fields):
+                raise DiagnosticError(f"tuple index {e.index} is out of range for {format_type(t)}", e.span)
+            return t.fields[e.index]
+        if cls is Let:
+            return e.body.checked_type
+        if cls is If:
+            c = e.cond.checked_type
+            if not (type(c) is TensorType and c.dtype == "bool" and not c.shape):
+                raise DiagnosticError(f"the condition of `if` must be a bool scalar, got {format_type(c)}",
+                                      e.cond.span or e.span)
+            a, b = e.true_branch.checked_type, e.false_branch.checked_type
+            if not types_match(a, b):
+                raise DiagnosticError(f"the branches of `if` have different types: {format_type(a)} and "
+                                      f"{format_type(b)}", e.span)
+            return a
+        if cls is Function:
+            body = e.body.checked_type
+            if e.ret_type is not None and _complete(e.ret_type):
+                if not types_match(e.ret_type, body):
+                    raise DiagnosticError(f"function declared to return {format_type(e.ret_type)} but its body "
+                                          f"has type {format_type(body)}", e.span)
+            return FuncType([p.checked_type for p in e.params], body)
+        if cls is GlobalVar:
+            return self.global_type(e.name_hint, e)
+        if cls is Op:
+            return IncompleteType()  # only meaningful as a callee; checked at the call
+        raise TypeError(f"type inference: unsupported node {e!r}")
+
+    def call_type(self, call: Call) -> Type:
+        callee = call.op
+        arg_types = [a.checked_type for a in call.args]
+        if type(callee) is Op:
+            opdef = lookup(callee.name)
+            if opdef is None:
+                raise DiagnosticError(f"unknown operator `{callee.name}`", call.span)
+            if len(arg_types) != len(opdef.args):
+                raise DiagnosticError(
+                    f"`{callee.name}` takes {len(opdef.args)} argument{'s' if len(opdef.args) != 1 else ''} "
+                    f"({', '.join(opdef.args)}), got {len(arg_types)}", call.span)
+            try:
+                if opdef.needs_values:
+                    values = [a.data if type(a) is Constant else None for a in call.args]
+                    return opdef.type_rel(arg_types, call.attrs, values)
+                return opdef.type_rel(arg_types, call.attrs)
+            except TypeRelError as err:
+                shown = ", ".join(format_type(t) for t in arg_types)
+                raise DiagnosticError(f"`{callee.name}`: {err} (argument types: {shown})", call.span) from None
+        ftype = callee.checked_type
+        if type(ftype) is not FuncType:
+            raise DiagnosticError(f"cannot call a value of type {format_type(ftype)}", call.span)
+        name = f"@{callee.name_hint}" if type(callee) is GlobalVar else "the function"
+        if len(arg_types) != len(ftype.arg_types):
+            raise DiagnosticError(f"{name} takes {len(ftype.arg_types)} arguments, got {len(arg_types)}",
+                                  call.span)
+        for i, (got, want) in enumerate(zip(arg_types, ftype.arg_types)):
+            if not types_match(got, want):
+                raise DiagnosticError(f"argument {i} of {name} has type {format_type(got)}, expected "
+                                      f"{format_type(want)}", call.args[i].span or call.span)
+        return ftype.ret_type
+
+
+def infer_types(mod: IRModule) -> IRModule:
+    """Fill `checked_type` throughout the module (in place) and return it."""
+    TypeInferencer().infer_module(mod)
+    return mod
