@@ -10,7 +10,7 @@ config.name = "irtool"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".ir"]
 config.test_source_root = os.path.dirname(__file__)
-config.excludes = ["Output"]
+config.excludes = ["Output", "Inputs"]
 
 # The tools live next to the Python that runs lit (the venv's bin directory).
 bin_dir = os.path.dirname(sys.executable)

@@ -196,7 +196,7 @@ class TypeInferencer:
             c = e.cond.checked_type
             if not (type(c) is TensorType and c.dtype == "bool" and not c.shape):
                 raise DiagnosticError(f"the condition of `if` must be a bool scalar, got {format_type(c)}",
-                                      e.cond.span or e.span)
+                                      e.span or e.cond.span)
             a, b = e.true_branch.checked_type, e.false_branch.checked_type
             if not types_match(a, b):
                 raise DiagnosticError(f"the branches of `if` have different types: {format_type(a)} and "
@@ -243,8 +243,9 @@ class TypeInferencer:
                                   call.span)
         for i, (got, want) in enumerate(zip(arg_types, ftype.arg_types)):
             if not types_match(got, want):
+                where = call.span if type(call.args[i]) in (Var, GlobalVar) else call.args[i].span or call.span
                 raise DiagnosticError(f"argument {i} of {name} has type {format_type(got)}, expected "
-                                      f"{format_type(want)}", call.args[i].span or call.span)
+                                      f"{format_type(want)}", where)
         return ftype.ret_type
 
 

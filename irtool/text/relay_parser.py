@@ -218,17 +218,20 @@ class _Builder(Transformer):
         return Function(params, body, ret_type, attrs, params[0].span if params else body.span)
 
     def if_expr(self, children):
-        cond, true_branch, false_branch = children
-        return If(cond, true_branch, false_branch, getattr(cond, "span", None))
+        if_tok, cond, true_branch, false_branch = children
+        return If(cond, true_branch, false_branch, self.span(if_tok))
 
     # ------------------------------------------------------------------ calls and atoms
 
     def call(self, children):
-        callee = children[0]
-        if len(children) == 1:
-            return Call(callee, (), None, callee.span)
-        args, attrs = children[1]
-        return Call(callee, args, attrs, callee.span)
+        callee, lpar = children[0], children[1]
+        args, attrs = children[2] if len(children) == 3 else ((), None)
+        # Variables are shared nodes without a position of their own: locate the call by
+        # its callee's name, which ends right before the `(`.
+        name = {GlobalVar: "@", Var: "%"}.get(type(callee))
+        width = len(name + callee.name_hint) if name is not None else 1
+        start = lpar.column - width if name is not None and lpar.column > width else lpar.column
+        return Call(callee, args, attrs, Span(self.source, lpar.line, start, lpar.line, start + width))
 
     def op_call(self, children):
         tok = children[0]
@@ -334,7 +337,7 @@ class _Builder(Transformer):
         for index in tok.value.split("."):
             if not index.isdigit():
                 self.error(f"expected a tuple index, got `{tok.value}`", tok)
-            value = TupleGetItem(value, int(index), value.span)
+            value = TupleGetItem(value, int(index), self.span(tok))
         return value
 
     def local_ref(self, children):
