@@ -91,7 +91,11 @@ class Interpreter:
             raise DiagnosticError(f"operator `{call.op.name}` has no reference implementation", call.span)
         kwargs = dict(call.attrs.items()) if call.attrs else {}
         with np.errstate(all="ignore"):  # inf/nan are values here, as on the device
-            return opdef.ref(*args, **kwargs)
+            result = opdef.ref(*args, **kwargs)
+        # NumPy hands back scalars for 0-d results; values are always arrays here.
+        if isinstance(result, tuple):
+            return tuple(np.asarray(r) for r in result)
+        return np.asarray(result)
 
     # ------------------------------------------------------------------ evaluation
 
