@@ -44,6 +44,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--pass-pipeline", dest="pipeline", metavar="PIPELINE", action=_PipelineAction,
                    help="run a comma-separated pipeline, e.g. 'a,b{key=value}'")
     p.add_argument("--list-passes", action="store_true", help="list the registered passes and exit")
+    p.add_argument("--list-ops", action="store_true",
+                   help="list the registered operators (arguments, attributes, pattern) and exit")
     p.add_argument("--split-input-file", action="store_true",
                    help=f"split the input at lines '{SPLIT_MARKER}' and process each part on its own")
     p.add_argument("--syntax", choices=("relay", "tvmscript"), help="input syntax (default: detected)")
@@ -77,6 +79,19 @@ def _list_passes() -> str:
             default = int(f.default) if isinstance(f.default, bool) else f.default
             lines.append(f"      {f.name.replace('_', '-')}={default}")
     return "\n".join(lines)
+
+
+def _list_ops() -> str:
+    from ..ops.registry import REQUIRED, OpPattern, all_ops
+    from ..text.relay_printer import format_attr_value
+
+    lines = []
+    for name, op in all_ops().items():
+        attrs = ", ".join(a.name if a.default is REQUIRED else f"{a.name}={format_attr_value(a.default)}"
+                          for a in op.attrs)
+        sig = f"{name}({', '.join(op.args)}{'; ' + attrs if attrs else ''})"
+        lines.append(f"  {sig:<72} {OpPattern.NAMES[op.pattern]}")
+    return f"{len(lines)} operators:\n" + "\n".join(lines)
 
 
 def _build_pipeline(items) -> list:
@@ -208,6 +223,9 @@ def run(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None) -> 
     try:
         if args.list_passes:
             stdout.write(_list_passes() + "\n")
+            return 0
+        if args.list_ops:
+            stdout.write(_list_ops() + "\n")
             return 0
         passes = _build_pipeline(args.pipeline)
         name = "<stdin>" if args.input == "-" else args.input
