@@ -23,7 +23,7 @@ from .ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tup
 from .ir.module import IRModule
 from .ir.types import ANY, TensorType, TupleType, Type
 from .ops.common import np
-from .ops.registry import lookup
+from .ops.registry import call_attrs, lookup
 
 
 class Closure:
@@ -89,7 +89,8 @@ class Interpreter:
         opdef = lookup(call.op.name)
         if opdef is None or opdef.ref is None:
             raise DiagnosticError(f"operator `{call.op.name}` has no reference implementation", call.span)
-        kwargs = dict(call.attrs.items()) if call.attrs else {}
+        attrs = call_attrs(opdef, call.attrs)
+        kwargs = dict(attrs.items()) if attrs else {}
         with np.errstate(all="ignore"):  # inf/nan are values here, as on the device
             result = opdef.ref(*args, **kwargs)
         # NumPy hands back scalars for 0-d results; values are always arrays here.

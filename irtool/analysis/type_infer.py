@@ -25,7 +25,7 @@ from ..diagnostics import DiagnosticError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, Type
-from ..ops.registry import TypeRelError, lookup
+from ..ops.registry import TypeRelError, call_attrs, lookup
 from ..text.relay_printer import format_type
 
 
@@ -226,11 +226,12 @@ class TypeInferencer:
                 raise DiagnosticError(
                     f"`{callee.name}` takes {len(opdef.args)} argument{'s' if len(opdef.args) != 1 else ''} "
                     f"({', '.join(opdef.args)}), got {len(arg_types)}", call.span)
+            attrs = call_attrs(opdef, call.attrs)
             try:
                 if opdef.needs_values:
                     values = [a.data if type(a) is Constant else None for a in call.args]
-                    return opdef.type_rel(arg_types, call.attrs, values)
-                return opdef.type_rel(arg_types, call.attrs)
+                    return opdef.type_rel(arg_types, attrs, values)
+                return opdef.type_rel(arg_types, attrs)
             except TypeRelError as err:
                 shown = ", ".join(format_type(t) for t in arg_types)
                 raise DiagnosticError(f"`{callee.name}`: {err} (argument types: {shown})", call.span) from None

@@ -21,8 +21,9 @@ the parser can consult signatures and attributes without paying NumPy's import.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..ir.expr import Attrs, TypedScalar
 from ..ir.types import is_valid_dtype
@@ -218,6 +219,27 @@ def _load() -> None:
 def lookup(name: str) -> OpDef | None:
     _load()
     return _OPS.get(name)
+
+
+def get(name: str) -> OpDef:
+    """The OpDef of `name`; KeyError naming the operator if there is none."""
+    d = lookup(name)
+    if d is None:
+        raise KeyError(f"unknown operator `{name}`")
+    return d
+
+
+def make_call(name: str, *args, span=None, **attrs):
+    """`Call(Op.get(name), args, attrs)` with the attributes checked, normalised and the
+    defaults filled in, as the parser builds calls: `make_call("nn.relu", x)`."""
+    from ..ir.expr import Call, Op
+
+    return Call(Op.get(name), args, get(name).make_attrs(Attrs(attrs) if attrs else None), span)
+
+
+def call_attrs(opdef: OpDef, attrs: Attrs | None) -> Attrs | None:
+    """The attributes a call of `opdef` effectively has (defaults when it has none)."""
+    return attrs if attrs is not None or not opdef.attrs else opdef.make_attrs(None)
 
 
 def all_ops() -> dict[str, OpDef]:
