@@ -1,8 +1,20 @@
 """Elementwise operators: unary, binary broadcasting, comparison and logical, `where`.
 
-One table row per operator; the references follow TVM's semantics where NumPy's differ:
-integer `divide`/`mod` truncate toward zero (C semantics, TVM's `truncdiv`/`truncmod`),
-`floor_divide`/`floor_mod` floor; `round` rounds half to even (LLVM's `nearbyint`).
+One table row per operator; the references follow TVM's semantics (the TOPI compute and
+the TIR it lowers to on LLVM, TVM's reference target) where NumPy's differ:
+
+- integer `divide`/`mod` truncate toward zero (C semantics, TIR `Div`/`truncmod`);
+  `floor_divide`/`floor_mod` floor; for floats `floor_divide` is `floor(a / b)` and
+  `floor_mod` is `a - floor(a / b) * b` (topi/broadcast.h), not NumPy's fmod-based pair;
+- `round` rounds half away from zero: `tir.round` lowers to `llvm.round` / `roundf`;
+- `sign` is `x > 0 ? 1 : (x < 0 ? -1 : 0)`, so sign(NaN) = 0 and sign(-0.0) = +0.0;
+- `maximum`/`minimum`/`nn.relu`/`clip` are TIR `Max`/`Min`, i.e. `a > b ? a : b` and
+  `a < b ? a : b` (codegen_llvm.cc), so relu(NaN) = 0 and clip(NaN) = a_max;
+  `clip` is `max(min(x, a_max), a_min)` with both bounds cast to the data type first,
+  and `nn.leaky_relu` casts `alpha` to the data type before multiplying;
+- `floor`/`ceil`/`round`/`trunc` return integer inputs unchanged;
+- `logical_and`/`logical_or`/`logical_not` keep their input's dtype (BroadcastRel /
+  IdentityRel), and `where` takes a condition of any dtype (non-zero is true).
 """
 
 from __future__ import annotations
@@ -21,11 +33,6 @@ E, B = OpPattern.ELEMWISE, OpPattern.BROADCAST
 
 def identity_rel(args, attrs):
     return tensor_arg(args, 0, "data")
-
-
-def bool_rel(args, attrs):
-    t = tensor_arg(args, 0, "data")
-    return TensorType(t.shape, "bool")
 
 
 def cast_rel(args, attrs):
@@ -47,11 +54,10 @@ def broadcast_bool_rel(args, attrs):
 
 
 def where_rel(args, attrs):
+    # TVM's WhereRel: any condition dtype; x and y broadcast first, then the condition.
     cond, x, y = (tensor_arg(args, i, n) for i, n in enumerate(("condition", "x", "y")))
-    if cond.dtype != "bool":
-        raise TypeRelError(f"condition must be a bool tensor, got dtype {cond.dtype}")
     dtype = same_dtype("", x, y)
-    return TensorType(broadcast_shapes(broadcast_shapes(cond.shape, x.shape), y.shape), dtype)
+    return TensorType(broadcast_shapes(cond.shape, broadcast_shapes(x.shape, y.shape)), dtype)
 
 
 # ------------------------------------------------------------------ references
@@ -62,6 +68,10 @@ def _keep(dtype_of):
     def ref(*arrays, **attrs):
         return np.asarray(dtype_of(*arrays, **attrs)).astype(arrays[0].dtype, copy=False)
     return ref
+
+
+def _is_float(x):
+    return np.issubdtype(x.dtype, np.floating)
 
 
 def _erf(x):
@@ -77,6 +87,49 @@ def _trunc_div(a, b):
 
 def _trunc_mod(a, b):
     return np.fmod(a, b)
+
+
+def _floor_div(a, b):
+    return np.floor(np.true_divide(a, b)) if _is_float(a) else np.floor_divide(a, b)
+
+
+def _floor_mod(a, b):
+    return a - np.floor(np.true_divide(a, b)) * b if _is_float(a) else np.mod(a, b)
+
+
+def _round(x):
+    """Half away from zero, keeping the sign of zero (C `round`, `llvm.round`)."""
+    if not _is_float(x):
+        return x
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def _sign(x):
+    return np.where(x > 0, 1, np.where(x < 0, -1, 0))
+
+
+def _max(a, b):
+    return np.where(a > b, a, b)
+
+
+def _min(a, b):
+    return np.where(a < b, a, b)
+
+
+def _as_dtype(value: float, dtype):
+    """A float attribute cast to the data's dtype, as `tvm::cast` does; an out-of-range bound
+    saturates for integer dtypes (where C++ leaves the conversion undefined)."""
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        value = min(max(value, info.min), info.max)
+    with np.errstate(all="ignore"):
+        return np.asarray(value).astype(dtype)
+
+
+def _clip(x, a_min, a_max):
+    return _max(_min(x, _as_dtype(a_max, x.dtype)), _as_dtype(a_min, x.dtype))
 
 
 def _sigmoid(x):
@@ -98,17 +151,18 @@ UNARY = [
     ("sigmoid",      _sigmoid,                                        E),
     ("tanh",         lambda x: np.tanh(x),                            E),
     ("erf",          _erf,                                            E),
-    ("floor",        lambda x: np.floor(x),                           E),
-    ("ceil",         lambda x: np.ceil(x),                            E),
-    ("round",        lambda x: np.round(x),                           E),
-    ("trunc",        lambda x: np.trunc(x),                           E),
-    ("sign",         lambda x: np.sign(x),                            E),
+    ("floor",        lambda x: np.floor(x) if _is_float(x) else x,    E),
+    ("ceil",         lambda x: np.ceil(x) if _is_float(x) else x,     E),
+    ("round",        _round,                                          E),
+    ("trunc",        lambda x: np.trunc(x) if _is_float(x) else x,    E),
+    ("sign",         _sign,                                           E),
     ("sin",          lambda x: np.sin(x),                             E),
     ("cos",          lambda x: np.cos(x),                             E),
-    ("nn.relu",      lambda x: np.maximum(x, 0),                      E),
+    ("nn.relu",      lambda x: _max(x, np.zeros((), x.dtype)),        E),
     ("copy",         lambda x: np.copy(x),                            E),
     ("zeros_like",   lambda x: np.zeros_like(x),                      E),
     ("ones_like",    _ones_like,                                      E),
+    ("logical_not",  lambda x: np.logical_not(x),                     E),
 ]
 
 BINARY = [
@@ -117,12 +171,14 @@ BINARY = [
     ("subtract",      lambda a, b: np.subtract(a, b),               B),
     ("multiply",      lambda a, b: np.multiply(a, b),               B),
     ("divide",        _trunc_div,                                   B),
-    ("floor_divide",  lambda a, b: np.floor_divide(a, b),           B),
+    ("floor_divide",  _floor_div,                                   B),
     ("mod",           _trunc_mod,                                   B),
-    ("floor_mod",     lambda a, b: np.mod(a, b),                    B),
+    ("floor_mod",     _floor_mod,                                   B),
     ("power",         lambda a, b: np.power(a, b),                  B),
-    ("maximum",       lambda a, b: np.maximum(a, b),                B),
-    ("minimum",       lambda a, b: np.minimum(a, b),                B),
+    ("maximum",       _max,                                         B),
+    ("minimum",       _min,                                         B),
+    ("logical_and",   lambda a, b: np.logical_and(a, b),            B),
+    ("logical_or",    lambda a, b: np.logical_or(a, b),             B),
 ]
 
 COMPARE = [
@@ -132,22 +188,18 @@ COMPARE = [
     ("less_equal",    lambda a, b: np.less_equal(a, b)),
     ("greater",       lambda a, b: np.greater(a, b)),
     ("greater_equal", lambda a, b: np.greater_equal(a, b)),
-    ("logical_and",   lambda a, b: np.logical_and(a, b)),
-    ("logical_or",    lambda a, b: np.logical_or(a, b)),
 ]
 
 register(*(OpDef(name, ("data",), identity_rel, pattern, _keep(ref)) for name, ref, pattern in UNARY))
 register(*(OpDef(name, ("lhs", "rhs"), broadcast_rel, pattern, _keep(ref)) for name, ref, pattern in BINARY))
 register(*(OpDef(name, ("lhs", "rhs"), broadcast_bool_rel, B, ref) for name, ref in COMPARE))
 register(
-    OpDef("logical_not", ("data",), bool_rel, E, lambda x: np.logical_not(x)),
     OpDef("nn.leaky_relu", ("data",), identity_rel, E,
-          _keep(lambda x, alpha: np.where(x > 0, x, x * alpha)),
-          attrs=(AttrSpec("alpha", "float", 0.25),)),
-    OpDef("clip", ("data",), identity_rel, E,
-          _keep(lambda x, a_min, a_max: np.clip(x, a_min, a_max)),
+          _keep(lambda x, alpha: np.where(x > 0, x, x * _as_dtype(alpha, x.dtype))),
+          attrs=(AttrSpec("alpha", "float", 0.25),), relax_name="relax.nn.leakyrelu"),
+    OpDef("clip", ("data",), identity_rel, E, _keep(_clip),
           attrs=(AttrSpec("a_min", "float"), AttrSpec("a_max", "float"))),
     OpDef("cast", ("data",), cast_rel, E, lambda x, dtype: x.astype(dtype),
-          attrs=(AttrSpec("dtype", "dtype"),)),
+          attrs=(AttrSpec("dtype", "dtype"),), relax_name="relax.astype"),
     OpDef("where", ("condition", "x", "y"), where_rel, B, lambda c, x, y: np.where(c, x, y)),
 )

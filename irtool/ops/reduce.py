@@ -1,10 +1,18 @@
 """Reductions: `axis` (None or [] = all axes), `keepdims`, `exclude` (reduce every axis
-but the listed ones), as TVM's `GetReduceAxes` / `ReduceShapeImpl` define them."""
+but the listed ones), as TVM's `GetReduceAxes` / `ReduceShapeImpl` define them.
+
+The references follow TVM's compute: integer `mean` is the integer sum truncation-divided by
+the count; `max`/`min` start from the dtype's lowest/highest finite value (`min_value` /
+`max_value`), so an empty reduction gives that value and max of all -inf is the lowest
+finite float, as in TVM. Duplicate axes are an error here; TVM does not check them.
+"""
 
 from __future__ import annotations
 
+import math
+
 from ..ir.types import TensorType
-from .common import np, same_dtype, tensor_arg
+from .common import fmt_type, np, same_dtype, tensor_arg
 from .registry import AttrSpec, OpDef, OpPattern, TypeRelError, register
 
 
@@ -39,11 +47,17 @@ def reduce_rel(args, attrs):
 
 def arg_reduce_rel(args, attrs):
     t = tensor_arg(args, 0, "data")
+    if not t.shape:
+        raise TypeRelError(f"cannot reduce a rank-0 tensor {fmt_type(t)} to an index")
     return TensorType(reduced_shape(t.shape, attrs), "int32")
 
 
 def variance_rel(args, attrs):
     data, mean = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "mean")
+    if not data.shape:
+        raise TypeRelError(f"variance needs data of rank >= 1, got {fmt_type(data)}")
+    if len(mean.shape) != len(data.shape):
+        raise TypeRelError(f"mean must have the rank of data ({len(data.shape)}), got {fmt_type(mean)}")
     same_dtype("", data, mean)
     return TensorType(reduced_shape(data.shape, attrs), data.dtype)
 
@@ -57,6 +71,22 @@ def _reducer(fn):
         out = fn(x, axis=_axes(x, axis, exclude), keepdims=keepdims)
         return np.asarray(out).astype(x.dtype, copy=False)
     return ref
+
+
+def _mean(x, axis, keepdims):
+    if np.issubdtype(x.dtype, np.integer):
+        total = np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+        count = math.prod(x.shape[a] for a in axis)
+        return np.sign(total) * (np.abs(total) // count)
+    return np.mean(x, axis=axis, keepdims=keepdims, dtype=np.float64)
+
+
+def _lowest(dtype):
+    return False if dtype == np.bool_ else (np.finfo if np.issubdtype(dtype, np.floating) else np.iinfo)(dtype).min
+
+
+def _highest(dtype):
+    return True if dtype == np.bool_ else (np.finfo if np.issubdtype(dtype, np.floating) else np.iinfo)(dtype).max
 
 
 def _arg_reducer(fn):
@@ -95,9 +125,9 @@ R = OpPattern.COMM_REDUCE
 REDUCERS = [
     # name   reference
     ("sum",  _reducer(lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype))),
-    ("mean", _reducer(lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims, dtype=np.float64))),
-    ("max",  _reducer(lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims))),
-    ("min",  _reducer(lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims))),
+    ("mean", _reducer(_mean)),
+    ("max",  _reducer(lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims, initial=_lowest(x.dtype)))),
+    ("min",  _reducer(lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims, initial=_highest(x.dtype)))),
     ("prod", _reducer(lambda x, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype))),
 ]
 
