@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-test: pytest lit
+test: lint pytest lit
 
 pytest: venv
 	$(BIN)/python -m pytest -q -n 2 tests
@@ -28,11 +28,14 @@ lit: venv
 	$(BIN)/lit -sv lit_tests
 
 demo: venv
+	@echo '$$ irtool-opt examples/seed000.ir --print-types'
+	@$(BIN)/irtool-opt examples/seed000.ir --print-types
+	@echo
+	@echo '$$ irtool-run examples/seed000.ir --random-inputs --seed 0'
+	@$(BIN)/irtool-run examples/seed000.ir --random-inputs --seed 0
+	@echo
 	@echo '$$ irtool-opt examples/conv_block.ir -p to-a-normal-form,dead-code-elimination'
 	@$(BIN)/irtool-opt examples/conv_block.ir -p to-a-normal-form,dead-code-elimination
-	@echo
-	@echo '$$ irtool-opt examples/seed000_fused.ir   # the seed module, printed back'
-	@$(BIN)/irtool-opt examples/seed000_fused.ir
 
 lint: venv
 	$(BIN)/ruff check .
