@@ -67,6 +67,9 @@ class _Eliminator(ExprMutator):
         self.uses = uses
         self.inline_once = inline_once
 
+    def visit_function(self, e: Function):
+        return e if e.is_primitive else super().visit_function(e)
+
     def _fate(self, var: Var) -> str:
         n = self.uses.get(var, 0)
         if n == 0:
@@ -100,6 +103,8 @@ class DeadCodeElimination(FunctionPass):
     inline_once: bool = False
 
     def transform_function(self, fn, mod, ctx):
+        if fn.is_primitive:  # a fused kernel is left as it is (TVM skips primitive functions)
+            return fn
         counter = _UseCounter()
         counter.visit(fn)
         return _Eliminator(counter.uses, self.inline_once).visit(fn)

@@ -180,9 +180,6 @@ def test_debug_shows_the_internal_error():
         opt("--debug", "-p", "test-crash", stdin=SMALL)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a bare expression after a `#[version]` header parses to a @main whose "
-                                       "body is None (bare_expr picks the `version` rule's None as the body): "
-                                       "internal error")
 def test_version_header_before_a_bare_expression():
     r = opt(stdin='#[version = "0.0.5"]\nfn (%x: float32) {\n  %x\n}\n')
     assert r.code == 0, r.err

@@ -189,15 +189,11 @@ def test_attribute_order_does_not_matter_but_keys_do():
     assert_not_equal(Call(f, [], None), Call(f, [], Attrs({"a": 1})))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Attrs({}) and None are structurally equal but hash differently "
-                                       "(_attrs_hash: 0 for None, hash(()) for empty)")
 def test_hash_of_empty_attrs_matches_none():
     f = GlobalVar("f")
     assert_equal(Call(f, [], Attrs({})), Call(f, [], None))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: TypedScalar.__hash__ hashes a NaN value by identity (Python >= 3.10), so "
-                                       "two equal NaN-valued attributes hash differently")
 def test_hash_of_nan_typed_scalar_attr():
     f = GlobalVar("f")
     assert_equal(Call(f, [], Attrs({"k": TypedScalar(float("nan"), "float64")})),

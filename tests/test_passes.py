@@ -294,8 +294,6 @@ def test_unchanged_module_is_returned_as_is():
     assert gnf(mod) is mod
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: to-graph-normal-form drops a recursive let (`let %f = fn (%n) "
-                                       "{ %f(%n) }; ...`) and leaves %f free; TVM's GNF keeps it (WrapRec)")
 def test_graph_normal_form_keeps_recursive_let():
     mod = parse("def @main(%x) { let %f = fn (%n) { %f(%n) }; %f(%x) }")
     out = gnf(mod)
@@ -321,14 +319,7 @@ def @fused(%q: Tensor[(3), float32], Primitive=1) {
 }"""
 
 
-@pytest.mark.parametrize("pass_name", [
-    "to-a-normal-form",
-    pytest.param("dead-code-elimination", marks=pytest.mark.xfail(
-        strict=True, reason="BUG: DCE removes dead lets inside Primitive=1 functions (TVM's DCE leaves a global "
-                            "primitive function's lets alone: their purity is never computed)")),
-    pytest.param("to-graph-normal-form", marks=pytest.mark.xfail(
-        strict=True, reason="BUG (per the brief's invariant): GNF rewrites the body of a Primitive=1 function")),
-])
+@pytest.mark.parametrize("pass_name", ["to-a-normal-form", "dead-code-elimination", "to-graph-normal-form"])
 def test_passes_leave_primitive_bodies_alone(pass_name):
     mod = parse(PRIMITIVE_WITH_LETS)
     out = get_pass(pass_name)()(mod)

@@ -298,16 +298,12 @@ def test_let_callee_sharing_with_argument():
     assert_roundtrips(main_of(Call(callee, [Call(Op.get("negative"), [shared])]), [x]))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a let whose value is a let is parenthesised only when the inner "
-                                       "text starts with `let`: `let %a = %0 = exp(%x); ...` does not parse")
 def test_let_valued_let_starting_with_graph_binding():
     x, a, b = tensor("x", 3), Var("a"), Var("b")
     shared = Call(Op.get("exp"), [x])
     assert_roundtrips(main_of(Let(a, Let(b, Call(Op.get("add"), [shared, shared]), b), a), [x]))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a 0-d constant of a non-literal dtype (uint8, int8, uint16/32/64) comes "
-                                       "back from #[metadata] with shape (1,): np.ascontiguousarray makes 0-d 1-d")
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "uint32", "uint64"])
 def test_zero_dim_metadata_constant_roundtrip(dtype):
     data = np.array(7, dtype=dtype)
@@ -316,15 +312,11 @@ def test_zero_dim_metadata_constant_roundtrip(dtype):
     assert_roundtrips(main_of(Constant(data)))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: float32 max prints as `3.4028235e+38f`, which the parser rejects as "
-                                       "unrepresentable in width 32")
 def test_float32_max_scalar_roundtrip():
     assert_roundtrips(main_of(Tuple([Constant(np.array(np.finfo(np.float32).max)),
                                      Constant(np.array(-np.finfo(np.float32).max))])))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (data loss): a scalar NaN with a sign or payload prints as `nanf` and "
-                                       "reads back as the canonical NaN (a tensor constant keeps its bits)")
 @pytest.mark.parametrize("bits", [0xFFC00000, 0x7FC00001, 0x7F800001])
 def test_noncanonical_nan_scalar_roundtrip(bits):
     data = np.array(bits, dtype=np.uint32).view(np.float32).reshape(())

@@ -195,6 +195,8 @@ class TypedScalar:
             self.value == other.value or (self.value != self.value and other.value != other.value))
 
     def __hash__(self) -> int:
+        if self.value != self.value:  # NaN equals NaN here, so it must hash alike
+            return hash(("nan", self.dtype))
         return hash((self.value, self.dtype))
 
     def __repr__(self) -> str:

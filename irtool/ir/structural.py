@@ -147,7 +147,7 @@ def _attr_hash(value) -> int:
 
 
 def _attrs_hash(attrs: Attrs | None) -> int:
-    if attrs is None:
+    if not attrs:  # None and {} are equal
         return 0
     return hash(tuple(sorted((k, _attr_hash(v)) for k, v in attrs.items())))
 

@@ -17,7 +17,7 @@ import math
 import struct
 
 _INT_RANGE = {16: (-(2**15), 2**15 - 1), 32: (-(2**31), 2**31 - 1), 64: (-(2**63), 2**63 - 1)}
-_FLOAT_MAX = {16: 65504.0, 32: 3.4028234663852886e38, 64: math.inf}
+_FLOAT_WIDTHS = (16, 32, 64)
 
 
 class LiteralError(ValueError):
@@ -37,14 +37,16 @@ def parse_number(text: str) -> tuple[int | float, str]:
             raise LiteralError(f"invalid numeric suffix `{suffix}`")
         width = int(suffix)
     if is_float:
-        if width not in _FLOAT_MAX:
+        if width not in _FLOAT_WIDTHS:
             raise LiteralError(f"invalid numeric suffix `{suffix}`")
         try:
             value = float(literal)
         except ValueError:
             raise LiteralError(f"invalid floating point number `{literal}`") from None
-        if not math.isinf(value) and abs(value) > _FLOAT_MAX[width]:
-            raise LiteralError(f"floating point number `{literal}` unrepresentable in width {width}")
+        if math.isinf(value) and "inf" not in literal:  # beyond double, as C++'s stod reports it
+            raise LiteralError(f"invalid floating point number `{literal.lstrip('-')}`")
+        if not math.isinf(value) and not _fits(value, width):
+            raise LiteralError(f"floating point number `{literal.lstrip('-')}` unrepresentable in width {width}")
         return value, f"float{width}"
     if width not in _INT_RANGE:
         raise LiteralError(f"invalid numeric suffix `{suffix}`")
@@ -53,16 +55,29 @@ def parse_number(text: str) -> tuple[int | float, str]:
     except ValueError:
         raise LiteralError(f"invalid integer number `{literal}`") from None
     lo, hi = _INT_RANGE[width]
+    lo64, hi64 = _INT_RANGE[64]
+    if not lo64 <= value <= hi64:  # beyond int64: C++'s stoll fails first
+        raise LiteralError(f"invalid integer number `{literal}`")
     if not lo <= value <= hi:
-        lo64, hi64 = _INT_RANGE[64]
-        if not suffix and lo64 <= value <= hi64:
+        if not suffix:
             return value, "int64"  # TVM: an unsuffixed int32 overflow becomes int64
-        raise LiteralError(f"integer number `{literal}` unrepresentable in width {width}")
+        # TVM's tokenizer reads the sign apart from the digits and quotes the digits only
+        raise LiteralError(f"integer number `{literal.lstrip('-')}` unrepresentable in width {width}")
     return value, f"int{width}"
+
+
+_FLOAT_MAX = {16: 65504.0, 32: 3.4028234663852886e38, 64: math.inf}
+
+
+def _fits(value: float, width: int) -> bool:
+    """TVM's rule (support/scalars.cc): the double itself must not exceed the width's max."""
+    return not abs(value) > _FLOAT_MAX[width]  # (NaN fits)
 
 
 def _round_trips(text: str, value: float, bits: int) -> bool:
     parsed = float(text)
+    if not _fits(parsed, bits):  # e.g. `3.4028235e+38` rounds to FLT_MAX but TVM rejects it
+        return False
     if bits == 64:
         return parsed == value
     fmt = "<e" if bits == 16 else "<f"

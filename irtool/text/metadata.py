@@ -30,7 +30,9 @@ def ndarray_to_bytes(array) -> bytes:
     """TVM's `NDArray::Save` layout: magic, reserved, device, ndim, dtype, shape, size, data."""
     import numpy as np
 
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array)
+    if not array.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+        array = array.copy(order="C")
     kind = array.dtype.kind
     if kind not in _CODE_OF_KIND:
         raise MetadataError(f"cannot store a constant of dtype {array.dtype}")

@@ -110,7 +110,7 @@ class _Builder(Transformer):
 
     def bare_expr(self, children) -> tuple:
         metadata = children[-1] if isinstance(children[-1], Token) and children[-1].type == "METADATA" else None
-        body = next(c for c in children if not isinstance(c, Token))
+        body = next(c for c in children if c is not None and not isinstance(c, Token))
         self.fill_metadata(metadata)
         return None, body
 

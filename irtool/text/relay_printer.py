@@ -104,6 +104,17 @@ def format_call_attrs(op, attrs: Attrs | None) -> list[str]:
 
 
 _ANNOTATED = (Var, Constant, Call, Tuple, TupleGetItem, Function)
+_CANONICAL_NAN = {"float16": b"\x00\x7e", "float32": b"\x00\x00\xc0\x7f", "float64": b"\x00" * 6 + b"\xf8\x7f"}
+
+
+def _odd_nan(data) -> bool:
+    """A NaN whose sign or payload `nanf` cannot carry: it goes to the metadata instead."""
+    return data.dtype.kind == "f" and data != data and data.astype(data.dtype.newbyteorder("<")).tobytes() \
+        != _CANONICAL_NAN[str(data.dtype)]
+
+
+def _is_temp(text: str) -> bool:
+    return text.startswith("%") and text[1:].isdigit()
 
 
 def _indent(text: str) -> str:
@@ -311,7 +322,7 @@ class RelayPrinter:
             while type(e) is Let:
                 decl = self.declare_var(e.var)
                 value = ref(e.value, try_inline=True)
-                if value.startswith("let "):
+                if type(e.value) is Let and not _is_temp(value):
                     value = "(" + _indent("\n" + value) + "\n)"  # TVM prints it bare, which does not parse
                 self.lines[-1].append(f"let {decl} = {value};")
                 e = e.body
@@ -323,7 +334,8 @@ class RelayPrinter:
 
     def constant(self, c: Constant) -> str:
         data = c.data
-        if data is not None and data.ndim == 0 and str(data.dtype) in SIMPLE_SCALAR_DTYPES:
+        if data is not None and data.ndim == 0 and str(data.dtype) in SIMPLE_SCALAR_DTYPES \
+                and not _odd_nan(data):
             return format_scalar(data.item(), str(data.dtype))
         index = self.meta_index.get(c)
         if index is None:
