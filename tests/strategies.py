@@ -28,10 +28,10 @@ bodies mix, up to a small depth:
   prints as a `%n = ...;` graph binding);
 - free variables (`free_var %x: T;`), typed or `_`.
 
-`Features` switches off the constructs irtool currently mishandles; each names the strict-xfail
-test that shows the bug on a minimal input. The property tests use `SAFE` (round trips) and
-`SAFE_FOR_PASSES` (pass invariants), which leave those constructs out so that everything else
-keeps being checked; `FULL` has everything. When a bug is fixed, switch its feature on.
+`Features` can switch off constructs; each names the regression test of a bug it once
+exposed. The round-trip properties use `SAFE`, which is now `FULL` (every bug found is
+fixed); the pass properties use `SAFE_FOR_PASSES`, which leaves out recursive lets and lets
+in primitive functions by design (GNF keeps the former, DCE/GNF skip the latter).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ except ImportError:  # a tree without the operator registry
 @dataclasses.dataclass(frozen=True)
 class Features:
     """Constructs the generator may produce beyond the always-on ones (all on by default),
-    each with the xfail test that documents what irtool gets wrong with it."""
+    each with the regression test of the bug it once exposed (all fixed: SAFE is FULL)."""
 
     # test_ir.py::test_hash_of_empty_attrs_matches_none -- Attrs({}) equals None but hashes differently
     empty_attrs: bool = True
@@ -103,7 +103,7 @@ class Features:
 
 
 FULL = Features()
-SAFE = Features(nested_free_vars=False, cross_scope_sharing=False)
+SAFE = FULL
 # The passes are not printed, so only the constructs they get wrong are left out for them.
 # Off for the pass properties by design: GNF keeps a recursive let (it is how the function
 # names itself), and DCE leaves primitive bodies alone; dedicated tests cover both.

@@ -298,8 +298,6 @@ def test_verify_roundtrip_reports_a_printer_that_is_not_a_fixed_point(monkeypatc
     assert_user_error(r, "round trip failed: printing is not a fixed point (line 6 differs)")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the printer declares a free variable inside the first block that uses "
-                                       "it; --verify-roundtrip then fails on input that parsed fine")
 def test_verify_roundtrip_with_free_var_used_in_branches():
     r = opt("--verify-roundtrip", "--no-verify-each",
             stdin="def @main(%c: bool) {\n  free_var %a: float32;\n  if (%c) { %a } else { negative(%a) }\n}\n")

@@ -271,16 +271,11 @@ def test_projection_chain_roundtrips():
 # --------------------------------------------------------------------------- bugs
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the printer declares `free_var %fv` in the first block that uses it "
-                                       "(here the if's true branch); the false branch then cannot see it")
 def test_free_var_first_used_in_nested_block():
     c, fv = Var("c", TensorType((), "bool")), Var("fv", IncompleteType())
     assert_roundtrips(main_of(If(c, fv, Call(Op.get("negative"), [fv])), [c]))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a graph binding inside an if-branch block is used by a sibling's "
-                                       "operand printed before the if: `%1 = log(%0); %2 = if (%c) { %0 = exp(%x); "
-                                       "...`, `%0` used before its definition")
 def test_node_shared_between_if_branch_and_sibling():
     x, c = tensor("x", 3), Var("c", TensorType((), "bool"))
     shared = Call(Op.get("exp"), [x])
@@ -289,8 +284,6 @@ def test_node_shared_between_if_branch_and_sibling():
     assert_roundtrips(main_of(body, [x, c]))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a callee that is a let prints after the call's operands, but the "
-                                       "graph binding it makes is used by them: `%1 = negative(%0); %2 = (%0 = ...`")
 def test_let_callee_sharing_with_argument():
     x, p, v = tensor("x", 3), Var("p"), Var("v")
     shared = Call(Op.get("exp"), [x])
@@ -324,8 +317,6 @@ def test_noncanonical_nan_scalar_roundtrip(bits):
     assert again["main"].body.data.tobytes() == data.tobytes()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: some module the full generator makes does not round-trip "
-                                       "(any of the xfail tests above); remove once they all pass")
 @settings(max_examples=300, deadline=None, derandomize=True, phases=[Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(relay_modules(FULL, max_depth=6))

@@ -8,9 +8,12 @@ TVM prints a function in graph normal form:
       multiply(%1, %0)                             its first user prints it; the last
     }                                              expression of a scope is inline if used once
 
-The walk matches TVM's exactly, so the numbering matches too: nodes are visited in
-post order (callee first, then the arguments left to right) to compute their text, and
-a node is bound to `%n` when its first user refers to it. Temporaries and variable
+The walk matches TVM's, so the numbering matches too: nodes are visited in post order
+(callee first, then the arguments left to right) to compute their text, and a node is
+bound to `%n` when its first user refers to it. One deliberate difference: a node used
+both inside a block (if-branch, local function, parenthesised let) and outside it is
+bound before the block (`prebind`), where TVM would bind it inside the block and use it
+outside — text that can refer to a binding before it. Temporaries and variable
 names are numbered across the whole module, as TVM does (a second `%x` prints `%x1`).
 Atoms (variables, globals, operators, constants) are always inline; scalar constants
 print as literals, tensors as `meta[relay.Constant][i]` with a `#[metadata]` section.
@@ -277,6 +280,35 @@ class RelayPrinter:
         self.bound[e] = temp
         return temp
 
+    def prebind(self, root: Expr, include_root: bool = True) -> None:
+        """Before a block (if-branch, function body, let) is printed, bind in the current
+        scope every node under it that is also used outside it, so that no binding inside
+        the block is referred to from outside. (TVM binds such a node inside the first block
+        that uses it, which yields text whose `%n` is used before or outside its binding.)"""
+        if type(root) in (GlobalVar, Op, Constant):
+            return
+        if type(root) is Var:
+            if include_root and root not in self.bound and self.uses.get(id(root), 0) > 1:
+                self.ref(root)  # a free variable also used outside the block: declare it here
+            return
+        from ..ir.visitor import post_order, sub_exprs
+
+        nodes = post_order(root)
+        inner: dict[int, int] = {}
+        for node in nodes:
+            for child in sub_exprs(node):
+                inner[id(child)] = inner.get(id(child), 0) + 1
+        uses = self.uses
+        for node in nodes:
+            cls = type(node)
+            if cls in (GlobalVar, Op, Constant) or node in self.bound:
+                continue
+            if node is root:  # the block's last expression: its owner is one user, any other is outside
+                if include_root and uses.get(id(node), 0) > 1:
+                    self.ref(node)
+            elif uses.get(id(node), 0) > inner.get(id(node), 0):
+                self.ref(node)
+
     def visit(self, root: Expr) -> None:
         """Compute the text of `root` and of every unvisited node under it, in post order."""
         text = self.text
@@ -313,11 +345,15 @@ class RelayPrinter:
         if cls is TupleGetItem:
             return f"{ref(e.tuple_value)}.{e.index}"
         if cls is Function:
+            self.prebind(e.body)
             return self.print_function("fn ", e)
         if cls is If:
             cond = ref(e.cond)
+            self.prebind(e.true_branch)
+            self.prebind(e.false_branch)
             return f"if ({cond}) {self.block(e.true_branch)} else {self.block(e.false_branch)}"
         if cls is Let:
+            self.prebind(e, include_root=False)
             self.lines.append([])
             while type(e) is Let:
                 decl = self.declare_var(e.var)
