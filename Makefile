@@ -28,8 +28,8 @@ lit: venv
 	$(BIN)/lit -sv lit_tests
 
 demo: venv
-	@echo '$$ irtool-opt examples/seed000.ir --print-types'
-	@$(BIN)/irtool-opt examples/seed000.ir --print-types
+	@echo '$$ irtool-opt examples/seed000.ir --print-types     # (metadata section not shown)'
+	@$(BIN)/irtool-opt examples/seed000.ir --print-types | sed -n '1,/^}/p'
 	@echo
 	@echo '$$ irtool-run examples/seed000.ir --random-inputs --seed 0'
 	@$(BIN)/irtool-run examples/seed000.ir --random-inputs --seed 0
