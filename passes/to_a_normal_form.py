@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irtool.ir.expr import Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from irtool.ir.visitor import evaluation_order
 from irtool.transform import FunctionPass, register
 
 _ATOMIC = (Var, GlobalVar, Op)
@@ -73,36 +74,8 @@ def _children(e) -> tuple:
     return ()
 
 
-def _post_order(root) -> list:
-    """Nodes in evaluation order, children first; a Let appears as ('bind', let) between
-    its value and its body, and as the Let itself after its body."""
-    order, seen = [], set()
-    stack = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if type(node) is tuple:  # ('bind', let) marker
-            order.append(node)
-            continue
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        if type(node) is Let:
-            stack.append((node.body, False))
-            stack.append((("bind", node), False))
-            stack.append((node.value, False))
-            continue
-        for child, _ in reversed(_children(node)):
-            if id(child) not in seen:
-                stack.append((child, False))
-    return order
-
-
 def to_a_normal_form(fn: Function) -> Function:
-    order = _post_order(fn.body)
+    order = [n for n in evaluation_order(fn.body, enter_primitive=False) if not (type(n) is tuple and n[0] == "enter")]
     nodes = [n for n in order if type(n) is not tuple]
     root = _Scope(None)
     scope: dict[int, _Scope] = {id(fn.body): root}

@@ -25,6 +25,7 @@ from ..diagnostics import DiagnosticError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, Type
+from ..ir.visitor import evaluation_order
 from ..ops.registry import TypeRelError, call_attrs, lookup
 from ..text.relay_printer import format_type
 
@@ -52,46 +53,6 @@ def _complete(t: Type | None) -> bool:
     if type(t) is FuncType:
         return all(_complete(a) for a in t.arg_types) and _complete(t.ret_type)
     return True
-
-
-def _order(root: Expr) -> list:
-    """Evaluation order, children first; ('bind', let) sits between a let's value and
-    its body, ('enter', fn) before a function's body."""
-    order, seen = [], set()
-    stack: list = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if type(node) is tuple:
-            order.append(node)
-            continue
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        cls = type(node)
-        if cls is Call:
-            children = (node.op, *node.args)
-        elif cls is Tuple:
-            children = node.fields
-        elif cls is TupleGetItem:
-            children = (node.tuple_value,)
-        elif cls is If:
-            children = (node.cond, node.true_branch, node.false_branch)
-        elif cls is Let:
-            stack += [(node.body, False), (("bind", node), False), (node.value, False)]
-            continue
-        elif cls is Function:
-            stack += [(node.body, False), (("enter", node), False)]
-            continue
-        else:
-            continue
-        for child in reversed(children):
-            if id(child) not in seen:
-                stack.append((child, False))
-    return order
 
 
 class TypeInferencer:
@@ -137,7 +98,7 @@ class TypeInferencer:
     # ------------------------------------------------------------------ expressions
 
     def infer_expr(self, root: Expr) -> Type:
-        for item in _order(root):
+        for item in evaluation_order(root):
             if type(item) is tuple:
                 kind, node = item
                 if kind == "bind":

@@ -63,6 +63,35 @@ def post_order(root: Expr, enter_functions: bool = True) -> list[Expr]:
     return order
 
 
+def evaluation_order(root: Expr, enter_primitive: bool = True) -> list:
+    """Nodes in evaluation order, children first, each once, with binder markers for
+    analyses that need variables bound before their uses are visited:
+    ('bind', let) sits between a let's value and its body, ('enter', fn) before a
+    function's body. Primitive function bodies are skipped unless `enter_primitive`."""
+    order, seen = [], set()
+    stack: list = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded or type(node) is tuple:  # a finished node, or a marker
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        cls = type(node)
+        if cls is Let:
+            stack += [(node.body, False), (("bind", node), False), (node.value, False)]
+        elif cls is Function:
+            if enter_primitive or not node.is_primitive:
+                stack += [(node.body, False), (("enter", node), False)]
+        else:
+            for child in reversed(sub_exprs(node)):
+                if id(child) not in seen:
+                    stack.append((child, False))
+    return order
+
+
 def free_vars(expr: Expr) -> list[Var]:
     """Variables used in `expr` but bound nowhere in it, in order of first use."""
     nodes = post_order(expr)
