@@ -25,8 +25,8 @@ import onnxruntime as ort
 import pytest
 from onnx import helper
 
-from irtool.ir import ANY, Attrs, TensorType, TupleType, type_equal
-from irtool.ops import REQUIRED, AttrError, OpPattern, TypeRelError, all_ops, lookup
+from irtool.ir import ANY, TupleType
+from irtool.ops import REQUIRED, AttrError, OpPattern, all_ops, lookup
 
 INF, NAN = math.inf, math.nan
 E, B = OpPattern.ELEMWISE, OpPattern.BROADCAST
@@ -36,27 +36,7 @@ INTS = ("int32", "int64")
 
 # ------------------------------------------------------------------ helpers
 
-
-def T(shape, dtype="float32"):
-    return TensorType(shape, dtype)
-
-
-def attrs_of(name, attrs):
-    return lookup(name).make_attrs(Attrs(attrs) if attrs else None)
-
-
-def rel(name, *types, **attrs):
-    return lookup(name).type_rel(list(types), attrs_of(name, attrs))
-
-
-def rel_error(name, *types, **attrs) -> str:
-    with pytest.raises(TypeRelError) as info:
-        rel(name, *types, **attrs)
-    return str(info.value)
-
-
-def assert_type(t, shape, dtype):
-    assert type_equal(t, T(shape, dtype)), t
+from op_helpers import T, assert_type, attrs_of, rel, rel_error  # noqa: E402
 
 
 def run(name, *arrays, **attrs):
