@@ -64,11 +64,7 @@ from irtool.ir import (
     Var,
     post_order,
 )
-
-try:
-    from irtool.ops.registry import REQUIRED, all_ops
-except ImportError:  # a tree without the operator registry
-    REQUIRED, all_ops = object(), None
+from irtool.ops.registry import REQUIRED, all_ops
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +111,6 @@ SAFE_FOR_PASSES = dataclasses.replace(FULL, recursive_lets=False, lets_in_primit
 # collide with the printer's unique-name counter, `a/b` uses the `/` the lexer allows.
 VAR_NAMES = ("x", "y", "x1", "x2", "data", "weight", "p0", "lv", "fv", "_t", "0", "", "a/b")
 GLOBAL_NAMES = ("main", "f", "g1", "helper_2", "fused.add", "sub/fn")
-FALLBACK_OPS = ("add", "multiply", "exp", "negative", "nn.relu", "sum", "where")
 ATTR_KEYS = ("padding", "channels", "data_layout", "axis", "units", "out_dtype", "kernel_size", "strides",
              "a1", "_k")
 FUNC_ATTR_KEYS = ("Composite", "global_symbol", "Compiler", "Inline", "hash", "_k")
@@ -271,9 +266,7 @@ def _kind_values(kind: str):
 
 
 def _registered_ops() -> dict:
-    """name -> OpDef (None when there is no registry) of the operators calls are made of."""
-    if all_ops is None:
-        return dict.fromkeys(FALLBACK_OPS)
+    """name -> OpDef of the operators calls are made of."""
     return all_ops()
 
 
@@ -284,8 +277,7 @@ def _op_table():
     defaultable = []
     for name, opdef in ops.items():
         try:
-            if opdef is not None:
-                opdef.make_attrs(None)
+            opdef.make_attrs(None)
         except Exception:  # a required attribute
             continue
         defaultable.append(name)
