@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from strategies import FULL, SAFE, relay_modules, tensor_arrays
 
+import irtool
 from irtool.ir import (
     Attrs,
     Call,
@@ -322,3 +323,11 @@ def test_noncanonical_nan_scalar_roundtrip(bits):
 @given(relay_modules(FULL, max_depth=6))
 def test_full_generator_roundtrips(mod):
     assert_roundtrips(mod)
+
+
+def test_keyword_callee_roundtrip():
+    # Regression (found by a longer Hypothesis run): `True()` was lexed as an operator
+    # call of `True`. It is ill-typed, but printed text must still read back.
+    text = "def @f() {\n  %0 = True();\n  %1 = False();\n  (%0, %1)\n}\n"
+    mod = irtool.parse(text)
+    assert irtool.to_text(mod) == '#[version = "0.0.5"]\n' + text
