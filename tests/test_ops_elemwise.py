@@ -21,7 +21,6 @@ import operator
 import struct
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from onnx import helper
 
@@ -36,7 +35,7 @@ INTS = ("int32", "int64")
 
 # ------------------------------------------------------------------ helpers
 
-from op_helpers import T, assert_type, attrs_of, rel, rel_error  # noqa: E402
+from op_helpers import T, assert_type, attrs_of, onnx_run, rel, rel_error  # noqa: E402
 
 
 def run(name, *arrays, **attrs):
@@ -71,19 +70,6 @@ def check(actual, expected, rtol=0.0, atol=0.0, signed_zero=True):
             np.testing.assert_array_equal(np.signbit(actual[zero]), np.signbit(expected[zero]))
     else:
         np.testing.assert_array_equal(actual, expected)
-
-
-def onnx_run(op_type, inputs, out_dtype, **attrs):
-    """Run one ONNX node (opset 18) on onnxruntime's CPU provider."""
-    names = [f"in{i}" for i in range(len(inputs))]
-    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-           for n, x in zip(names, inputs)]
-    out = helper.make_tensor_value_info("out", helper.np_dtype_to_tensor_dtype(np.dtype(out_dtype)), None)
-    graph = helper.make_graph([helper.make_node(op_type, names, ["out"], **attrs)], "g", ins, [out])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    model.ir_version = 9
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, dict(zip(names, inputs)))[0]
 
 
 def tol(dtype, f32=2e-7, f64=1e-15):

@@ -20,9 +20,7 @@ import itertools
 import math
 
 import numpy as np
-import onnxruntime as ort
 import pytest
-from onnx import helper
 
 from irtool.ir import ANY, TupleType
 from irtool.ops import OpPattern, all_ops, lookup
@@ -36,7 +34,7 @@ DTYPES = ["float32", "float64", "int32", "int64"]
 
 # ------------------------------------------------------------------ helpers
 
-from op_helpers import T, assert_type, attrs_of, rel, rel_error  # noqa: E402
+from op_helpers import T, assert_type, attrs_of, onnx_run, rel, rel_error  # noqa: E402
 
 
 def data_types(name, shape, dtype="float32"):
@@ -84,18 +82,6 @@ def loop_reduce(x, axis, keepdims, exclude, fn, otype, *, with_index=False):
     shape = [1 if i in axes else x.shape[i] for i in range(x.ndim)] if keepdims else [x.shape[i] for i in kept]
     with np.errstate(all="ignore"):
         return np.array(results, dtype=otype).reshape(shape)
-
-
-def onnx_run(op_type, inputs, out_dtype, **attrs):
-    names = [f"in{i}" for i in range(len(inputs))]
-    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-           for n, x in zip(names, inputs)]
-    out = helper.make_tensor_value_info("out", helper.np_dtype_to_tensor_dtype(np.dtype(out_dtype)), None)
-    graph = helper.make_graph([helper.make_node(op_type, names, ["out"], **attrs)], "g", ins, [out])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    model.ir_version = 9
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, dict(zip(names, inputs)))[0]
 
 
 def check(actual, expected, rtol=0.0):
