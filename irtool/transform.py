@@ -34,6 +34,15 @@ from .ir.module import IRModule
 # --------------------------------------------------------------------------- passes
 
 
+@dataclasses.dataclass(frozen=True)
+class PassInfo:
+    """TVM's PassInfo: what a pass is called, from which opt level it runs, what it needs first."""
+
+    name: str
+    opt_level: int
+    required: tuple[str, ...] = ()
+
+
 class Pass:
     """Base of every pass. Subclasses are frozen dataclasses whose fields are options."""
 
@@ -42,6 +51,12 @@ class Pass:
     opt_level: ClassVar[int] = 0
     required: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
+    # TVM keyword -> option field, for the TVM-named constructors (`FuseOps(fuse_opt_level=2)`)
+    tvm_args: ClassVar[dict[str, str]] = {}
+
+    @property
+    def info(self) -> PassInfo:
+        return PassInfo(self.tvm_name or self.name, self.opt_level, self.required)
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         raise NotImplementedError
@@ -61,8 +76,19 @@ class Pass:
         return self.name + ("{" + ",".join(opts) + "}" if opts else "")
 
 
+class ModulePass(Pass):
+    """A pass over the whole module (TVM's ModulePass): override `transform_module`."""
+
+
 class FunctionPass(Pass):
-    """A pass applied to each Relay function of the module independently."""
+    """A pass applied to each Relay function of the module independently (TVM's
+    FunctionPass). Functions handed to an external compiler (`Compiler="..."`) or marked
+    `SkipOptimization` are left alone, and afterwards types are inferred again if the
+    module came in typed, as TVM does (so missing annotations get written). A pass TVM
+    registers as a module pass but that works function by function sets
+    `tvm_module_pass = True`: it sees every function and types are not re-inferred."""
+
+    tvm_module_pass: ClassVar[bool] = False
 
     def transform_function(self, fn: Function, mod: IRModule, ctx: PassContext) -> Function:
         raise NotImplementedError
@@ -70,22 +96,34 @@ class FunctionPass(Pass):
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         functions = {}
         changed = False
+        typed = all(fn.checked_type is not None for fn in mod.functions.values())
         for name, fn in mod.functions.items():
-            new = self.transform_function(fn, mod, ctx) if isinstance(fn, Function) else fn
+            optimizable = isinstance(fn, Function) and (self.tvm_module_pass or not (
+                isinstance(fn.attr("Compiler"), str) or fn.attr("SkipOptimization")))
+            new = self.transform_function(fn, mod, ctx) if optimizable else fn
             changed |= new is not fn
             functions[name] = new
-        return mod.with_functions(functions) if changed else mod
+        if not changed:
+            return mod
+        mod = mod.with_functions(functions)
+        if typed and not self.tvm_module_pass:
+            from .analysis.type_infer import infer_type_pass
+
+            mod = infer_type_pass(mod)
+        return mod
 
 
 @dataclasses.dataclass(frozen=True, init=False)
 class Sequential(Pass):
-    """Run passes in order (TVM's `transform.Sequential`)."""
+    """Run passes in order (TVM's `transform.Sequential`): a pass above the context's
+    opt level is skipped unless the context requires it, a disabled pass never runs,
+    and the passes a pass `required`s run right before it."""
 
     passes: tuple = ()
     name: ClassVar[str] = "sequential"
     tvm_name: ClassVar[str] = "Sequential"
 
-    def __init__(self, passes=()) -> None:
+    def __init__(self, passes=(), opt_level: int = 0, name: str = "sequential") -> None:
         object.__setattr__(self, "passes", tuple(passes))
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
@@ -97,7 +135,76 @@ class Sequential(Pass):
         return mod
 
 
+def module_pass(opt_level: int = 0, name: str | None = None, required=()) -> Callable:
+    """Decorator (TVM's `tvm.transform.module_pass`): `fn(mod, ctx) -> mod` as a pass."""
+    return _pass_decorator(ModulePass, "transform_module", opt_level, name, required)
+
+
+def function_pass(opt_level: int = 0, name: str | None = None, required=()) -> Callable:
+    """Decorator (TVM's `relay.transform.function_pass`): `fn(func, mod, ctx) -> func` as a pass."""
+    return _pass_decorator(FunctionPass, "transform_function", opt_level, name, required)
+
+
+def _pass_decorator(base: type, method: str, opt_level: int, name: str | None, required) -> Callable:
+    def wrap(fn: Callable) -> Pass:
+        pass_name = name or fn.__name__
+        cls = type(pass_name, (base,), {
+            method: lambda self, *args: fn(*args),
+            "name": pass_name, "tvm_name": pass_name, "opt_level": opt_level, "required": tuple(required)})
+        return dataclasses.dataclass(frozen=True)(cls)()
+
+    return wrap
+
+
+def __getattr__(tvm_name: str) -> Callable[..., Pass]:
+    """TVM-named pass constructors: `irtool.transform.FuseOps(fuse_opt_level=2)`,
+    `FoldConstant()`, `EliminateCommonSubexpr()`, ... for every registered pass; keyword
+    arguments take TVM's names (`tvm_args`) or the option names."""
+    if tvm_name.startswith("_") or not tvm_name[:1].isupper():
+        raise AttributeError(tvm_name)
+    try:
+        cls = get_pass(tvm_name)
+    except KeyError:
+        raise AttributeError(f"module 'irtool.transform' has no attribute '{tvm_name}'") from None
+
+    def construct(*args, **kwargs) -> Pass:
+        renamed = {cls.tvm_args.get(k, k): v for k, v in kwargs.items()}
+        fields = [f.name for f in dataclasses.fields(cls)]
+        renamed.update(zip(fields, args))
+        return cls(**renamed)
+
+    construct.__name__ = construct.__qualname__ = tvm_name
+    construct.__doc__ = f"{cls.summary} (pass `{cls.name}`)."
+    return construct
+
+
 # --------------------------------------------------------------------------- context
+
+_CONFIG_OPTIONS: dict[str, type] = {}
+
+
+def register_config(key: str, kind: type) -> None:
+    """Declare a PassContext config key (TVM's TVM_REGISTER_PASS_CONFIG_OPTION)."""
+    _CONFIG_OPTIONS[key] = kind
+
+
+def config_options() -> dict[str, type]:
+    all_passes()  # passes declare their keys when their modules load
+    return dict(sorted(_CONFIG_OPTIONS.items()))
+
+
+def convert_config_value(key: str, value):
+    """Check `key` is a declared config option and convert `value` (text or Python) to its type."""
+    kind = config_options().get(key)
+    if kind is None:
+        known = ", ".join(config_options()) or "none"
+        raise ValueError(f"unknown pass config option `{key}` (known: {known})")
+    if isinstance(value, str):
+        return _convert_text(kind, value)
+    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+        if not (kind is float and isinstance(value, int)):
+            raise ValueError(f"pass config `{key}` expects {kind.__name__}, got {value!r}")
+    return value
 
 
 class PassInstrument:
@@ -118,7 +225,7 @@ class PassContext:
     def __init__(self, opt_level: int = 2, config: dict | None = None, required_pass=(), disabled_pass=(),
                  instruments=()) -> None:
         self.opt_level = opt_level
-        self.config = dict(config or {})
+        self.config = {k: convert_config_value(k, v) for k, v in (config or {}).items()}
         self.required_pass = set(required_pass)
         self.disabled_pass = set(disabled_pass)
         self.instruments = list(instruments)
@@ -126,6 +233,9 @@ class PassContext:
     @classmethod
     def current(cls) -> PassContext:
         return cls._stack[-1] if cls._stack else PassContext()
+
+    def get_config(self, key: str, default=None):
+        return self.config.get(key, default)
 
     def __enter__(self) -> PassContext:
         PassContext._stack.append(self)
@@ -229,7 +339,10 @@ _PIPELINE_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)|(?P<pun
 
 
 def _convert_option(cls: type[Pass], field: dataclasses.Field, text: str):
-    kind = type(field.default) if field.default is not dataclasses.MISSING else str
+    return _convert_text(type(field.default) if field.default is not dataclasses.MISSING else str, text)
+
+
+def _convert_text(kind: type, text: str):
     if kind is bool:
         lowered = text.lower()
         if lowered in ("1", "true", "on", "yes"):
@@ -307,16 +420,3 @@ def parse_pipeline(text: str, source_name: str = "<pipeline>", line_text: str | 
             if i == len(tokens):
                 fail("expected a pass name after `,`", tokens[i - 1][2], tokens[i - 1][3])
     return passes
-
-
-def PassFunctionAdaptor(fn: Callable[[IRModule], IRModule], name: str) -> Pass:  # noqa: N802 (TVM-style name)
-    """Wrap a plain `IRModule -> IRModule` function as an anonymous pass (tests use this)."""
-
-    @dataclasses.dataclass(frozen=True)
-    class _Adaptor(Pass):
-        def transform_module(self, mod, ctx):
-            return fn(mod)
-
-    _Adaptor.name = name
-    _Adaptor.tvm_name = name
-    return _Adaptor()

@@ -98,6 +98,7 @@ class DeadCodeElimination(FunctionPass):
     name = "dead-code-elimination"
     tvm_name = "DeadCodeElimination"
     opt_level = 1
+    tvm_module_pass = True  # TVM registers DeadCodeElimination as a module pass
     summary = "Remove unused let bindings (optionally inline bindings used once)"
 
     inline_once: bool = False

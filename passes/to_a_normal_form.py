@@ -150,6 +150,7 @@ class ToANormalForm(FunctionPass):
     name = "to-a-normal-form"
     tvm_name = "ToANormalForm"
     opt_level = 1
+    tvm_module_pass = True  # TVM registers ToANormalForm as a module pass
     summary = "Bind every intermediate value to a let variable in its innermost common scope"
 
     def transform_function(self, fn, mod, ctx):

@@ -25,7 +25,7 @@ from ..diagnostics import DiagnosticError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, Type
-from ..ir.visitor import evaluation_order
+from ..ir.visitor import ExprMutator, evaluation_order
 from ..ops.registry import TypeRelError, call_attrs, lookup
 from ..text.relay_printer import format_type
 
@@ -215,3 +215,32 @@ def infer_types(mod: IRModule) -> IRModule:
     """Fill `checked_type` throughout the module (in place) and return it."""
     TypeInferencer().infer_module(mod)
     return mod
+
+
+class _FillAnnotations(ExprMutator):
+    """Writes inferred types into the program text, as TVM's InferType does: a variable
+    without an annotation gets its checked type, a function without a return type gets
+    its body's type."""
+
+    def visit_var(self, e: Var) -> Expr:
+        if e.type_annotation is None and e.checked_type is not None:
+            return Var(e.name_hint, e.checked_type, e.span)
+        return e
+
+    def visit_function(self, e: Function) -> Expr:
+        new = super().visit_function(e)
+        if new.ret_type is None and e.body.checked_type is not None:
+            return Function(new.params, new.body, e.body.checked_type, new.attrs, new.span)
+        return new
+
+
+def infer_type_pass(mod: IRModule) -> IRModule:
+    """TVM's InferType pass: infer every type, then write missing variable annotations
+    and function return types into the program (a new module if any were missing)."""
+    infer_types(mod)
+    functions = {}
+    for name, fn in mod.functions.items():
+        functions[name] = _FillAnnotations().visit(fn) if isinstance(fn, Function) else fn
+    if all(functions[name] is fn for name, fn in mod.functions.items()):
+        return mod
+    return infer_types(mod.with_functions(functions))
