@@ -28,7 +28,7 @@ from irtool.ir import ANY, TupleType
 from irtool.ops import REQUIRED, AttrError, OpPattern, all_ops, lookup
 
 INF, NAN = math.inf, math.nan
-E, B = OpPattern.ELEMWISE, OpPattern.BROADCAST
+E, B, O = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.OPAQUE
 FLOATS = ("float32", "float64")
 INTS = ("int32", "int64")
 
@@ -100,7 +100,8 @@ def pairs(dtype, nonzero_rhs=False):
 # ------------------------------------------------------------------ declarations vs TVM
 
 UNARY_NAMES = ["negative", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "erf", "floor", "ceil", "round",
-               "trunc", "sign", "sin", "cos", "nn.relu", "copy", "zeros_like", "ones_like", "logical_not"]
+               "trunc", "sign", "sin", "cos", "nn.relu", "copy", "zeros_like", "ones_like", "logical_not",
+               "annotation.stop_fusion"]
 BINARY_NAMES = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power", "maximum",
                 "minimum", "logical_and", "logical_or"]
 COMPARE_NAMES = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
@@ -109,6 +110,7 @@ COMPARE_NAMES = ["equal", "not_equal", "less", "less_equal", "greater", "greater
 # relax.trunc and no relax.copy, so their relax names are not checked.
 DECLS = {
     **{n: (("data",), [], E, None if n in ("trunc", "copy") else "relax." + n) for n in UNARY_NAMES},
+    "annotation.stop_fusion": (("data",), [], O, None),  # kOpaque: fuse-ops never fuses across it
     **{n: (("lhs", "rhs"), [], B, "relax." + n) for n in BINARY_NAMES + COMPARE_NAMES},
     "nn.leaky_relu": (("data",), [("alpha", "float", 0.25)], E, "relax.nn.leakyrelu"),
     "clip": (("data",), [("a_min", "float", REQUIRED), ("a_max", "float", REQUIRED)], E, "relax.clip"),
@@ -319,6 +321,7 @@ UNARY = {
     "zeros_like": (lambda v: 0, FLOATS + INTS + ("bool",), (0, 0), None, None),
     "ones_like": (lambda v: 1, FLOATS + INTS + ("bool",), (0, 0), None, None),
     "logical_not": (operator.not_, ("bool",), (0, 0), "Not", None),
+    "annotation.stop_fusion": (lambda v: v, FLOATS + INTS + ("bool",), (0, 0), "Identity", None),
 }
 ONNX_UNARY_DTYPES = {"Erf": ("float32",), "Floor": FLOATS, "Ceil": FLOATS, "Round": FLOATS}
 

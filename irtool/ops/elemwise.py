@@ -163,6 +163,8 @@ UNARY = [
     ("zeros_like",   lambda x: np.zeros_like(x),                      E),
     ("ones_like",    _ones_like,                                      E),
     ("logical_not",  lambda x: np.logical_not(x),                     E),
+    # an identity that fuse-ops never fuses across (TVM's relay.annotation.stop_fusion)
+    ("annotation.stop_fusion", lambda x: x,                           OpPattern.OPAQUE),
 ]
 
 BINARY = [
