@@ -53,6 +53,8 @@ class Pass:
     summary: ClassVar[str] = ""
     # TVM keyword -> option field, for the TVM-named constructors (`FuseOps(fuse_opt_level=2)`)
     tvm_args: ClassVar[dict[str, str]] = {}
+    # other spellings of options in pipelines: `fuse-ops{opt-level=2}` for fuse-opt-level
+    option_aliases: ClassVar[dict[str, str]] = {}
 
     @property
     def info(self) -> PassInfo:
@@ -398,7 +400,8 @@ def parse_pipeline(text: str, source_name: str = "<pipeline>", line_text: str | 
                 if j + 2 >= close + 1 or tokens[j + 1][1] != "=" or tokens[j][0] not in ("name", "value"):
                     fail("expected `option=value` in pass options", tokens[j][2], tokens[min(j + 2, close)][3])
                 key_tok, val_tok = tokens[j], tokens[j + 2]
-                field = fields.get(key_tok[1].replace("-", "_"))
+                key = key_tok[1].replace("-", "_")
+                field = fields.get(cls.option_aliases.get(key, key))
                 if field is None:
                     known = ", ".join(f.name.replace("_", "-") for f in fields.values()) or "none"
                     fail(f"pass `{cls.name}` has no option `{key_tok[1]}` (options: {known})", key_tok[2], key_tok[3])

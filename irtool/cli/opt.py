@@ -57,8 +57,24 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-ir-after", action="append", default=[], metavar="PASS",
                    help="print the IR after this pass (repeatable)")
     p.add_argument("--time-passes", action="store_true", help="report the time of each pass (stderr)")
+    p.add_argument("--opt-level", type=int, default=2, metavar="N",
+                   help="PassContext opt level (default 2, as TVM): fuse-ops fuses at this level unless told "
+                        "otherwise, and passes inside pipelines above it are skipped; passes named on the "
+                        "command line always run")
+    p.add_argument("--pass-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="PassContext config, e.g. relay.FuseOps.max_depth=10 (repeatable)")
+    p.add_argument("--disabled-pass", action="append", default=[], metavar="PASS",
+                   help="never run this pass, even as another pass's requirement (repeatable)")
     p.add_argument("--verify-each", action=argparse.BooleanOptionalAction, default=True,
                    help="verify the module after parsing and after every pass (default: on)")
+    p.add_argument("--verify-numerics", action="store_true",
+                   help="run the module in the interpreter on seeded random inputs before the passes and after "
+                        "each one, and stop at the first pass that changes the results beyond tolerance")
+    p.add_argument("--verify-numerics-tolerance", type=float, default=1e-4, metavar="TOL",
+                   help="rtol = atol for --verify-numerics (default 1e-4)")
+    p.add_argument("--dump-graph", metavar="FILE",
+                   help="write the dataflow graph of the result, one cluster per fused group: FILE.dot, or "
+                        ".svg/.png/.pdf with Graphviz installed")
     p.add_argument("--print-types", action="store_true",
                    help="infer types and print them as TVM does (`/* ty=... */`)")
     p.add_argument("--verify-roundtrip", action="store_true",
@@ -108,6 +124,46 @@ def _build_pipeline(items) -> list:
     return passes
 
 
+def _parse_pass_config(items: list[str]) -> dict:
+    from ..transform import convert_config_value
+
+    config = {}
+    for item in items:
+        arg = f"--pass-config={item}"
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise DiagnosticError("expected KEY=VALUE", _command_line_span(arg, len("--pass-config="), len(arg)))
+        try:
+            config[key.strip()] = convert_config_value(key.strip(), value.strip())
+        except ValueError as err:
+            start = len("--pass-config=") + (0 if "unknown" in str(err) else len(key) + 1)
+            end = len("--pass-config=") + (len(key) if "unknown" in str(err) else len(item))
+            raise DiagnosticError(str(err), _command_line_span(arg, start, end)) from None
+    return config
+
+
+def _command_line_span(text: str, start: int, end: int):
+    from ..diagnostics import SourceFile, Span
+
+    return Span(SourceFile("<command line>", text), 1, start + 1, 1, max(end, start + 1) + 1)
+
+
+class _VerifyEach:
+    """--verify-each as an instrument: the verifier after every pass, naming the pass."""
+
+    def run_before_pass(self, mod, p) -> None:
+        pass
+
+    def run_after_pass(self, mod, p, new_mod) -> None:
+        from ..analysis.verifier import verify
+
+        try:
+            verify(new_mod)
+        except DiagnosticError as err:
+            err.diagnostics[0].message = f"after pass `{p.name}`: {err.diagnostics[0].message}"
+            raise
+
+
 class _PrintIR:
     """--print-ir-* as a pass instrument; dumps carry greppable MLIR-style headers."""
 
@@ -146,7 +202,7 @@ def _split(text: str) -> list[tuple[int, str]]:
     return parts
 
 
-def _process(text: str, name: str, passes, args, timing, stderr) -> str:
+def _process(text: str, name: str, passes, args, timing, stderr, config: dict) -> str:
     from ..text import parse, to_text
 
     t0 = time.perf_counter()
@@ -157,26 +213,32 @@ def _process(text: str, name: str, passes, args, timing, stderr) -> str:
         verify(mod)
     t1 = time.perf_counter()
     if passes:
-        from ..transform import PassContext
+        from ..transform import PassContext, Sequential
 
         instruments = [_PrintIR(args, stderr)]
+        if args.verify_each:
+            instruments.append(_VerifyEach())
+        if args.verify_numerics:
+            from ..analysis.numerics import VerifyNumerics
+
+            instruments.append(VerifyNumerics(mod, args.verify_numerics_tolerance))
         if timing is not None:
             instruments.append(timing)
-        with PassContext(instruments=instruments) as ctx:
-            for p in passes:
-                mod = ctx.run(p, mod)
-                if args.verify_each:
-                    try:
-                        verify(mod)
-                    except DiagnosticError as err:
-                        err.diagnostics[0].message = f"after pass `{p.name}`: {err.diagnostics[0].message}"
-                        raise
+        # Passes named on the command line always run (as TVM's required_pass); the
+        # opt level gates the passes of pipelines, and picks fuse-ops' level.
+        with PassContext(opt_level=args.opt_level, config=config, instruments=instruments,
+                         required_pass=[p.name for p in passes], disabled_pass=args.disabled_pass) as ctx:
+            mod = Sequential(passes).transform_module(mod, ctx)
     t2 = time.perf_counter()
     if args.print_types:
         from ..analysis.type_infer import infer_types
 
         infer_types(mod)
     out = to_text(mod, show_types=args.print_types)
+    if args.dump_graph:
+        from ..analysis.graphviz import write_graph
+
+        write_graph(mod, args.dump_graph)
     if args.verify_roundtrip:
         _verify_roundtrip(mod, out, name)
     if timing is not None:
@@ -228,6 +290,7 @@ def run(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None) -> 
             stdout.write(_list_ops() + "\n")
             return 0
         passes = _build_pipeline(args.pipeline)
+        config = _parse_pass_config(args.pass_config)
         name = "<stdin>" if args.input == "-" else args.input
         try:
             if args.input == "-":
@@ -248,7 +311,7 @@ def run(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None) -> 
         outputs, failed = [], False
         for offset, part in parts:
             try:
-                outputs.append(_process("\n" * offset + part, name, passes, args, timing, stderr))
+                outputs.append(_process("\n" * offset + part, name, passes, args, timing, stderr, config))
             except DiagnosticError as err:
                 stderr.write(err.render(name) + "\n")
                 failed = True

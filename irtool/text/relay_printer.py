@@ -9,8 +9,8 @@ TVM prints a function in graph normal form:
     }                                              expression of a scope is inline if used once
 
 The walk matches TVM's, so the numbering matches too: nodes are visited in post order
-(callee first, then the arguments left to right) to compute their text, and a node is
-bound to `%n` when its first user refers to it. One deliberate difference: a node used
+(a call's arguments left to right, then its callee, as TVM lifts arguments before the
+op), and a node is bound to `%n` as soon as its text is complete. One deliberate difference: a node used
 both inside a block (if-branch, local function, parenthesised let) and outside it is
 bound before the block (`prebind`), where TVM would bind it inside the block and use it
 outside — text that can refer to a binding before it. Temporaries and variable
@@ -107,6 +107,7 @@ def format_call_attrs(op, attrs: Attrs | None) -> list[str]:
 
 
 _ANNOTATED = (Var, Constant, Call, Tuple, TupleGetItem, Function)
+_VISITED = (Call, Tuple, TupleGetItem, Function, If, Let, Var)
 _CANONICAL_NAN = {"float16": b"\x00\x7e", "float32": b"\x00\x00\xc0\x7f", "float64": b"\x00" * 6 + b"\xf8\x7f"}
 
 
@@ -310,33 +311,41 @@ class RelayPrinter:
                 self.ref(node)
 
     def visit(self, root: Expr) -> None:
-        """Compute the text of `root` and of every unvisited node under it, in post order."""
-        text = self.text
+        """Compute the text of `root` and of every unvisited node under it, in TVM's
+        order: a call's arguments left to right, then its callee; each node is bound to
+        its temporary as soon as its text is done (TVM's PrintExpr), the root excepted,
+        whose binding is up to the caller."""
+        text, bound = self.text, self.bound
         stack = [(root, False)]
         while stack:
             node, expanded = stack.pop()
-            if node in text or node in self.bound:
+            if node in text or node in bound:
                 continue
             cls = type(node)
+            if cls is Var:  # a free variable, declared where TVM first prints it
+                self.ref(node)
+                continue
             if not expanded and (cls is Call or cls is Tuple or cls is TupleGetItem):
                 stack.append((node, True))
                 if cls is Call:
-                    children = (node.op, *node.args)
+                    children = (*node.args, node.op)
                 elif cls is Tuple:
                     children = node.fields
                 else:
                     children = (node.tuple_value,)
                 for child in reversed(children):
-                    if type(child) in (Call, Tuple, TupleGetItem, Function, If, Let) and child not in text:
+                    if type(child) in _VISITED and child not in text and child not in bound:
                         stack.append((child, False))
                 continue
             text[node] = self.node_text(node)
+            if node is not root:
+                self.ref(node)
 
     def node_text(self, e: Expr) -> str:
         cls = type(e)
         ref = self.ref
         if cls is Call:
-            args = [ref(a) for a in e.args]
+            args = [ref(a) for a in e.args]  # arguments before the callee, as TVM prints
             args += format_call_attrs(e.op, e.attrs)
             return f"{ref(e.op)}({', '.join(args)})"
         if cls is Tuple:

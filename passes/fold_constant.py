@@ -1,0 +1,177 @@
+"""fold-constant: evaluate at compile time whatever depends only on constants.
+
+TVM's FoldConstant (relay/transforms/fold_constant.cc), one post-order rewrite in which
+every node sees its already folded operands:
+
+    add(meta[c0], meta[c0])        every argument a constant (or a tuple of them): run the
+                                   operator's NumPy reference -> meta[c1]; a tuple result
+                                   (split) becomes a tuple of constants
+    shape_of(%x)                   %x: Tensor[(8, 9), float32], a static shape -> [8, 9],
+                                   whether %x is constant or not (needs checked types)
+    let %k = 2f; add(%x, %k)       a let whose value folds to a constant is dropped and the
+                                   constant substituted: add(%x, 2f)
+    (%a, %b).1                     projection of a tuple node -> %b (constant or not)
+    if (True) { A } else { B }     constant condition -> A (TVM reads the first byte)
+
+Left alone, as in TVM: calls with no arguments (`zeros(shape=[4, 5])` would only become
+a large constant), calls of functions, globals and closures, stateful operators
+(`nn.dropout`), and everything inside a `Primitive=1` function (a fused kernel is
+compiled as it stands). A constant is evaluated only once its call type-checks (TVM's
+Eval infers types first); an operator without a NumPy reference is not evaluated.
+TVM also skips its TNonComputational operators (on_device, device_copy, qnn.*, memory.*,
+vm.*); none of them is in the registry. `annotation.stop_fusion` is not one of them, so
+`stop_fusion(constant)` folds, as in TVM.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from irtool.analysis.type_infer import TypeInferencer
+from irtool.diagnostics import DiagnosticError
+from irtool.interpreter import Interpreter
+from irtool.ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem
+from irtool.ir.module import IRModule
+from irtool.ir.types import ANY, TensorType, TupleType, Type
+from irtool.ir.visitor import ExprMutator
+from irtool.ops.common import np
+from irtool.transform import FunctionPass, register
+
+# TVM's TOpIsStateful operators among ours: folding or merging two calls of one would
+# change how often its state is drawn from. (The registry has no such flag yet.)
+STATEFUL_OPS = frozenset({"nn.dropout"})
+
+# A folded constant lives in the program text (and in memory while the pass runs): a
+# result this large is left as a call rather than allocated. TVM has no such limit.
+MAX_FOLDED_BYTES = 1 << 31
+
+
+def is_constant(e: Expr) -> bool:
+    """TVM's IsComplexConstant: a constant with data, or a tuple of such (nested)."""
+    if type(e) is Constant:
+        return e.data is not None
+    return type(e) is Tuple and all(is_constant(f) for f in e.fields)
+
+
+def _nbytes(t: Type | None) -> int:
+    if type(t) is TensorType:
+        if any(d is ANY for d in t.shape):
+            return 0  # not known before running; only a dynamic-shape operator gives this
+        bits = int(re.sub(r"\D", "", t.dtype.split("x")[0]) or 8)  # float32 -> 32, bool -> 8
+        return math.prod(t.shape) * max(bits // 8, 1)
+    if type(t) is TupleType:
+        return sum(_nbytes(f) for f in t.fields)
+    return 0
+
+
+def _as_expr(value) -> Expr:
+    """TVM's ObjectToExpr: an array becomes a Constant, a tuple a Tuple of them."""
+    if isinstance(value, tuple):
+        return Tuple([_as_expr(v) for v in value])
+    # A reference may hand back a view of its input (reshape, transpose): the constant
+    # gets its own C-ordered data.
+    return Constant(value if value.flags.c_contiguous else value.copy(order="C"))
+
+
+class _Folder(ExprMutator):
+    def __init__(self, mod: IRModule) -> None:
+        super().__init__()
+        self.mod = mod
+        self.interpreter = Interpreter(mod)
+
+    def visit_function(self, e: Function) -> Expr:
+        return e if e.is_primitive else super().visit_function(e)
+
+    def visit_call(self, e: Call) -> Expr:
+        post = super().visit_call(e)
+        # No arguments: ones(shape=[4, 5]) is cheaper to compute than to store.
+        if not post.args or type(post.op) is not Op or post.op.name in STATEFUL_OPS:
+            return post
+        if post.op.name == "shape_of":
+            return self._shape_of(e, post)
+        if all(is_constant(a) for a in post.args):
+            return self._evaluate(post)
+        return post
+
+    def _shape_of(self, pre: Call, post: Call) -> Expr:
+        # TVM reads the shape off the argument's checked type (the pre-rewrite one: a folded
+        # argument has none yet); our fallback on a folded constant argument only matters
+        # for untyped input, where TVM would need a second run.
+        arg = pre.args[0]
+        if type(arg) is Constant and arg.data is not None:
+            shape = arg.data.shape
+        elif type(arg.checked_type) is TensorType:
+            shape = arg.checked_type.shape
+        elif type(post.args[0]) is Constant and post.args[0].data is not None:
+            shape = post.args[0].data.shape
+        else:
+            return post
+        if any(d is ANY for d in shape):
+            return post
+        # The reference only looks at the shape: a zero-byte stand-in of that shape.
+        # (TVM folds shape_of of a scalar to a 0-d value; ours is the (0,) array the
+        # registry's relation and TVM's own compute give.)
+        stand_in = np.broadcast_to(np.zeros((), "int8"), shape)
+        return _as_expr(self.interpreter.call_op(post, [stand_in]))
+
+    def _evaluate(self, call: Call) -> Expr:
+        try:
+            result_type = TypeInferencer(self.mod).infer_expr(call)
+        except DiagnosticError:  # ill-typed: TVM's Eval would fail; keep the call for the verifier
+            return call
+        if _nbytes(result_type) > MAX_FOLDED_BYTES:
+            return call
+        try:
+            value = self.interpreter.eval(call, {})
+        except DiagnosticError:  # no NumPy reference, or a constant without data
+            return call
+        return _as_expr(value)
+
+    def visit_tuple_get_item(self, e: TupleGetItem) -> Expr:
+        post = super().visit_tuple_get_item(e)
+        t = post.tuple_value
+        if type(t) is Tuple and 0 <= post.index < len(t.fields):
+            return t.fields[post.index]
+        return post
+
+    def visit_if(self, e: If) -> Expr:
+        post = super().visit_if(e)
+        cond = post.cond
+        if type(cond) is Constant and cond.data is not None and cond.data.size:
+            # TVM tests the first byte of the condition's data
+            return post.true_branch if cond.data.tobytes()[0] else post.false_branch
+        return post
+
+    def pre_visit_let(self, e: Let) -> None:
+        value = self.visit(e.value)
+        if type(value) is Constant:
+            self.memo[e.var] = value  # every use of the variable reads the constant
+
+    def post_visit_let(self, e: Let, body: Expr) -> Expr:
+        value = self.visit(e.value)
+        if type(value) is Constant:
+            return body
+        if value is e.value and body is e.body:
+            return e
+        return Let(e.var, value, body, e.span)
+
+
+def fold_constant_expr(expr: Expr, mod: IRModule | None = None) -> Expr:
+    """TVM's FoldConstantExpr: fold `expr` (global functions it calls are looked up in `mod`)."""
+    return _Folder(mod if mod is not None else IRModule()).visit(expr)
+
+
+@register
+@dataclass(frozen=True)
+class FoldConstant(FunctionPass):
+    name = "fold-constant"
+    tvm_name = "FoldConstant"
+    opt_level = 2
+    summary = "Evaluate calls whose arguments are all constants, and shape_of of static shapes"
+
+    def transform_function(self, fn: Function, mod: IRModule, ctx) -> Function:
+        if fn.is_primitive:
+            return fn
+        return _Folder(mod).visit(fn)
