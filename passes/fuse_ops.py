@@ -41,7 +41,7 @@ from irtool.analysis.graph_partitioner import (
     Group,
     IndexedForwardGraph,
 )
-from irtool.ir.expr import Attrs, Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from irtool.ir.expr import Attrs, Call, Constant, Function, If, Let, Op, Tuple, TupleGetItem, Var
 from irtool.ir.types import ANY, TensorType, TupleType
 from irtool.ops.registry import lookup
 from irtool.transform import FunctionPass, PassContext, register, register_config

@@ -262,7 +262,7 @@ class GraphPartitioner:
     # ------------------------------------------------------------------ the phases
 
     def run_fuse(self, tree: PostDominatorTree, phase: int) -> None:
-        groups, graph = self.groups, self.graph
+        groups = self.groups
         for nid in range(len(groups)):
             group = groups[nid]
             self.postpone_node = -1
