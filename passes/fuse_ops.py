@@ -93,6 +93,7 @@ def build_graph(fn: Function, count_args: bool = False) -> IndexedForwardGraph:
     patterns: dict = {}
     order: list = []      # post-DFS order (TVM's AddNode)
     visited: set = set()
+    op_patterns: dict = {}
 
     def link(node, user, pattern: int) -> None:
         lst = edges.get(node)
@@ -117,8 +118,10 @@ def build_graph(fn: Function, count_args: bool = False) -> IndexedForwardGraph:
             op = node.op
             ret = node.checked_type
             if type(op) is Op:
-                opdef = lookup(op.name)
-                pattern = OPAQUE if opdef is None else opdef.pattern
+                pattern = op_patterns.get(op)
+                if pattern is None:
+                    opdef = lookup(op.name)
+                    pattern = op_patterns[op] = OPAQUE if opdef is None else opdef.pattern
                 if op.name in DATA_DEPENDENT_SHAPE and _is_dynamic(ret):
                     pattern = OPAQUE
             else:

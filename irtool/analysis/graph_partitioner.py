@@ -221,6 +221,8 @@ class GraphPartitioner:
         # TVM sums each node's own group count (not its root's), then adds the target root's
         outputs, groups = self.graph.outputs, self.groups
         total = groups[dom_parent].find_root().num_nodes
+        if all(user == dom_parent for user, _ in outputs[child]):  # the usual chain link
+            return total + groups[child].num_nodes
         visited = set()
         stack = [child]
         while stack:
@@ -272,42 +274,46 @@ class GraphPartitioner:
                         sink = tree.parent[src]
                         if groups[sink].anchor_ref is None:
                             self.commit_fuse(src, sink)
-            if group.pattern == OPAQUE:
+            pattern = group.pattern
+            if pattern == OPAQUE:
                 continue
             dom_parent = tree.parent[nid]
             if dom_parent == -1:
                 continue
-            if self.count_fused_nodes_with_new_child(nid, dom_parent) > self.max_fuse_depth:
-                continue
-            if self.max_function_args > 0:
-                limit = self.count_args_limit(nid)
-                if limit > 0 and self.count_fused_args(nid) > limit:
-                    continue
             parent_group = groups[dom_parent]
+            # TVM checks the size limits first; they only veto a fusion, so they are
+            # evaluated here just before one would be committed (same result, less work)
             if phase == 2:
                 # fuse injective ops into an intermediate tuple that joined its consumer
-                if group.pattern > INJECTIVE:
+                if pattern > INJECTIVE:
                     continue
                 root = parent_group.find_root()
                 if root.pattern == TUPLE:
                     continue
-                if parent_group.pattern == TUPLE and root.pattern <= INJECTIVE:
+                if parent_group.pattern == TUPLE and root.pattern <= INJECTIVE and self.within_limits(nid, dom_parent):
                     if self.check_path(nid, dom_parent, _at_most_injective):
                         self.commit_fuse(nid, dom_parent)
                 continue
-            if group.find_root() is parent_group.find_root():
-                continue
-            if parent_group.pattern == TUPLE:
-                continue  # never fuse into a tuple (phase 2 handles tuple fields)
-            if group.pattern == OUT_EWISE:
-                if phase == 0 and tree.pattern[nid] == ELEMWISE:
-                    if self.check_path(nid, dom_parent, _at_most_broadcast):
-                        self.commit_fuse(nid, dom_parent)
-            elif group.pattern <= BROADCAST:
-                if tree.pattern[nid] <= INJECTIVE or tree.pattern[nid] == COMM_REDUCE:
-                    if self.check_path(nid, dom_parent, _fuse_into_elemwise_anchor):
-                        self.commit_fuse(nid, dom_parent)
-            elif group.pattern in (INJECTIVE, TUPLE):
-                if phase == 1 and self.check_path(nid, dom_parent, _at_most_injective):
-                    self.commit_fuse(nid, dom_parent)
-            # kCommReduce: nothing fuses into a reduction's consumers from here
+            if parent_group.pattern == TUPLE or group.find_root() is parent_group.find_root():
+                continue  # never into a tuple (phase 2 handles tuple fields); or done already
+            if pattern == OUT_EWISE:
+                fcond = _at_most_broadcast if phase == 0 and tree.pattern[nid] == ELEMWISE else None
+            elif pattern <= BROADCAST:
+                edge = tree.pattern[nid]
+                fcond = _fuse_into_elemwise_anchor if edge <= INJECTIVE or edge == COMM_REDUCE else None
+            elif pattern in (INJECTIVE, TUPLE):
+                fcond = _at_most_injective if phase == 1 else None
+            else:  # kCommReduce: a reduction does not fuse into its consumers
+                fcond = None
+            if fcond is not None and self.within_limits(nid, dom_parent) and self.check_path(nid, dom_parent, fcond):
+                self.commit_fuse(nid, dom_parent)
+
+    def within_limits(self, nid: int, dom_parent: int) -> bool:
+        """max_fuse_depth and max_function_args allow `nid` to join its post-dominator."""
+        if self.count_fused_nodes_with_new_child(nid, dom_parent) > self.max_fuse_depth:
+            return False
+        if self.max_function_args > 0:
+            limit = self.count_args_limit(nid)
+            if limit > 0 and self.count_fused_args(nid) > limit:
+                return False
+        return True
