@@ -345,3 +345,99 @@ def test_console_script_exit_codes(tmp_path):
                         timeout=120)
     assert ok.returncode == 0, ok.stderr
     assert out.read_text() == _without_comments(SEED.read_text())
+
+
+# --------------------------------------------------------------------------- pass context flags
+
+
+CHAIN = "def @main(%x: Tensor[(3), float32]) {\n  %0 = exp(%x);\n  %1 = negative(%0);\n  sqrt(%1)\n}\n"
+
+
+def test_opt_level_sets_fuse_ops_level():
+    assert opt("-p", "fuse-ops", stdin=CHAIN).out.count("Primitive=1") == 1
+    assert opt("--opt-level=0", "-p", "fuse-ops", stdin=CHAIN).out.count("Primitive=1") == 3
+
+
+def test_pass_config_reaches_the_pass():
+    r = opt("--pass-config", "relay.FuseOps.max_depth=2", "-p", "fuse-ops", stdin=CHAIN)
+    assert r.code == 0 and r.out.count("Primitive=1") == 2
+
+
+@pytest.mark.parametrize("item,message,caret", [
+    ("relay.FuseOps.max_dept=2", "unknown pass config option `relay.FuseOps.max_dept`", "^~~~"),
+    ("relay.FuseOps.max_depth=deep", "expected an integer, got `deep`", "^~~~"),
+    ("relay.FuseOps.link_params=maybe", "expected a boolean", "^~~~~"),
+    ("novalue", "expected KEY=VALUE", "^~~~"),
+])
+def test_bad_pass_config_is_a_diagnostic(item, message, caret):
+    r = opt("--pass-config", item, "-p", "fuse-ops", stdin=CHAIN)
+    assert_user_error(r, "<command line>:1:", message, f"--pass-config={item}", caret)
+
+
+def test_named_passes_run_whatever_the_opt_level():
+    # DeadCodeElimination is opt level 1, above 0; named on the command line it runs anyway
+    r = opt("-p", "dead-code-elimination", "--opt-level=0", stdin=LETS)
+    assert r.code == 0 and "log" not in r.out
+
+
+def test_disabled_pass_does_not_run():
+    r = opt("-p", "dead-code-elimination", "--disabled-pass=DeadCodeElimination", stdin=LETS)
+    assert r.code == 0 and "log" in r.out
+
+
+# --------------------------------------------------------------------------- --verify-numerics
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class _BrokenPass(FunctionPass):
+    """Deliberately wrong: turns every `negative` into `abs`."""
+
+    name = "test-broken"
+    tvm_name = "TestBroken"
+
+    def transform_function(self, fn, mod, ctx):
+        from irtool.ir.expr import Call, Op
+        from irtool.ir.visitor import ExprMutator
+
+        class Swap(ExprMutator):
+            def visit_call(self, e):
+                new = super().visit_call(e)
+                if type(new.op) is Op and new.op.name == "negative":
+                    return Call(Op.get("abs"), new.args, new.attrs)
+                return new
+
+        return Swap().visit(fn)
+
+
+def test_verify_numerics_names_the_broken_pass():
+    r = opt("--verify-numerics", "-p", "fuse-ops,test-broken,dead-code-elimination", stdin=CHAIN)
+    assert_user_error(r, "pass `test-broken` changed the results of @main", "result[0] was")
+    assert "fuse-ops" not in r.err
+
+
+def test_verify_numerics_passes_correct_pipelines():
+    r = opt("--verify-numerics", "-p", "to-a-normal-form,fuse-ops,to-graph-normal-form", stdin=CHAIN)
+    assert r.code == 0, r.err
+
+
+def test_verify_numerics_reports_an_unrunnable_input():
+    # the seed as TVM printed it has no data for its constant
+    r = opt("--verify-numerics", "-p", "fuse-ops", str(SEED))
+    assert_user_error(r, "--verify-numerics: cannot run @main before the passes")
+
+
+# --------------------------------------------------------------------------- --dump-graph
+
+
+def test_dump_graph_writes_one_cluster_per_fused_group(tmp_path):
+    out = tmp_path / "g.dot"
+    r = opt("--opt-level=0", "-p", "fuse-ops", "--dump-graph", str(out), stdin=CHAIN)
+    assert r.code == 0, r.err
+    assert out.read_text().count("subgraph cluster_") - 1 == 3  # @main's cluster plus one per group
+
+
+def test_dump_graph_unknown_format(tmp_path):
+    r = opt("--dump-graph", str(tmp_path / "g.jpeg"), stdin=CHAIN)
+    assert_user_error(r, ".dot")
+    assert not (tmp_path / "g.jpeg").exists()
