@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import irtool
-from irtool.analysis import graphviz
 from irtool.analysis.graphviz import fused_name, module_to_dot, quote, write_graph
 from irtool.diagnostics import DiagnosticError
 from irtool.ir.expr import Attrs, Call, Constant, Function, Op, Tuple, TupleGetItem, Var
@@ -37,15 +36,15 @@ def @main(%x: Tensor[(1, 3, 16, 16), float32], %weight: Tensor[(3, 3, 3, 3), flo
 
 TWO_GROUPS = """#[version = "0.0.5"]
 def @main(%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {
-  %0 = fn (%p0: Tensor[(4), float32], %p1: Tensor[(4), float32], Primitive=1) {
-    %a = add(%p0, %p1);
-    exp(%a)
+  %1 = fn (%p0: Tensor[(4), float32], %p1: Tensor[(4), float32], Primitive=1) {
+    %0 = add(%p0, %p1);
+    exp(%0)
   };
-  %1 = %0(%x, %y);
-  %2 = fn (%p0: Tensor[(4), float32], Primitive=1) {
+  %2 = %1(%x, %y);
+  %3 = fn (%p0: Tensor[(4), float32], Primitive=1) {
     nn.relu(%p0)
   };
-  %2(%1)
+  %3(%2)
 }
 """
 
@@ -343,7 +342,8 @@ def _fake_dot(tmp_path: pathlib.Path, script: str) -> str:
 @pytest.mark.skipif(sys.platform == "win32", reason="uses a shell script as a fake `dot`")
 def test_a_failing_dot_leaves_no_partial_file(tmp_path, monkeypatch):
     # writes half an image to its -o file, then fails
-    dot = _fake_dot(tmp_path, 'for a; do out="$a"; done\nprintf "<svg half" > "$out"\necho "syntax error" >&2\nexit 1\n')
+    dot = _fake_dot(tmp_path, 'for a; do out="$a"; done\n'
+                              'printf "<svg half" > "$out"\necho "syntax error" >&2\nexit 1\n')
     monkeypatch.setattr(shutil, "which", lambda name: dot if name == "dot" else None)
     out = tmp_path / "out"
     out.mkdir()
