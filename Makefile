@@ -42,6 +42,7 @@ lint: venv
 
 bench: venv
 	$(BIN)/python benchmarks/text_throughput.py
+	$(BIN)/python benchmarks/fuse_ops.py $(if $(TVM_PYTHON),--tvm-python $(TVM_PYTHON))
 
 clean:
 	rm -rf $(VENV) build *.egg-info lit_tests/relay/Output .pytest_cache .hypothesis

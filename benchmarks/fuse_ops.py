@@ -29,6 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from irtool.analysis.type_infer import infer_types  # noqa: E402
 from irtool.cli.opt import run as irtool_opt  # noqa: E402
+from irtool.ir.expr import Call  # noqa: E402
+from irtool.ir.visitor import post_order  # noqa: E402
 from irtool.text import parse  # noqa: E402
 from passes.fuse_ops import fuse_function  # noqa: E402
 
@@ -98,7 +100,7 @@ def best(fn, repeat: int) -> float:
 
 def measure(name: str, text: str, repeat: int) -> dict:
     mod = infer_types(parse(text))
-    ops = text.count("(") - 1
+    ops = sum(1 for node in post_order(mod["main"]) if type(node) is Call)
     fuse = best(lambda: fuse_function(mod["main"], 2), repeat)
 
     def pipeline():
@@ -117,7 +119,8 @@ import tvm
 from tvm import relax
 n, repeat = int(sys.argv[1]), int(sys.argv[2])
 bb = relax.BlockBuilder()
-x = relax.Var("x", relax.TensorStructInfo((16, 16), "float32"))
+sinfo = getattr(relax, "TensorStructInfo", None) or relax.TensorType  # renamed in 0.27
+x = relax.Var("x", sinfo((16, 16), "float32"))
 ops = [relax.op.exp, relax.op.negative, relax.op.sigmoid, relax.op.tanh]
 with bb.function("main", [x]):
     with bb.dataflow():
