@@ -331,3 +331,12 @@ def test_keyword_callee_roundtrip():
     text = "def @f() {\n  %0 = True();\n  %1 = False();\n  (%0, %1)\n}\n"
     mod = irtool.parse(text)
     assert irtool.to_text(mod) == '#[version = "0.0.5"]\n' + text
+
+
+def test_projection_of_a_global_roundtrip():
+    # Regression (found by a longer Hypothesis run): `@main.0` read back as a global named
+    # `main.0` (global names may contain dots, `@fused.add`); the printer parenthesises it.
+    mod = IRModule.from_expr(TupleGetItem(GlobalVar("main"), 0))
+    text = irtool.to_text(mod)
+    assert "(@main).0" in text
+    assert structural_equal(irtool.parse(text), mod)

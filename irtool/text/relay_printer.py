@@ -352,6 +352,8 @@ class RelayPrinter:
             fields = [ref(f) for f in e.fields]
             return f"({fields[0]},)" if len(fields) == 1 else f"({', '.join(fields)})"
         if cls is TupleGetItem:
+            if type(e.tuple_value) is GlobalVar:  # `@f.0` would read back as a global named `f.0`
+                return f"({ref(e.tuple_value)}).{e.index}"
             return f"{ref(e.tuple_value)}.{e.index}"
         if cls is Function:
             self.prebind(e.body)
