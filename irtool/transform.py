@@ -96,9 +96,20 @@ class FunctionPass(Pass):
         raise NotImplementedError
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        from ._util import gc_paused
+
+        with gc_paused():  # rewriting big graphs: the collector's rescans would dominate
+            return self._transform_functions(mod, ctx)
+
+    def _transform_functions(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        typed = all(fn.checked_type is not None for fn in mod.functions.values())
+        if not typed and "infer-type" in self.required:
+            # called on its own rather than in a Sequential, which runs infer-type first
+            from .analysis.type_infer import infer_type_pass
+
+            mod, typed = infer_type_pass(mod), True
         functions = {}
         changed = False
-        typed = all(fn.checked_type is not None for fn in mod.functions.values())
         for name, fn in mod.functions.items():
             optimizable = isinstance(fn, Function) and (self.tvm_module_pass or not (
                 isinstance(fn.attr("Compiler"), str) or fn.attr("SkipOptimization")))
@@ -328,7 +339,10 @@ def get_pass(name: str) -> type[Pass]:
     if name not in _REGISTRY:
         _load(name)
     if name not in _REGISTRY:
-        for cls in all_passes().values():
+        passes = all_passes()  # a module may define several passes (fold-scale-axis and its halves)
+        if name in passes:
+            return passes[name]
+        for cls in passes.values():
             if cls.tvm_name == name:
                 return cls
         raise KeyError(name)

@@ -34,8 +34,9 @@ from irtool.ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetIt
 from irtool.ir.module import IRModule
 from irtool.ir.structural import attrs_equal
 from irtool.ir.visitor import ExprMutator
-from irtool.passes.fold_constant import STATEFUL_OPS
 from irtool.transform import FunctionPass, register
+
+from .fold_constant import STATEFUL_OPS
 
 
 def _scalar_key(e: Expr):

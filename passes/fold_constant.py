@@ -15,9 +15,11 @@ every node sees its already folded operands:
 
 Left alone, as in TVM: calls with no arguments (`zeros(shape=[4, 5])` would only become
 a large constant), calls of functions, globals and closures, stateful operators
-(`nn.dropout`), and everything inside a `Primitive=1` function (a fused kernel is
-compiled as it stands). A constant is evaluated only once its call type-checks (TVM's
-Eval infers types first); an operator without a NumPy reference is not evaluated.
+(`nn.dropout`), and the calls inside a `Primitive=1` function (a fused kernel is compiled
+as it stands; TVM would still fold a projection, if or let there that no call encloses,
+we leave the whole function alone). A call is evaluated only once it type-checks (TVM's
+Eval infers types first), and it stays a call if the operator's NumPy reference cannot
+compute it or the result would exceed MAX_FOLDED_BYTES (limits TVM does not have).
 TVM also skips its TNonComputational operators (on_device, device_copy, qnn.*, memory.*,
 vm.*); none of them is in the registry. `annotation.stop_fusion` is not one of them, so
 `stop_fusion(constant)` folds, as in TVM.
@@ -25,18 +27,20 @@ vm.*); none of them is in the registry. `annotation.stop_fusion` is not one of t
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
 
 from irtool.analysis.type_infer import TypeInferencer
 from irtool.diagnostics import DiagnosticError
-from irtool.interpreter import Interpreter
+from irtool.interpreter import Interpreter, InterpreterError, describe, value_matches
 from irtool.ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem
 from irtool.ir.module import IRModule
 from irtool.ir.types import ANY, TensorType, TupleType, Type
 from irtool.ir.visitor import ExprMutator
 from irtool.ops.common import np
+from irtool.text.relay_printer import format_type
 from irtool.transform import FunctionPass, register
 
 # TVM's TOpIsStateful operators among ours: folding or merging two calls of one would
@@ -59,11 +63,16 @@ def _nbytes(t: Type | None) -> int:
     if type(t) is TensorType:
         if any(d is ANY for d in t.shape):
             return 0  # not known before running; only a dynamic-shape operator gives this
-        bits = int(re.sub(r"\D", "", t.dtype.split("x")[0]) or 8)  # float32 -> 32, bool -> 8
-        return math.prod(t.shape) * max(bits // 8, 1)
+        return math.prod(t.shape) * _itemsize(t.dtype)
     if type(t) is TupleType:
         return sum(_nbytes(f) for f in t.fields)
     return 0
+
+
+@functools.cache
+def _itemsize(dtype: str) -> int:
+    bits = int(re.sub(r"\D", "", dtype.split("x")[0]) or 8)  # float32 -> 32, bool -> 8
+    return max(bits // 8, 1)
 
 
 def _as_expr(value) -> Expr:
@@ -75,11 +84,40 @@ def _as_expr(value) -> Expr:
     return Constant(value if value.flags.c_contiguous else value.copy(order="C"))
 
 
+def _typed_copy(e: Expr) -> Expr:
+    """A copy of a constant argument (or tuple of them) carrying its checked type, so the
+    call can be typed without writing types into a module that may be untyped (the
+    verifier takes any checked type as a sign that the whole module is typed)."""
+    if type(e) is Tuple:
+        copy = Tuple([_typed_copy(f) for f in e.fields])
+        copy.checked_type = TupleType([f.checked_type for f in copy.fields])
+    else:
+        copy = Constant(e.data)
+        copy.checked_type = TensorType(e.data.shape, _dtype_name(e.data.dtype))
+    return copy
+
+
+@functools.cache
+def _dtype_name(dtype) -> str:
+    return str(dtype)
+
+
+def _matches(value, t: Type) -> bool:
+    if type(t) is TensorType and type(value) is np.ndarray:  # the common case, without str(dtype)
+        return value.shape == t.shape and _dtype_name(value.dtype) == t.dtype
+    return value_matches(value, t)
+
+
+def _value(e: Expr):
+    return tuple(_value(f) for f in e.fields) if type(e) is Tuple else e.data
+
+
 class _Folder(ExprMutator):
     def __init__(self, mod: IRModule) -> None:
         super().__init__()
         self.mod = mod
         self.interpreter = Interpreter(mod)
+        self.typer = TypeInferencer(mod)
 
     def visit_function(self, e: Function) -> Expr:
         return e if e.is_primitive else super().visit_function(e)
@@ -114,19 +152,29 @@ class _Folder(ExprMutator):
         # (TVM folds shape_of of a scalar to a 0-d value; ours is the (0,) array the
         # registry's relation and TVM's own compute give.)
         stand_in = np.broadcast_to(np.zeros((), "int8"), shape)
-        return _as_expr(self.interpreter.call_op(post, [stand_in]))
+        try:
+            return _as_expr(self.interpreter.call_op(post, [stand_in]))
+        except Exception:  # a dtype NumPy has no arrays of (int8x4): leave it to run time
+            return post
 
     def _evaluate(self, call: Call) -> Expr:
+        # As TVM's Eval, type the call first: an ill-typed one is kept for the verifier
+        # to report, and the type says how large the constant would be.
         try:
-            result_type = TypeInferencer(self.mod).infer_expr(call)
-        except DiagnosticError:  # ill-typed: TVM's Eval would fail; keep the call for the verifier
+            result_type = self.typer.call_type(Call(call.op, [_typed_copy(a) for a in call.args], call.attrs))
+        except DiagnosticError:
             return call
         if _nbytes(result_type) > MAX_FOLDED_BYTES:
             return call
         try:
-            value = self.interpreter.eval(call, {})
-        except DiagnosticError:  # no NumPy reference, or a constant without data
+            value = self.interpreter.call_op(call, [_value(a) for a in call.args])
+        except Exception:
+            # No NumPy reference, or one that cannot compute this case (TVM's compiled
+            # kernel may): the call stays, to run (or fail) when the program runs.
             return call
+        if not _matches(value, result_type):
+            raise InterpreterError(f"`{call.op.name}` produced {describe(value)} but its type relation says "
+                                   f"{format_type(result_type)}")
         return _as_expr(value)
 
     def visit_tuple_get_item(self, e: TupleGetItem) -> Expr:

@@ -420,10 +420,6 @@ class FuseOps(FunctionPass):
     link_params: bool = False
 
     def transform_function(self, fn: Function, mod, ctx: PassContext) -> Function:
-        if fn.checked_type is None:
-            from irtool.analysis.type_infer import infer_types
-
-            infer_types(mod)
         return fuse_function(
             fn,
             ctx.opt_level if self.fuse_opt_level == -1 else self.fuse_opt_level,

@@ -138,7 +138,9 @@ def test_a_normal_form_has_atomic_operands_and_let_bound_values(mod):
 @given(relay_modules(SAFE_FOR_PASSES))
 def test_graph_normal_form_has_no_let(mod):
     out = gnf(mod)
-    assert not any(type(n) is Let for n in all_nodes(out)), to_text(out)
+    # a function pass leaves functions for an external compiler alone, as TVM's do
+    optimised = [fn for fn in out.functions.values() if not isinstance(fn.attr("Compiler"), str)]
+    assert not any(type(n) is Let for fn in optimised for n in post_order(fn)), to_text(out)
 
 
 @PROPERTY

@@ -30,6 +30,26 @@ from ..ops.registry import TypeRelError, call_attrs, lookup
 from ..text.relay_printer import format_type
 
 
+class MissingTypeInfo(DiagnosticError):
+    """Inference cannot start: an annotation or a constant's data is missing (as opposed
+    to a program that is ill-typed)."""
+
+
+def try_infer_types(mod: IRModule) -> bool:
+    """Infer types if the program says enough to; False (module untouched) if it does not.
+    A genuine type error is still raised."""
+    try:
+        infer_types(mod)
+    except MissingTypeInfo:
+        from ..ir.visitor import post_order
+
+        for fn in mod.functions.values():
+            for node in post_order(fn):
+                node.checked_type = None
+        return False
+    return True
+
+
 def types_match(a: Type, b: Type) -> bool:
     """Structural equality of types where `?` matches any dimension."""
     if type(a) is not type(b):
@@ -77,7 +97,7 @@ class TypeInferencer:
         if name in self.in_progress:  # recursion: the declared signature is all we can use
             declared = self.declared_type(fn)
             if declared is None:
-                raise DiagnosticError(f"recursive call of `@{name}` needs its parameter and return types "
+                raise MissingTypeInfo(f"recursive call of `@{name}` needs its parameter and return types "
                                       "declared", use.span if use else fn.span)
             return declared
         self.in_progress.add(name)
@@ -123,7 +143,7 @@ class TypeInferencer:
     def enter_function(self, fn: Function) -> None:
         for p in fn.params:
             if not _complete(p.type_annotation):
-                raise DiagnosticError(f"parameter `%{p.name_hint}` needs a type annotation for type inference",
+                raise MissingTypeInfo(f"parameter `%{p.name_hint}` needs a type annotation for type inference",
                                       p.span or fn.span)
             p.checked_type = p.type_annotation
 
@@ -134,10 +154,10 @@ class TypeInferencer:
                 return e.checked_type
             if _complete(e.type_annotation):
                 return e.type_annotation
-            raise DiagnosticError(f"cannot infer the type of `%{e.name_hint}`: annotate it", e.span)
+            raise MissingTypeInfo(f"cannot infer the type of `%{e.name_hint}`: annotate it", e.span)
         if cls is Constant:
             if e.data is None:
-                raise DiagnosticError("constant has no data (the file has no #[metadata] section), so its "
+                raise MissingTypeInfo("constant has no data (the file has no #[metadata] section), so its "
                                       "type is unknown", e.span)
             return TensorType(e.data.shape, str(e.data.dtype))
         if cls is Call:

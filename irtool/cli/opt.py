@@ -208,8 +208,12 @@ def _process(text: str, name: str, passes, args, timing, stderr, config: dict) -
     t0 = time.perf_counter()
     mod = parse(text, name, args.syntax)
     if args.verify_each:
+        from ..analysis.type_infer import try_infer_types
         from ..analysis.verifier import verify
 
+        # TVM's parser ends with type inference; here it is done when the program has
+        # the annotations it needs, and reports a program that is ill-typed.
+        try_infer_types(mod)
         verify(mod)
     t1 = time.perf_counter()
     if passes:
