@@ -663,6 +663,17 @@ def test_layer_norm():
 # ------------------------------------------------------------------ softmax, log_softmax
 
 
+@pytest.mark.parametrize("name", ["nn.softmax", "nn.log_softmax"])
+def test_softmax_over_an_empty_axis(name):
+    # Regression: the reference raised on a zero-size axis (found by fold-constant's tests)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = lookup(name).ref(np.zeros((2, 0), "float32"), axis=-1)
+    assert out.shape == (2, 0) and out.dtype == np.float32
+
+
 @pytest.mark.parametrize("name, onnx_op", [("nn.softmax", "Softmax"), ("nn.log_softmax", "LogSoftmax")])
 def test_softmax(name, onnx_op):
     assert shape_of(infer(name, T(2, "?", 5))) == (2, "?", 5)

@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from irtool.passes.eliminate_common_subexpr import eliminate_common_subexpr
-from irtool.passes.fold_constant import STATEFUL_OPS
 from strategies import SAFE_FOR_PASSES, relay_modules
 from test_pass_fold_constant import assert_same_values, optimized, run, typed_modules
 
@@ -35,6 +33,8 @@ from irtool.ir import (
 )
 from irtool.ir.structural import attrs_equal
 from irtool.ops.registry import make_call
+from irtool.passes.eliminate_common_subexpr import eliminate_common_subexpr
+from irtool.passes.fold_constant import STATEFUL_OPS
 from irtool.text import parse, to_text
 from irtool.transform import PassContext, Sequential, get_pass
 

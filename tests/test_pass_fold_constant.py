@@ -19,8 +19,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from irtool.passes import fold_constant
-from irtool.passes.fold_constant import STATEFUL_OPS, fold_constant_expr
 from strategies import SAFE_FOR_PASSES, relay_modules
 
 import irtool.transform as T
@@ -44,6 +42,8 @@ from irtool.ir import (
     structural_equal,
 )
 from irtool.ops.registry import make_call
+from irtool.passes import fold_constant
+from irtool.passes.fold_constant import STATEFUL_OPS, fold_constant_expr
 from irtool.text import parse, to_text
 from irtool.transform import PassContext, Sequential, get_pass
 

@@ -575,14 +575,15 @@ def _layer_norm(data, gamma, beta, *, axis, epsilon, center, scale):
 
 def _softmax(data, *, axis):
     x = data.astype(np.float64)
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    e = np.exp(x - x.max(axis=axis, keepdims=True, initial=-np.inf))  # initial: empty axes
     return (e / e.sum(axis=axis, keepdims=True)).astype(data.dtype)
 
 
 def _log_softmax(data, *, axis):
     x = data.astype(np.float64)
-    shifted = x - x.max(axis=axis, keepdims=True)
-    return (shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))).astype(data.dtype)
+    shifted = x - x.max(axis=axis, keepdims=True, initial=-np.inf)
+    with np.errstate(divide="ignore"):  # an empty axis sums to 0; its log is never used
+        return (shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))).astype(data.dtype)
 
 
 def _dropout(data, *, rate):
