@@ -36,6 +36,9 @@ demo: venv
 	@echo
 	@echo '$$ irtool-opt examples/conv_block.ir -p to-a-normal-form,dead-code-elimination'
 	@$(BIN)/irtool-opt examples/conv_block.ir -p to-a-normal-form,dead-code-elimination
+	@echo
+	@echo '$$ irtool-opt examples/seed000.ir -p "fuse-ops{opt-level=4}" --verify-numerics --print-types'
+	@$(BIN)/irtool-opt examples/seed000.ir -p 'fuse-ops{opt-level=4}' --verify-numerics --print-types | sed -n '1,/^}/p'
 
 lint: venv
 	$(BIN)/ruff check .

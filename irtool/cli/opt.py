@@ -91,9 +91,11 @@ def _list_passes() -> str:
     lines = ["Available passes:"]
     for name, cls in all_passes().items():
         lines.append(f"  {name:<28} {cls.summary}  [{cls.tvm_name}, opt_level={cls.opt_level}]")
+        aliases = {v: k for k, v in cls.option_aliases.items()}
         for f in dataclasses.fields(cls):
             default = int(f.default) if isinstance(f.default, bool) else f.default
-            lines.append(f"      {f.name.replace('_', '-')}={default}")
+            also = f"  (or {aliases[f.name].replace('_', '-')})" if f.name in aliases else ""
+            lines.append(f"      {f.name.replace('_', '-')}={default}{also}")
     return "\n".join(lines)
 
 
