@@ -43,6 +43,7 @@ from irtool.analysis.graph_partitioner import (
 )
 from irtool.ir.expr import Attrs, Call, Constant, Function, If, Let, Op, Tuple, TupleGetItem, Var
 from irtool.ir.types import ANY, TensorType, TupleType
+from irtool.ir.visitor import post_order
 from irtool.ops.registry import lookup
 from irtool.transform import FunctionPass, PassContext, register, register_config
 
@@ -269,41 +270,6 @@ def _fused_call(info: _GroupFunction, ret_type, body) -> Call:
     return Call(Function(info.params, body, ret_type, Attrs(attrs)), info.arguments)
 
 
-def _rewrite_order(fn: Function) -> list:
-    """Nodes of `fn` children first, as TVM's mutator meets them; primitive functions
-    are leaves."""
-    order, seen = [], set()
-    stack: list = [(fn, False)]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-            continue
-        if node in seen:
-            continue
-        seen.add(node)
-        stack.append((node, True))
-        cls = type(node)
-        if cls is Call:
-            children = (node.op, *node.args)
-        elif cls is Tuple:
-            children = node.fields
-        elif cls is TupleGetItem:
-            children = (node.tuple_value,)
-        elif cls is Let:
-            children = (node.var, node.value, node.body)
-        elif cls is If:
-            children = (node.cond, node.true_branch, node.false_branch)
-        elif cls is Function and not (_skipped(node) and node is not fn):
-            children = (*node.params, node.body)
-        else:
-            continue
-        for child in reversed(children):
-            if child not in seen:
-                stack.append((child, False))
-    return order
-
-
 def _rewrite(fn: Function, gmap: dict, link_params: bool) -> Function:
     memo: dict = {}
     infos: dict[Group, _GroupFunction] = {}
@@ -352,7 +318,8 @@ def _rewrite(fn: Function, gmap: dict, link_params: bool) -> Function:
             return Function(params, body, node.ret_type, node.attrs, node.span)
         return node  # Var, Constant, Op, GlobalVar, primitive Function
 
-    for node in _rewrite_order(fn):
+    # children first, as TVM's mutator meets them; primitive functions are leaves
+    for node in post_order(fn, enter_functions=lambda f: f is fn or not _skipped(f)):
         cls = type(node)
         group = gmap.get(node)
         if group is None:

@@ -5,7 +5,6 @@ IRModule / Attrs API."""
 from __future__ import annotations
 
 import math
-import sys
 import time
 
 import numpy as np
@@ -59,15 +58,6 @@ def assert_not_equal(a, b, **kw):
     assert not structural_equal(b, a, **kw)
 
 
-@pytest.fixture
-def default_recursion_limit():
-    """Python's default limit, whatever the test runner set: deep IR must not need more."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(1000)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
 
 
 # --------------------------------------------------------------------------- alpha equivalence

@@ -6,10 +6,7 @@ default recursion limit."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import SAFE_FOR_PASSES, relay_modules
@@ -210,14 +207,6 @@ def test_let_values_merge_but_variables_stay():
 # --------------------------------------------------------------------------- 100,000-node programs
 
 
-@pytest.fixture
-def default_recursion_limit():
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(1000)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
 
 
 def test_100k_chain_of_duplicated_calls(default_recursion_limit):

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import SAFE_FOR_PASSES, relay_modules
@@ -480,14 +478,6 @@ def test_call_attributes_reach_the_reference():
 # --------------------------------------------------------------------------- 100,000-node programs
 
 
-@pytest.fixture
-def default_recursion_limit():
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(1000)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
 
 
 def test_100k_chain_without_constants(default_recursion_limit):

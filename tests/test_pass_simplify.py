@@ -9,8 +9,6 @@ the rewrites look for; a 100,000-node chain under the default recursion limit.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -623,14 +621,6 @@ def test_simplify_expr_alone_keeps_numbers(mod):
 # --------------------------------------------------------------------------- 100,000-node programs
 
 
-@pytest.fixture
-def default_recursion_limit():
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(1000)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
 
 
 def test_100k_node_chain(default_recursion_limit):

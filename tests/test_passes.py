@@ -4,7 +4,6 @@ and the pass infrastructure: registry, pipelines, PassContext, Sequential, instr
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -341,14 +340,6 @@ def test_passes_leave_primitive_bodies_alone(pass_name):
 # --------------------------------------------------------------------------- 100,000-node programs
 
 
-@pytest.fixture
-def default_recursion_limit():
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(1000)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
 
 
 def _chain_module(n: int) -> IRModule:

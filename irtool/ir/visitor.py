@@ -39,8 +39,10 @@ def sub_exprs(e: Expr) -> tuple:
     return ()
 
 
-def post_order(root: Expr, enter_functions: bool = True) -> list[Expr]:
-    """Every node reachable from `root` once, children before parents (iteratively)."""
+def post_order(root: Expr, enter_functions=True) -> list[Expr]:
+    """Every node reachable from `root` once, children before parents (iteratively).
+    `enter_functions` is a bool or a predicate saying which functions to look into
+    (the others are leaves)."""
     order: list[Expr] = []
     seen: set[int] = set()
     stack: list = [(root, False)]
@@ -55,7 +57,7 @@ def post_order(root: Expr, enter_functions: bool = True) -> list[Expr]:
             continue
         seen.add(key)
         push((node, True))
-        if not enter_functions and type(node) is Function:
+        if type(node) is Function and not (enter_functions(node) if callable(enter_functions) else enter_functions):
             continue
         for child in reversed(sub_exprs(node)):
             if id(child) not in seen:
