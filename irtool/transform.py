@@ -136,7 +136,7 @@ class Sequential(Pass):
     name: ClassVar[str] = "sequential"
     tvm_name: ClassVar[str] = "Sequential"
 
-    def __init__(self, passes=(), opt_level: int = 0, name: str = "sequential") -> None:
+    def __init__(self, passes=()) -> None:
         object.__setattr__(self, "passes", tuple(passes))
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
@@ -354,10 +354,6 @@ def get_pass(name: str) -> type[Pass]:
 _PIPELINE_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)|(?P<punct>[{},=])|(?P<value>[^{},=\s]+))")
 
 
-def _convert_option(cls: type[Pass], field: dataclasses.Field, text: str):
-    return _convert_text(type(field.default) if field.default is not dataclasses.MISSING else str, text)
-
-
 def _convert_text(kind: type, text: str):
     if kind is bool:
         lowered = text.lower()
@@ -420,7 +416,7 @@ def parse_pipeline(text: str, source_name: str = "<pipeline>", line_text: str | 
                     known = ", ".join(f.name.replace("_", "-") for f in fields.values()) or "none"
                     fail(f"pass `{cls.name}` has no option `{key_tok[1]}` (options: {known})", key_tok[2], key_tok[3])
                 try:
-                    options[field.name] = _convert_option(cls, field, val_tok[1])
+                    options[field.name] = _convert_text(type(field.default), val_tok[1])
                 except ValueError as err:
                     fail(f"option `{key_tok[1]}` of `{cls.name}`: {err}", val_tok[2], val_tok[3])
                 j += 3

@@ -34,9 +34,8 @@ from irtool.ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetIt
 from irtool.ir.module import IRModule
 from irtool.ir.structural import attrs_equal
 from irtool.ir.visitor import ExprMutator
+from irtool.ops.registry import get
 from irtool.transform import FunctionPass, register
-
-from .fold_constant import STATEFUL_OPS
 
 
 def _scalar_key(e: Expr):
@@ -63,7 +62,7 @@ class _Eliminator(ExprMutator):
     def visit_call(self, e: Call) -> Expr:
         post = super().visit_call(e)
         op = post.op
-        if not post.args or type(op) is not Op or op.name in STATEFUL_OPS:
+        if not post.args or type(op) is not Op or get(op.name).stateful:
             return post
         if self.fskip is not None and self.fskip(post):
             return post

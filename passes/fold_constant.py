@@ -40,12 +40,9 @@ from irtool.ir.module import IRModule
 from irtool.ir.types import ANY, TensorType, TupleType, Type
 from irtool.ir.visitor import ExprMutator
 from irtool.ops.common import np
+from irtool.ops.registry import get
 from irtool.text.relay_printer import format_type
 from irtool.transform import FunctionPass, register
-
-# TVM's TOpIsStateful operators among ours: folding or merging two calls of one would
-# change how often its state is drawn from. (The registry has no such flag yet.)
-STATEFUL_OPS = frozenset({"nn.dropout"})
 
 # A folded constant lives in the program text (and in memory while the pass runs): a
 # result this large is left as a call rather than allocated. TVM has no such limit.
@@ -125,7 +122,7 @@ class _Folder(ExprMutator):
     def visit_call(self, e: Call) -> Expr:
         post = super().visit_call(e)
         # No arguments: ones(shape=[4, 5]) is cheaper to compute than to store.
-        if not post.args or type(post.op) is not Op or post.op.name in STATEFUL_OPS:
+        if not post.args or type(post.op) is not Op or get(post.op.name).stateful:
             return post
         if post.op.name == "shape_of":
             return self._shape_of(e, post)

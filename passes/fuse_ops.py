@@ -53,11 +53,6 @@ register_config("relay.FuseOps.link_params", bool)
 register_config("relay.FuseOps.max_function_args", int)
 
 STOP_FUSION = Op.get("annotation.stop_fusion")
-# Ops whose shape function needs input *values* (TShapeDataDependent): with a dynamic
-# result they stay opaque, since a shape function's output cannot feed them.
-DATA_DEPENDENT_SHAPE = frozenset({"arange", "broadcast_to"})
-# TReshapeOp: a group of only these gets `relay.reshape_only=1`
-RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten"})
 _SIMPLE_CONST_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"})
 
 
@@ -94,7 +89,7 @@ def build_graph(fn: Function, count_args: bool = False) -> IndexedForwardGraph:
     patterns: dict = {}
     order: list = []      # post-DFS order (TVM's AddNode)
     visited: set = set()
-    op_patterns: dict = {}
+    opdefs: dict = {}
 
     def link(node, user, pattern: int) -> None:
         lst = edges.get(node)
@@ -119,11 +114,12 @@ def build_graph(fn: Function, count_args: bool = False) -> IndexedForwardGraph:
             op = node.op
             ret = node.checked_type
             if type(op) is Op:
-                pattern = op_patterns.get(op)
-                if pattern is None:
-                    opdef = lookup(op.name)
-                    pattern = op_patterns[op] = OPAQUE if opdef is None else opdef.pattern
-                if op.name in DATA_DEPENDENT_SHAPE and _is_dynamic(ret):
+                opdef = opdefs.get(op)
+                if opdef is None:
+                    opdef = opdefs[op] = lookup(op.name)
+                pattern = OPAQUE if opdef is None else opdef.pattern
+                # a shape function's output cannot feed a data-dependent shape function
+                if opdef is not None and opdef.shape_data_dependent and _is_dynamic(ret):
                     pattern = OPAQUE
             else:
                 pattern = OPAQUE
@@ -248,7 +244,8 @@ def _reshape_only(body) -> tuple[bool, bool]:
         cls = type(e)
         if cls is Call:
             has_call = True
-            if type(e.op) is not Op or e.op.name not in RESHAPE_OPS:
+            opdef = lookup(e.op.name) if type(e.op) is Op else None
+            if opdef is None or not opdef.reshape_op:
                 reshape_only = False
                 return has_call, reshape_only  # both answers are settled
             stack.extend(e.args)
@@ -318,7 +315,9 @@ def _rewrite(fn: Function, gmap: dict, link_params: bool) -> Function:
             return Function(params, body, node.ret_type, node.attrs, node.span)
         return node  # Var, Constant, Op, GlobalVar, primitive Function
 
-    # children first, as TVM's mutator meets them; primitive functions are leaves
+    # Children first in TVM's depth-first order (arguments left to right), which numbers the
+    # parameters; ExprMutator's order differs (it expands chained operands first), hence
+    # this walk. Primitive functions are leaves.
     for node in post_order(fn, enter_functions=lambda f: f is fn or not _skipped(f)):
         cls = type(node)
         group = gmap.get(node)

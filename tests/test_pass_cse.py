@@ -29,9 +29,8 @@ from irtool.ir import (
     structural_equal,
 )
 from irtool.ir.structural import attrs_equal
-from irtool.ops.registry import make_call
+from irtool.ops.registry import lookup, make_call
 from irtool.passes.eliminate_common_subexpr import eliminate_common_subexpr
-from irtool.passes.fold_constant import STATEFUL_OPS
 from irtool.text import parse, to_text
 from irtool.transform import PassContext, Sequential, get_pass
 
@@ -68,7 +67,7 @@ def equivalent(a: Call, b: Call) -> bool:
 
 def mergeable_calls(fn: Function) -> list[Call]:
     return [n for n in post_order(fn)
-            if type(n) is Call and type(n.op) is Op and n.args and n.op.name not in STATEFUL_OPS]
+            if type(n) is Call and type(n.op) is Op and n.args and not lookup(n.op.name).stateful]
 
 
 def common_subexpressions(mod: IRModule) -> list:

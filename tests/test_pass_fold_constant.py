@@ -39,9 +39,9 @@ from irtool.ir import (
     post_order,
     structural_equal,
 )
-from irtool.ops.registry import make_call
+from irtool.ops.registry import lookup, make_call
 from irtool.passes import fold_constant
-from irtool.passes.fold_constant import STATEFUL_OPS, fold_constant_expr
+from irtool.passes.fold_constant import fold_constant_expr
 from irtool.text import parse, to_text
 from irtool.transform import PassContext, Sequential, get_pass
 
@@ -215,7 +215,7 @@ def foldable(e) -> bool:
         return type(e.cond) is Constant and e.cond.data is not None and e.cond.data.size > 0
     if cls is Let:
         return type(e.value) is Constant
-    if cls is not Call or type(e.op) is not Op or not e.args or e.op.name in STATEFUL_OPS:
+    if cls is not Call or type(e.op) is not Op or not e.args or lookup(e.op.name).stateful:
         return False
     if e.op.name == "shape_of":
         arg = e.args[0]

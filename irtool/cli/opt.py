@@ -127,20 +127,21 @@ def _build_pipeline(items) -> list:
 
 
 def _parse_pass_config(items: list[str]) -> dict:
-    from ..transform import convert_config_value
+    from ..transform import config_options, convert_config_value
 
     config = {}
+    start = len("--pass-config=")
     for item in items:
         arg = f"--pass-config={item}"
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
-            raise DiagnosticError("expected KEY=VALUE", _command_line_span(arg, len("--pass-config="), len(arg)))
+            raise DiagnosticError("expected KEY=VALUE", _command_line_span(arg, start, len(arg)))
         try:
             config[key.strip()] = convert_config_value(key.strip(), value.strip())
-        except ValueError as err:
-            start = len("--pass-config=") + (0 if "unknown" in str(err) else len(key) + 1)
-            end = len("--pass-config=") + (len(key) if "unknown" in str(err) else len(item))
-            raise DiagnosticError(str(err), _command_line_span(arg, start, end)) from None
+        except ValueError as err:  # point at the key if it is unknown, else at the value
+            at_key = key.strip() not in config_options()
+            span = (start, start + len(key)) if at_key else (start + len(key) + 1, len(arg))
+            raise DiagnosticError(str(err), _command_line_span(arg, *span)) from None
     return config
 
 

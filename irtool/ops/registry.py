@@ -8,6 +8,8 @@ An `OpDef` holds everything irtool knows about an operator:
     type_rel            argument types + attributes -> result type (raises TypeRelError);
                         a tuple argument has a TupleType, a tuple result is a TupleType
     pattern             fusion pattern kind, as TVM registers `TOpPattern`
+    stateful, reshape_op, shape_data_dependent
+                        TVM's TOpIsStateful, TReshapeOp, TShapeDataDependent
     ref                 NumPy reference: ref(*arrays, **attrs) -> array, or a tuple of arrays
                         for a tuple result; a tuple argument arrives as a tuple of arrays.
                         The result has exactly the shape and dtype the relation gives.
@@ -149,6 +151,12 @@ class OpDef:
     # True when the relation also needs the values of constant arguments (arange, full):
     # it is then called type_rel(arg_types, attrs, values), values[i] a NumPy array or None.
     needs_values: bool = False
+    # TVM's op attributes that passes consult: TOpIsStateful (never folded or merged),
+    # TReshapeOp (only moves data: a fused group of these is `relay.reshape_only`),
+    # TShapeDataDependent (the output shape needs input values: opaque to fusion when dynamic)
+    stateful: bool = False
+    reshape_op: bool = False
+    shape_data_dependent: bool = False
     _specs: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
