@@ -1,4 +1,4 @@
-"""IRModule: global names to functions (Relay today; Relax and TIR functions later)."""
+"""IRModule: global names to functions (Relay functions, Relax functions, TIR PrimFuncs)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ class IRModule:
     """Maps global names to functions. `GlobalVar`s are interned per module, so every
     `@f` in a module is the same object."""
 
-    __slots__ = ("functions", "_global_vars")
+    __slots__ = ("functions", "_global_vars", "bare")
 
     def __init__(self, functions: dict[str, Function] | None = None,
                  global_vars: dict[str, GlobalVar] | None = None) -> None:
         self.functions: dict[str, Function] = dict(functions or {})
         self._global_vars: dict[str, GlobalVar] = dict(global_vars or {})
+        # read from a file holding one bare `@T.prim_func`/`@R.function` (printed back that way)
+        self.bare = False
 
     @classmethod
     def from_expr(cls, expr: Expr, name: str = "main") -> IRModule:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .module import IRModule
+from .node import Node
 from .types import Type, type_key
 from .visitor import post_order
 
@@ -51,6 +52,10 @@ def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
             return False
         return all(structural_equal(lhs.functions[k], rhs.functions[k], map_free_vars)
                    for k in lhs.functions)
+    if isinstance(lhs, Node) or isinstance(rhs, Node):
+        from .node_structural import node_equal
+
+        return node_equal(lhs, rhs)
     if isinstance(lhs, Type) or isinstance(rhs, Type):
         return type_key(lhs) == type_key(rhs)
     return _ExprEqual(map_free_vars).run(lhs, rhs)
@@ -156,6 +161,10 @@ def structural_hash(node) -> int:
     """A hash consistent with `structural_equal` (equal programs hash equal)."""
     if isinstance(node, IRModule):
         return hash(tuple((k, structural_hash(f)) for k, f in node.items()))
+    if isinstance(node, Node):
+        from .node_structural import node_hash
+
+        return node_hash(node)
     if isinstance(node, Type):
         return hash(type_key(node))
     h: dict[int, int] = {}
