@@ -8,6 +8,8 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# Apache TVM 0.27 in a separate venv, for the optional `tvm` tests and the benchmarks
+TVM_PYTHON ?= $(wildcard /work/tvm-venv/bin/python)
 
 .PHONY: venv test pytest lit demo lint bench clean
 
@@ -22,7 +24,7 @@ $(STAMP): pyproject.toml
 test: lint pytest lit
 
 pytest: venv
-	$(BIN)/python -m pytest -q -n 2 tests
+	IRTOOL_TVM_PYTHON=$(TVM_PYTHON) $(BIN)/python -m pytest -q -n 2 tests
 
 lit: venv
 	$(BIN)/lit -sv lit_tests

@@ -30,6 +30,7 @@ from typing import ClassVar
 from .diagnostics import DiagnosticError, SourceFile, Span
 from .ir.expr import Function
 from .ir.module import IRModule
+from .ir.relax import Function as RelaxFunction
 
 # --------------------------------------------------------------------------- passes
 
@@ -95,6 +96,11 @@ class FunctionPass(Pass):
     def transform_function(self, fn: Function, mod: IRModule, ctx: PassContext) -> Function:
         raise NotImplementedError
 
+    def transform_relax_function(self, fn, mod: IRModule, ctx: PassContext):
+        """The pass on a Relax function; passes that work on Relax override this (the
+        default leaves Relax functions, like TIR PrimFuncs, unchanged)."""
+        return fn
+
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         from ._util import gc_paused
 
@@ -102,7 +108,8 @@ class FunctionPass(Pass):
             return self._transform_functions(mod, ctx)
 
     def _transform_functions(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        typed = all(fn.checked_type is not None for fn in mod.functions.values())
+        relay_fns = [fn for fn in mod.functions.values() if isinstance(fn, Function)]
+        typed = bool(relay_fns) and all(fn.checked_type is not None for fn in relay_fns)
         if not typed and "infer-type" in self.required:
             # called on its own rather than in a Sequential, which runs infer-type first
             from .analysis.type_infer import infer_type_pass
@@ -111,6 +118,13 @@ class FunctionPass(Pass):
         functions = {}
         changed = False
         for name, fn in mod.functions.items():
+            if isinstance(fn, RelaxFunction):
+                skip = not self.tvm_module_pass and (
+                    isinstance(fn.attr("Codegen"), str) or fn.attr("SkipOptimization"))
+                new = fn if skip else self.transform_relax_function(fn, mod, ctx)
+                changed |= new is not fn
+                functions[name] = new
+                continue
             optimizable = isinstance(fn, Function) and (self.tvm_module_pass or not (
                 isinstance(fn.attr("Compiler"), str) or fn.attr("SkipOptimization")))
             new = self.transform_function(fn, mod, ctx) if optimizable else fn

@@ -16,3 +16,19 @@ def default_recursion_limit():
         yield
     finally:
         sys.setrecursionlimit(old)
+
+
+@pytest.fixture(scope="session")
+def tvm_python() -> str:
+    """A Python interpreter with Apache TVM 0.27 (`IRTOOL_TVM_PYTHON`, which `make test`
+    sets when /work/tvm-venv exists); tests that need it are skipped without it."""
+    import os
+    import subprocess
+
+    path = os.environ.get("IRTOOL_TVM_PYTHON", "")
+    if not path or not os.path.exists(path):
+        pytest.skip("TVM is not installed (set IRTOOL_TVM_PYTHON to a Python with apache-tvm 0.27)")
+    probe = subprocess.run([path, "-c", "import tvm, tvm.script"], capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        pytest.skip(f"{path} cannot import tvm: {probe.stderr.strip()[-200:]}")
+    return path

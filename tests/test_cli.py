@@ -142,7 +142,10 @@ def test_parse_error_is_reported_with_location(tmp_path):
     (["-"], "def @main(%x) { no_such_op(%x) }", "unknown operator `no_such_op`"),
     (["-"], "def @main(%x) { @nope(%x) }", "undefined global function `@nope`"),
     (["-"], "def @f(%x) { %x }\ndef @f(%y) { %y }", "duplicate definition of `@f`"),
-    (["-"], "@R.function\ndef main(x: R.Tensor((1,), dtype=\"float32\")):\n    return x\n", "TVMScript"),
+    (["-"], "@R.function\ndef main(x: R.Tensor((1,), dtype=\"float32\")):\n    return R.frob(x)\n",
+     "unknown name `R.frob`"),
+    (["-"], "@R.function\ndef main(x: R.Tensor((1,), dtype=\"float32\")):\n  y = x\n    return y\n",
+     "unexpected indent"),
     (["-"], "def @main() { meta[relay.Constant][0] }\n#[metadata]\n{\"root\": 1}", "metadata"),
     (["-"], '#[version = "0.0.4"]\ndef @main(%x) { %x }', "0.0.5"),
 ])

@@ -20,7 +20,7 @@ import time
 from ..diagnostics import DiagnosticError
 
 SPLIT_MARKER = "// -----"
-_SPLIT_RE = re.compile(r"^// -----[ \t]*$", re.M)
+_SPLIT_RE = re.compile(r"^(?://|#) -----[ \t]*$", re.M)  # `# -----` in TVMScript files
 
 
 class _PipelineAction(argparse.Action):
@@ -47,7 +47,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--list-ops", action="store_true",
                    help="list the registered operators (arguments, attributes, pattern) and exit")
     p.add_argument("--split-input-file", action="store_true",
-                   help=f"split the input at lines '{SPLIT_MARKER}' and process each part on its own")
+                   help=f"split the input at lines '{SPLIT_MARKER}' ('# -----' in TVMScript) and process each "
+                        "part on its own")
     p.add_argument("--syntax", choices=("relay", "tvmscript"), help="input syntax (default: detected)")
     p.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
     p.add_argument("--print-ir-after-change", action="store_true",
@@ -159,9 +160,15 @@ class _VerifyEach:
 
     def run_after_pass(self, mod, p, new_mod) -> None:
         from ..analysis.verifier import verify
+        from ..text import is_tvmscript_module
 
         try:
-            verify(new_mod)
+            if is_tvmscript_module(new_mod):
+                from ..analysis.relax_verifier import verify_module
+
+                verify_module(new_mod)
+            else:
+                verify(new_mod)
         except DiagnosticError as err:
             err.diagnostics[0].message = f"after pass `{p.name}`: {err.diagnostics[0].message}"
             raise
@@ -211,13 +218,7 @@ def _process(text: str, name: str, passes, args, timing, stderr, config: dict) -
     t0 = time.perf_counter()
     mod = parse(text, name, args.syntax)
     if args.verify_each:
-        from ..analysis.type_infer import try_infer_types
-        from ..analysis.verifier import verify
-
-        # TVM's parser ends with type inference; here it is done when the program has
-        # the annotations it needs, and reports a program that is ill-typed.
-        try_infer_types(mod)
-        verify(mod)
+        _verify_parsed(mod)
     t1 = time.perf_counter()
     if passes:
         from ..transform import PassContext, Sequential
@@ -251,6 +252,23 @@ def _process(text: str, name: str, passes, args, timing, stderr, config: dict) -
     if timing is not None:
         timing.extra += [("Parser", t1 - t0), ("Output", time.perf_counter() - t2)]
     return out
+
+
+def _verify_parsed(mod) -> None:
+    from ..text import is_tvmscript_module
+
+    if is_tvmscript_module(mod):
+        from ..analysis.relax_verifier import verify_module
+
+        verify_module(mod)
+        return
+    from ..analysis.type_infer import try_infer_types
+    from ..analysis.verifier import verify
+
+    # TVM's parser ends with type inference; here it is done when the program has
+    # the annotations it needs, and reports a program that is ill-typed.
+    try_infer_types(mod)
+    verify(mod)
 
 
 def _verify_roundtrip(mod, out: str, name: str) -> None:
@@ -324,7 +342,10 @@ def run(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None) -> 
                 failed = True
         if timing is not None:
             stderr.write(timing.report(timing.extra) + "\n")
-        result = f"{SPLIT_MARKER}\n".join(outputs)
+        from ..text import detect_syntax
+
+        marker = "# -----" if detect_syntax(text) == "tvmscript" else SPLIT_MARKER
+        result = f"{marker}\n".join(out if out.endswith("\n") else out + "\n" for out in outputs)
         if failed:  # like mlir-opt: show the parts that worked, but never write -o
             if outputs and not (args.output and args.output != "-"):
                 stdout.write(result)

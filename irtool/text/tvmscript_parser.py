@@ -97,7 +97,7 @@ def _syntax_error(err: UnexpectedInput, source: SourceFile) -> DiagnosticError:
     if isinstance(err, UnexpectedToken):
         tok = err.token
         if tok.type == "_INDENT":
-            return DiagnosticError("unexpected indent", Span(source, tok.line, tok.column))
+            return DiagnosticError("unexpected indent", Span(source, tok.end_line, tok.end_column))
         if tok.type in ("$END", "_DEDENT") or tok.line is None:
             lines = source.text.rstrip().split("\n")
             return DiagnosticError("unexpected end of input", Span(source, len(lines), len(lines[-1]) + 1))
@@ -1234,12 +1234,37 @@ def _incompatible(ann: rx.StructInfo, value: rx.StructInfo) -> bool:
 
 
 def _describe_sinfo(sinfo) -> str:
-    from .tvmscript_printer import format_struct_info
+    """Struct info as TVMScript writes it, for messages."""
+    def dim(d):
+        if isinstance(d, int):
+            return str(d)
+        if isinstance(d, tir.Var):
+            return d.name
+        return "?"
 
-    try:
-        return f"`{format_struct_info(sinfo)}`"
-    except Exception:  # noqa: BLE001 (the printer is only used to word the message)
-        return type(sinfo).__name__
+    def fmt(s) -> str:
+        if isinstance(s, rx.TensorStructInfo):
+            parts = []
+            if isinstance(s.shape, tuple):
+                parts.append("(" + ", ".join(dim(d) for d in s.shape) + ("," if len(s.shape) == 1 else "") + ")")
+            if s.dtype:
+                parts.append(f'dtype="{s.dtype}"')
+            if not isinstance(s.shape, tuple) and s.ndim >= 0:
+                parts.append(f"ndim={s.ndim}")
+            return f"R.Tensor({', '.join(parts)})"
+        if isinstance(s, rx.TupleStructInfo):
+            return "R.Tuple(" + ", ".join(fmt(f) for f in s.fields_) + ")"
+        if isinstance(s, rx.ShapeStructInfo):
+            if s.values is not None:
+                return "R.Shape([" + ", ".join(dim(d) for d in s.values) + "])"
+            return f"R.Shape(ndim={s.ndim})"
+        if isinstance(s, rx.PrimStructInfo):
+            return f'R.Prim("{s.dtype}")'
+        if isinstance(s, rx.FuncStructInfo):
+            return "R.Callable"
+        return "R.Object"
+
+    return f"`{fmt(sinfo)}`"
 
 
 _STRUCT_INFO_NAMES = ("R.Tensor", "R.Tuple", "R.Shape", "R.Prim", "R.Object", "R.Callable")
@@ -1407,37 +1432,32 @@ class _RelaxBuilder(_TirBuilder):
         if op is None:
             self.error(f"unknown name `{name}`", node.children[0])
         pos, kw, pos_nodes = self.call_args(node)
-        arg_names = [a.name for a in op.args]
-        values = list(pos)
-        nodes = list(pos_nodes)
+        arg_names = op.arg_names
+        values, nodes = list(pos), list(pos_nodes)
         if len(values) > len(arg_names):
-            self.error(f"`{name}` takes {len(arg_names)} arguments, got {len(values)}", node)
+            self.error(f"`{name}` takes at most {len(arg_names)} arguments, got {len(values)}", node)
         for a in arg_names[len(values):]:
-            if a in kw:
-                values.append(kw.pop(a))
-                nodes.append(node)
-            else:
+            if a not in kw:
                 break
-        args = []
-        for spec, v, n in zip(op.args, values, nodes, strict=False):
-            args.append(self.op_arg(spec, v, n))
-        if len(args) < len([a for a in op.args if not a.optional]):
-            missing = arg_names[len(args)]
-            self.error(f"`{name}` needs argument `{missing}`", node)
+            values.append(kw.pop(a))
+            nodes.append(node)
+        if len(values) < op.min_args:
+            self.error(f"`{name}` needs argument `{arg_names[len(values)]}`", node)
+        args = [self.op_arg(kind, v, n) for kind, v, n in zip(op.arg_kinds, values, nodes, strict=False)]
         try:
-            attrs = relax_ops.make_call_attrs(op, kw)
+            attrs = relax_ops.make_call_attrs(op, {k: _tuples(v) for k, v in kw.items()})
         except AttrError as err:
             self.error(str(err), node)
         return self.normalize(rx.Call(Op.get(op_name), args, attrs, span=self.span(node)), node)
 
-    def op_arg(self, spec, value, node) -> rx.Expr:
-        kind = spec.kind
+    def op_arg(self, kind: str, value, node) -> rx.Expr:
         if kind == "shape" and isinstance(value, (tuple, list)):
             return rx.ShapeExpr(self.dims(value, node), span=self.span(node))
         if kind == "prim" and not isinstance(value, rx.Expr):
-            return rx.PrimValue(_as_prim(value, spec.dtype or None), span=self.span(node))
-        if kind == "dtype" and isinstance(value, str):
-            return rx.DataTypeImm(value, span=self.span(node))
+            return rx.PrimValue(_as_prim(value, "int64" if isinstance(value, int) else None), span=self.span(node))
+        if kind == "prims" and isinstance(value, (tuple, list)):
+            return rx.Tuple([rx.PrimValue(_as_prim(v, "int64" if isinstance(v, int) else None)) for v in value],
+                            span=self.span(node))
         return self.to_expr(value, node)
 
     def normalize(self, expr, node=None):
@@ -1808,6 +1828,17 @@ class _RelaxBuilder(_TirBuilder):
 
 class _StructInfoError(Exception):
     pass
+
+
+def _tuples(value):
+    """Attribute values: TVMScript lists are the registry's tuples."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_tuples(v) for v in value)
+    if isinstance(value, tir.IntImm):
+        return value.value
+    if isinstance(value, tir.FloatImm):
+        return value.value
+    return value
 
 
 def _widen(d):

@@ -1,0 +1,262 @@
+"""The Relax interpreter: runs Relax functions for tests, with NumPy.
+
+    values       NumPy arrays, tuples, shapes (`ShapeValue`), Python scalars for
+                 `R.prim_value`, strings, function values
+    a binding    evaluates its value and checks it against the variable's struct info;
+                 symbolic dimensions (`n` in `R.Tensor((n, 4))`) are bound by the first
+                 value that meets them (parameters, match_cast) and checked afterwards
+    an op call   the operator's NumPy reference (`irtool.ops.relax.evaluate`)
+    call_tir     allocates the outputs `out_ty` describes and runs the PrimFunc in the
+                 TIR interpreter, destination-passing style
+    a call of a global Relax function: a new frame (recursion allowed)
+
+Like the Relay interpreter it is the oracle, so it is strict rather than fast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .diagnostics import DiagnosticError
+from .interpreter import InterpreterError
+from .ir import relax as rx
+from .ir import tir
+from .ir.expr import GlobalVar, Op
+from .ir.module import IRModule
+
+
+class ShapeValue(tuple):
+    """The run-time value of a Relax shape expression."""
+
+
+class FunctionValue:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+_PRIM_OPS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b,
+    "div": lambda a, b: a / b if isinstance(a, float) or isinstance(b, float) else int(a / b),
+    "truncdiv": lambda a, b: int(a / b), "truncmod": lambda a, b: a - b * int(a / b),
+    "min": min, "max": max, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+    "and": lambda a, b: a and b, "or": lambda a, b: a or b,
+}
+
+
+def eval_prim(e, env: dict):
+    """The value of a symbolic shape expression under `env` (tir.Var id -> int)."""
+    if isinstance(e, (int, float)):
+        return e
+    if isinstance(e, (tir.IntImm, tir.FloatImm)):
+        return e.value
+    if isinstance(e, tir.Var):
+        if id(e) not in env:
+            raise DiagnosticError(f"symbolic variable `{e.name}` has no value here", e.span)
+        return env[id(e)]
+    if isinstance(e, tir.BinOp):
+        return _PRIM_OPS[e.op](eval_prim(e.a, env), eval_prim(e.b, env))
+    if isinstance(e, tir.Cast):
+        v = eval_prim(e.value, env)
+        return float(v) if e.dtype.startswith("float") else int(v)
+    if isinstance(e, tir.Not):
+        return not eval_prim(e.a, env)
+    raise InterpreterError(f"cannot evaluate the shape expression {e!r}")
+
+
+class RelaxInterpreter:
+    def __init__(self, mod: IRModule, packed_funcs: dict | None = None) -> None:
+        self.mod = mod
+        self.packed_funcs = packed_funcs or {}
+
+    # -- functions
+    def call_function(self, name: str, args: list):
+        fn = self.mod.functions.get(name)
+        if not isinstance(fn, rx.Function):
+            raise DiagnosticError(f"the module has no Relax function `{name}`")
+        if len(args) != len(fn.params):
+            raise DiagnosticError(f"`{name}` takes {len(fn.params)} arguments, got {len(args)}", fn.span)
+        env: dict[int, object] = {}
+        shape_env: dict[int, int] = {}
+        for p, a in zip(fn.params, args, strict=True):
+            self.match(a, p.struct_info, shape_env, f"argument `{p.name_hint}` of `{name}`", bind=True)
+            env[id(p)] = a
+        result = self.seq(fn.body, env, shape_env)
+        if fn.ret_struct_info is not None:
+            self.match(result, fn.ret_struct_info, shape_env, f"the result of `{name}`", bind=True)
+        return result
+
+    def seq(self, seq: rx.SeqExpr, env: dict, shape_env: dict):
+        for block in seq.blocks:
+            for b in block.bindings:
+                value = self.eval(b.value, env, shape_env)
+                if isinstance(b, rx.MatchCast):
+                    self.match(value, b.struct_info, shape_env, f"R.match_cast to `{b.var.name_hint}`", bind=True)
+                else:
+                    self.match(value, b.var.struct_info, shape_env, f"`{b.var.name_hint}`", bind=True)
+                env[id(b.var)] = value
+        return self.eval(seq.body, env, shape_env)
+
+    # -- struct info checks
+    def match(self, value, sinfo, shape_env: dict, what: str, bind: bool) -> None:
+        if sinfo is None or isinstance(sinfo, rx.ObjectStructInfo):
+            return
+        if isinstance(sinfo, rx.TensorStructInfo):
+            if not isinstance(value, np.ndarray):
+                raise DiagnosticError(f"{what} should be a tensor, got {_describe(value)}", sinfo.span)
+            if sinfo.dtype and str(value.dtype) != sinfo.dtype:
+                raise DiagnosticError(f"{what} should have dtype {sinfo.dtype}, got {value.dtype}", sinfo.span)
+            if sinfo.ndim >= 0 and value.ndim != sinfo.ndim:
+                raise DiagnosticError(f"{what} should have {sinfo.ndim} dimensions, got {value.ndim}", sinfo.span)
+            if isinstance(sinfo.shape, tuple):
+                self.match_dims(value.shape, sinfo.shape, shape_env, what, bind)
+            return
+        if isinstance(sinfo, rx.TupleStructInfo):
+            if not isinstance(value, tuple) or isinstance(value, ShapeValue) or len(value) != len(sinfo.fields_):
+                raise DiagnosticError(f"{what} should be a tuple of {len(sinfo.fields_)}, got {_describe(value)}")
+            for i, (v, s) in enumerate(zip(value, sinfo.fields_, strict=True)):
+                self.match(v, s, shape_env, f"{what}[{i}]", bind)
+            return
+        if isinstance(sinfo, rx.ShapeStructInfo):
+            if not isinstance(value, ShapeValue):
+                raise DiagnosticError(f"{what} should be a shape, got {_describe(value)}")
+            if sinfo.values is not None:
+                self.match_dims(value, sinfo.values, shape_env, what, bind)
+            return
+        if isinstance(sinfo, rx.PrimStructInfo):
+            var = sinfo.value
+            if isinstance(var, tir.Var) and bind and id(var) not in shape_env:
+                shape_env[id(var)] = value
+            return
+
+    def match_dims(self, actual, expected, shape_env, what, bind) -> None:
+        if len(actual) != len(expected):
+            raise DiagnosticError(f"{what} should have {len(expected)} dimensions, got {len(actual)}")
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            if isinstance(e, tir.Var) and id(e) not in shape_env and bind:
+                shape_env[id(e)] = int(a)
+                continue
+            want = eval_prim(e, shape_env)
+            if int(a) != want:
+                raise DiagnosticError(f"{what}: dimension {i} is {a}, expected {want}")
+
+    # -- expressions
+    def eval(self, e, env: dict, shape_env: dict):
+        if isinstance(e, rx.Var):
+            if id(e) not in env:
+                raise DiagnosticError(f"`{e.name_hint}` is used before it is bound", e.span)
+            return env[id(e)]
+        if isinstance(e, rx.Constant):
+            if e.data is None:
+                raise DiagnosticError("this constant's data is not in the file (print with show_meta=True to keep "
+                                      "it)", e.span)
+            return e.data
+        if isinstance(e, rx.Tuple):
+            return tuple(self.eval(f, env, shape_env) for f in e.fields_)
+        if isinstance(e, rx.TupleGetItem):
+            return self.eval(e.tuple_value, env, shape_env)[e.index]
+        if isinstance(e, rx.ShapeExpr):
+            return ShapeValue(int(eval_prim(v, shape_env)) for v in e.values)
+        if isinstance(e, rx.PrimValue):
+            return eval_prim(e.value, shape_env)
+        if isinstance(e, (rx.StringImm, rx.DataTypeImm)):
+            return e.value
+        if isinstance(e, rx.If):
+            cond = self.eval(e.cond, env, shape_env)
+            branch = e.true_branch if bool(np.asarray(cond)) else e.false_branch
+            return self.seq(branch, env, shape_env)
+        if isinstance(e, rx.SeqExpr):
+            return self.seq(e, env, shape_env)
+        if isinstance(e, GlobalVar):
+            return FunctionValue(e.name_hint)
+        if isinstance(e, rx.Call):
+            return self.call(e, env, shape_env)
+        raise InterpreterError(f"cannot evaluate {e!r}")
+
+    def call(self, call: rx.Call, env: dict, shape_env: dict):
+        op = call.op
+        if isinstance(op, Op):
+            if op.name == "relax.call_tir":
+                return self.call_tir(call, env, shape_env)
+            if op.name in ("relax.call_dps_packed", "relax.call_pure_packed"):
+                return self.call_packed(call, env, shape_env)
+            from .ops import relax as relax_ops
+
+            args = [self.eval(a, env, shape_env) for a in call.args]
+            try:
+                return relax_ops.evaluate(op.name, args, call.attrs)
+            except (ValueError, TypeError, IndexError) as err:
+                raise DiagnosticError(f"`{op.name}` failed: {err}", call.span) from None
+        callee = self.eval(op, env, shape_env) if not isinstance(op, GlobalVar) else FunctionValue(op.name_hint)
+        args = [self.eval(a, env, shape_env) for a in call.args]
+        if isinstance(callee, FunctionValue):
+            return self.call_function(callee.name, args)
+        raise DiagnosticError("only Relax functions of the module can be called", call.span)
+
+    def allocate(self, sinfo, shape_env):
+        if isinstance(sinfo, rx.TupleStructInfo):
+            return tuple(self.allocate(f, shape_env) for f in sinfo.fields_)
+        if not isinstance(sinfo, rx.TensorStructInfo) or not isinstance(sinfo.shape, tuple) or not sinfo.dtype:
+            raise DiagnosticError("`out_ty` must give every output's shape and dtype")
+        shape = tuple(int(eval_prim(d, shape_env)) for d in sinfo.shape)
+        return np.zeros(shape, dtype=sinfo.dtype)
+
+    def call_tir(self, call: rx.Call, env: dict, shape_env: dict):
+        from .tir_interpreter import run_prim_func
+
+        gv = call.args[0]
+        func = self.mod.functions.get(gv.name_hint)
+        if not isinstance(func, tir.PrimFunc):
+            raise DiagnosticError(f"`{gv.name_hint}` is not a PrimFunc of the module", call.span)
+        inputs = list(self.eval(call.args[1], env, shape_env))
+        out = self.allocate(call.sinfo_args[0], shape_env)
+        outputs = list(out) if isinstance(out, tuple) else [out]
+        extra = list(self.eval(call.args[2], env, shape_env)) if len(call.args) > 2 else []
+        args = inputs + outputs + extra
+        if len(args) != len(func.params):
+            raise DiagnosticError(f"`{gv.name_hint}` takes {len(func.params)} buffers and scalars, but call_tir "
+                                  f"passes {len(args)} ({len(inputs)} inputs, {len(outputs)} outputs)", call.span)
+        run_prim_func(func, args, self.mod)
+        return out
+
+    def call_packed(self, call: rx.Call, env: dict, shape_env: dict):
+        func = call.args[0]
+        name = func.global_symbol if isinstance(func, rx.ExternFunc) else None
+        impl = self.packed_funcs.get(name)
+        if impl is None:
+            raise DiagnosticError(f"no packed function `{name}` is registered with the interpreter", call.span)
+        if call.op.name == "relax.call_dps_packed":
+            inputs = list(self.eval(call.args[1], env, shape_env))
+            out = self.allocate(call.sinfo_args[0], shape_env)
+            impl(*inputs, *(out if isinstance(out, tuple) else (out,)))
+            return out
+        return impl(*[self.eval(a, env, shape_env) for a in call.args[1:]])
+
+
+def _describe(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"array{list(value.shape)} {value.dtype}"
+    if isinstance(value, ShapeValue):
+        return f"shape{list(value)}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_describe(v) for v in value) + ")"
+    return repr(value)
+
+
+def run_relax(mod: IRModule, inputs=None, entry: str = "main", packed_funcs: dict | None = None):
+    """Run the Relax function `entry` on `inputs` (a list in parameter order, or a dict by
+    parameter name)."""
+    fn = mod.functions.get(entry)
+    if not isinstance(fn, rx.Function):
+        raise DiagnosticError(f"the module has no Relax function `{entry}`")
+    inputs = [] if inputs is None else inputs
+    if isinstance(inputs, dict):
+        missing = [p.name_hint for p in fn.params if p.name_hint not in inputs]
+        if missing:
+            raise DiagnosticError(f"missing inputs for `{entry}`: {', '.join(missing)}", fn.span)
+        inputs = [inputs[p.name_hint] for p in fn.params]
+    args = [np.asarray(v) if isinstance(v, (int, float, bool, list)) else v for v in inputs]
+    return RelaxInterpreter(mod, packed_funcs).call_function(entry, args)
