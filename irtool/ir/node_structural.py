@@ -43,6 +43,8 @@ class _Equal:
             return all(self.eq(getattr(a, f), getattr(b, f)) for f in ta.fields)
         if ta is tuple or ta is list:
             return len(a) == len(b) and all(self.eq(x, y) for x, y in zip(a, b, strict=True))
+        if ta is dict:  # attribute maps (`T.target({...})`)
+            return list(a) == list(b) and all(self.eq(a[k], b[k]) for k in a)
         if ta is Op:
             return a.name == b.name
         if ta is GlobalVar:
@@ -85,6 +87,8 @@ class _Hash:
             return hash((t.__name__, *(self.h(getattr(x, f)) for f in t.fields)))
         if t is tuple or t is list:
             return hash(tuple(self.h(v) for v in x))
+        if t is dict:
+            return hash(tuple((k, self.h(v)) for k, v in x.items()))
         if t is Op:
             return hash(("Op", x.name))
         if t is GlobalVar:

@@ -176,15 +176,17 @@ class BufferLoad(PrimExpr):
 
 class Call(PrimExpr):
     """An intrinsic call: `op` is its registered name (`tirx.exp`, `tirx.if_then_else`).
-    Arguments are PrimExprs, except where an intrinsic takes a dtype (a `str`)."""
+    Arguments are PrimExprs, except where an intrinsic takes a dtype (a `str`). A call
+    returning a typed handle keeps its pointer type (`T.handle("int64", "global").ty`)."""
 
-    __slots__ = ("op", "args")
-    fields = ("dtype", "op", "args")
+    __slots__ = ("op", "args", "type_annotation")
+    fields = ("dtype", "op", "args", "type_annotation")
 
-    def __init__(self, dtype: str, op: str, args, span=None) -> None:
+    def __init__(self, dtype: str, op: str, args, span=None, type_annotation: PointerType | None = None) -> None:
         self.dtype = dtype
         self.op = op
         self.args = tuple(args)
+        self.type_annotation = type_annotation  # a handle result's pointer type
         self.span = span
 
 

@@ -68,7 +68,8 @@ def to_text(node, show_types: bool = False, show_meta_data: bool = True) -> str:
         from .tvmscript_printer import print_tvmscript
 
         if isinstance(node, IRModule) and node.bare and len(node.functions) == 1:
-            node = next(iter(node.functions.values()))
+            (name, fn), = node.functions.items()
+            return print_tvmscript(fn, show_meta=show_meta_data, name=name)
         return print_tvmscript(node, show_meta=show_meta_data)
     from .relay_printer import print_relay
 

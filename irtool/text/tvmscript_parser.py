@@ -626,8 +626,15 @@ class _TirBuilder(_Builder):
         """`T.tvm_struct_get(args, 0, 13, "int32")`: the last argument is the result dtype."""
         def handler(self, node, pos, kw):
             dtype = self.ret_dtype(pos[-1], node)
-            return tir.Call(dtype, f"tirx.{name}", [_as_prim(a) for a in pos[:-1]], span=self.span(node))
+            return tir.Call(dtype, f"tirx.{name}", [_as_prim(a) for a in pos[:-1]], span=self.span(node),
+                            type_annotation=self.ret_pointer(pos[-1]))
         return handler
+
+    @staticmethod
+    def ret_pointer(value) -> tir.PointerType | None:
+        if isinstance(value, tuple) and value and value[0] == "ptr":
+            return tir.PointerType(value[1], value[2])
+        return None
 
     def ret_dtype(self, value, node):
         if isinstance(value, tuple) and value and value[0] == "ptr":
@@ -638,7 +645,8 @@ class _TirBuilder(_Builder):
 
     def t_reinterpret(self, node, pos, kw):
         dtype = self.ret_dtype(pos[0], node)
-        return tir.Call(dtype, "tirx.reinterpret", [_as_prim(pos[1])], span=self.span(node))
+        return tir.Call(dtype, "tirx.reinterpret", [_as_prim(pos[1])], span=self.span(node),
+                        type_annotation=self.ret_pointer(pos[0]))
 
     def t_call_extern(self, name):
         def handler(self, node, pos, kw):
@@ -681,6 +689,7 @@ class _TirBuilder(_Builder):
         self.root_allocs: list[tir.Buffer] = []
         self.block_stack: list[dict] = []
         self.has_blocks = False
+        self.forward_buffers: dict[str, tir.Buffer] = {}
         params, buffer_map = [], []
         for p in params_node.children if params_node is not None else ():
             pname_tok, ann = p.children
@@ -765,8 +774,14 @@ class _TirBuilder(_Builder):
                 out.append(result)
         return out
 
-    def rest(self, nodes, top=False) -> tir.Stmt:
+    def rest(self, nodes, top=False) -> tir.Stmt | None:
+        """The statements after a scope-opening one: its body (None when nothing follows,
+        as TVM 0.27's flat statements have no body)."""
         body = self.stmt_list(nodes, top)
+        return tir.seq(body) if body else None
+
+    def suite_body(self, nodes) -> tir.Stmt:
+        body = self.stmt_list(nodes)
         return tir.seq(body) if body else tir.Evaluate(tir.IntImm(0))
 
     def stmt(self, node, rest: list, top: bool):
@@ -855,7 +870,7 @@ class _TirBuilder(_Builder):
         if len(pos) == 1 and isinstance(pos[0], dict):
             # T.attr({"compute_scope": "x"}): a dict of one attribute on no node
             (key, value), = pos[0].items()
-            return "", key, _as_prim(value) if not isinstance(value, str) else tir.StringImm(value)
+            return tir.IntImm(0), key, _as_prim(value) if not isinstance(value, str) else tir.StringImm(value)
         if len(pos) != 3:
             self.error("`T.attr` takes (node, key, value)", node)
         node_v, key, value = pos
@@ -926,6 +941,13 @@ class _TirBuilder(_Builder):
                 self.define(name, buf)
                 return None
             if callee == "T.decl_buffer":
+                earlier = self.forward_buffers.get(name)
+                if earlier is not None and _same_layout(earlier, buf):
+                    # TVM prints a buffer used before its declaration as `A = T.Buffer(...)` at
+                    # the first use, and `A = T.decl_buffer(...)` again where it is declared:
+                    # one buffer, so the declaration takes the earlier object
+                    earlier.data = buf.data
+                    buf = earlier
                 self.scopes.append({name: buf})
                 body = self.rest(rest, top)
                 self.scopes.pop()
@@ -933,6 +955,7 @@ class _TirBuilder(_Builder):
             if callee == "T.match_buffer":
                 self.error("`T.match_buffer` of a parameter belongs in the signature", node)
             self.define(name, buf)  # T.Buffer(...) in a body names a buffer without declaring it
+            self.forward_buffers[name] = buf
             return None
         if callee == "T.match_buffer":
             pos, kw, _ = self.call_args(value_node)
@@ -944,10 +967,12 @@ class _TirBuilder(_Builder):
             self.define(name, buf)
             return None
         value = self.eval(value_node)
-        if isinstance(value, tir.Buffer):  # A_1 = A.view(...)
-            value = tir.Buffer(name, value.shape, value.dtype, data=value.data, span=value.span)
-            self.define(name, value)
-            return None
+        if isinstance(value, tir.Buffer):  # A_1 = A.view(...): a DeclBuffer sharing A's data
+            buf = tir.Buffer(name, value.shape, value.dtype, data=value.data, span=value.span)
+            self.scopes.append({name: buf})
+            body = self.rest(rest, top)
+            self.scopes.pop()
+            return _Rest(tir.DeclBuffer(buf, body, span=self.span(node)))
         if isinstance(value, tuple) and value and value[0] == "new_var":
             self.define(name, tir.Var(name, value[1], span=self.span(node)))
             return None
@@ -1020,7 +1045,7 @@ class _TirBuilder(_Builder):
             self.loop_extents[id(var)] = (lo_p, extent)
             self.define(name, var)
             made.append((var, lo_p, extent, kind, thread, ann))
-        body = self.rest(_ModuleBuilder.suite_stmts(suite))
+        body = self.suite_body(_ModuleBuilder.suite_stmts(suite))
         self.scopes.pop()
         for var, lo_p, extent, kind, thread, ann in reversed(made):
             body = tir.For(var, lo_p, extent, kind, body, thread_binding=thread,
@@ -1042,7 +1067,7 @@ class _TirBuilder(_Builder):
 
     def scoped_suite(self, suite):
         self.scopes.append({})
-        body = self.rest(_ModuleBuilder.suite_stmts(suite))
+        body = self.suite_body(_ModuleBuilder.suite_stmts(suite))
         self.scopes.pop()
         return body
 
@@ -1072,7 +1097,7 @@ class _TirBuilder(_Builder):
                "match": [], "where": None, "annotations": {}}
         self.block_stack.append(ctx)
         self.scopes.append({})
-        body = self.rest(_ModuleBuilder.suite_stmts(suite))
+        body = self.suite_body(_ModuleBuilder.suite_stmts(suite))
         self.scopes.pop()
         self.block_stack.pop()
         reads, writes = ctx["reads"], ctx["writes"]
@@ -1088,6 +1113,12 @@ class _TirBuilder(_Builder):
         return tir.SBlockRealize(ctx["iter_values"], predicate, block, span=self.span(node))
 
     CALLS: dict = {}
+
+
+def _same_layout(a: tir.Buffer, b: tir.Buffer) -> bool:
+    from ..ir.node_structural import node_equal
+
+    return a.dtype == b.dtype and node_equal(a.shape, b.shape)
 
 
 class _Rest:
@@ -1171,9 +1202,16 @@ def _tir_calls() -> dict:
     calls["T.abs"] = t.t_intrin(t, "fabs")
     calls["T.max"] = t.t_minmax(t, "max")
     calls["T.min"] = t.t_minmax(t, "min")
-    for op in ("truncdiv", "truncmod", "floordiv", "floormod"):
-        calls[f"T.{op}"] = t.t_minmax(t, op)
-    calls["T.Div"] = t.t_minmax(t, "div")
+    # TVM's truncdiv builds its Div node (printed `T.Div` on integers); truncmod is Mod
+    for op, name in (("div", "truncdiv"), ("truncmod", "truncmod"), ("floordiv", "floordiv"),
+                     ("floormod", "floormod")):
+        calls[f"T.{name}"] = t.t_minmax(t, op)
+    # the spellings TVM prints when Python would fold the operator (both sides constant)
+    for op, spelled in (("add", "Add"), ("sub", "Sub"), ("mul", "Mul"), ("div", "Div"), ("floordiv", "FloorDiv"),
+                        ("floormod", "FloorMod"), ("eq", "EQ"), ("ne", "NE"), ("lt", "LT"), ("le", "LE"),
+                        ("gt", "GT"), ("ge", "GE"), ("and", "And"), ("or", "Or"), ("min", "Min"), ("max", "Max")):
+        calls[f"T.{spelled}"] = t.t_minmax(t, op)
+    calls["T.Not"] = lambda self, node, pos, kw: tir.Not(_as_prim(pos[0]), span=self.span(node))
     calls["T.if_then_else"] = t.t_if_then_else
     calls["T.Select"] = t.t_select
     calls["T.Cast"] = calls["T.cast"] = t.t_cast
@@ -1312,7 +1350,9 @@ class _RelaxBuilder(_TirBuilder):
     def dims(self, values, node) -> tuple:
         out = []
         for d in values:
-            if isinstance(d, str):
+            if isinstance(d, str) and not d.isidentifier():
+                d = self.string_dim(d, node)
+            elif isinstance(d, str):
                 d = self.lookup(d, node) if not self.defining_symbols else self.symbol(d, node)
             if isinstance(d, tir.IntImm):
                 d = d.value
@@ -1322,6 +1362,15 @@ class _RelaxBuilder(_TirBuilder):
                 d = _widen(d)
             out.append(d)
         return tuple(out)
+
+    def string_dim(self, text: str, node):
+        """A dimension written as a string, `"n * 4"` (TVM prints a signature's compound
+        symbolic dims that way): parsed and evaluated like the expression it spells."""
+        try:
+            tree = _syntax_tree(f"_ = {text}\n", SourceFile("<dim>", f"_ = {text}\n"))
+        except DiagnosticError:
+            self.error(f"`\"{text}\"` is not a shape expression", node)
+        return self.eval(tree.children[0].children[0].children[1])
 
     def symbol(self, name, node):
         for scope in reversed(self.scopes):
@@ -1383,7 +1432,8 @@ class _RelaxBuilder(_TirBuilder):
         if isinstance(value, rx.Expr):
             return value
         if isinstance(value, (tuple, list)):
-            return self.normalize(rx.Tuple([self.to_expr(v, node) for v in value], span=self.span(node)))
+            fields = [self.leaf(self.to_expr(v, node), node) for v in value]
+            return self.normalize(rx.Tuple(fields, span=self.span(node)))
         if isinstance(value, tir.PrimExpr):
             return rx.PrimValue(value, span=self.span(node))
         if isinstance(value, GlobalVar):
@@ -1395,8 +1445,21 @@ class _RelaxBuilder(_TirBuilder):
                                 span=self.span(node))
         self.error("expected a Relax expression", node)
 
+    def leaf(self, expr, node):
+        """TVM's normal form: an argument that is itself a call (or if, or tuple
+        projection) is bound to a fresh variable first, as Relax's BlockBuilder does
+        (`R.add(R.exp(x), x)` is `lv = R.exp(x); R.add(lv, x)`)."""
+        if isinstance(expr, (rx.Call, rx.If, rx.TupleGetItem, rx.SeqExpr)):
+            self.normalize(expr, node)
+            dataflow = self.dataflow_outputs is not None
+            var = (rx.DataflowVar if dataflow else rx.Var)("lv" if dataflow else "gv", expr.struct_info)
+            self.bindings.append(rx.VarBinding(var, expr, span=expr.span))
+            return var
+        return expr
+
     def subscript(self, base, subs, node):
         if isinstance(base, rx.Expr) and not isinstance(base, rx.Constant):
+            base = self.leaf(base, node)
             index = self.eval(subs.children[0])
             if not isinstance(index, int) or isinstance(index, bool):
                 self.error("a tuple index must be an integer", node)
@@ -1419,7 +1482,7 @@ class _RelaxBuilder(_TirBuilder):
         if isinstance(callee, (GlobalVar, rx.Var, rx.ExternFunc)):
             if kw:
                 self.error("calls of functions take no keyword arguments", node)
-            args = [self.to_expr(a, n) for a, n in zip(pos, pos_nodes, strict=True)]
+            args = [self.leaf(self.to_expr(a, n), n) for a, n in zip(pos, pos_nodes, strict=True)]
             return self.normalize(rx.Call(callee, args, span=self.span(node)), node)
         self.error("this value cannot be called", node)
 
@@ -1443,7 +1506,7 @@ class _RelaxBuilder(_TirBuilder):
             nodes.append(node)
         if len(values) < op.min_args:
             self.error(f"`{name}` needs argument `{arg_names[len(values)]}`", node)
-        args = [self.op_arg(kind, v, n) for kind, v, n in zip(op.arg_kinds, values, nodes, strict=False)]
+        args = [self.leaf(self.op_arg(kind, v, n), n) for kind, v, n in zip(op.arg_kinds, values, nodes, strict=False)]
         try:
             attrs = relax_ops.make_call_attrs(op, {k: _tuples(v) for k, v in kw.items()})
         except AttrError as err:
@@ -1637,7 +1700,7 @@ class _RelaxBuilder(_TirBuilder):
         return rx.Function(self.params, body, ret, self.options.get("pure", True), tuple(self.func_attrs.items()),
                            private=self.options.get("private", False), span=self.span(funcdef))
 
-    def seq(self, stmts, top=False, node=None, result_name=None) -> rx.SeqExpr:
+    def seq(self, stmts, top=False, node=None, result_name=None, suffix="") -> rx.SeqExpr:
         """Statements up to a `return` (or, in an if-branch, a final assignment)."""
         saved = self.blocks, self.bindings
         self.blocks, self.bindings = [], []
@@ -1652,11 +1715,11 @@ class _RelaxBuilder(_TirBuilder):
                 value = stmt.children[0].children[0]
                 if value is None:
                     self.error("a Relax function must return a value", stmt)
-                result = self.to_expr(self.eval(value), value)
+                result = self.leaf(self.to_expr(self.eval(value), value), value)
                 self.normalize(result, value)
                 continue
             if result_name is not None and last:
-                result = self.branch_result(stmt, result_name)
+                result = self.branch_result(stmt, result_name, suffix)
                 continue
             self.r_stmt(stmt, top)
         self.flush()
@@ -1666,12 +1729,19 @@ class _RelaxBuilder(_TirBuilder):
             self.error("a Relax function body must end with `return`", node if node is not None else stmts[-1])
         return rx.SeqExpr(blocks, result, span=self.span(node) if node is not None else None)
 
-    def branch_result(self, stmt, name):
+    def branch_result(self, stmt, name, suffix):
+        """TVM's GetSeqExprForBranch: the branch's final `name = value` is its result; a
+        value that is not a leaf or tuple is bound to `name_then`/`name_else` first."""
         inner = stmt.children[0] if stmt.data == "simple_stmt" else stmt
         if inner.data not in ("assign", "ann_assign") or str(inner.children[0].children[0]) != name:
             self.error(f"each branch of the `if` must end by assigning `{name}`", stmt)
         value = self.to_expr(self.eval(inner.children[-1]), inner.children[-1])
-        return self.normalize(value, inner.children[-1])
+        self.normalize(value, inner.children[-1])
+        if isinstance(value, (rx.Call, rx.If, rx.TupleGetItem, rx.SeqExpr)):
+            var = rx.Var(name + suffix, value.struct_info, span=self.span(inner))
+            self.bindings.append(rx.VarBinding(var, value, span=self.span(inner)))
+            return var
+        return value
 
     def flush(self) -> None:
         if self.bindings:
@@ -1812,9 +1882,9 @@ class _RelaxBuilder(_TirBuilder):
         cond = self.to_expr(self.eval(cond_node), cond_node)
         self.normalize(cond, cond_node)
         branches = []
-        for suite in (then_suite, else_suite):
+        for suite, suffix in ((then_suite, "_then"), (else_suite, "_else")):
             self.scopes.append({})
-            branches.append(self.seq(_ModuleBuilder.suite_stmts(suite), result_name=name, node=suite))
+            branches.append(self.seq(_ModuleBuilder.suite_stmts(suite), result_name=name, node=suite, suffix=suffix))
             self.scopes.pop()
         expr = self.normalize(rx.If(cond, branches[0], branches[1], span=self.span(stmt)), stmt)
         ann = None
