@@ -100,6 +100,21 @@ CORPUS = {
                     else:
                         B[i] = T.Cast("int32", A[i, 0])
     """,
+    "tir_match_buffer_while_forward_size": """
+        @T.prim_func
+        def main(a: T.handle, B: T.Buffer(("n",), "int32"), n: T.int32):
+            A = T.match_buffer(a, (n, 4))
+            i: T.let[T.int32] = 0
+            while i < n:
+                B[i] = T.Cast("int32", A[i, 0])
+    """,
+    "relax_prim_any_packed": """
+        @R.function(pure=False)
+        def main(x: R.Tensor((2,), dtype="float32"), o: R.Any, p: T.int64) -> T.int64:
+            e: T.int64 = 3
+            g = R.call_pure_packed("my.func", x, ty_args=(R.Tensor((2,), dtype="float32"),))
+            return p
+    """,
 }
 
 

@@ -490,8 +490,11 @@ class _TirBuilder(_Builder):
             return hi
         if isinstance(hi, tir.IntImm) and isinstance(lo, tir.IntImm):
             return tir.IntImm(hi.value - lo.value, hi.dtype)
-        if isinstance(hi, tir.BinOp) and hi.op == "add" and hi.a is lo:
-            return hi.b
+        if isinstance(hi, tir.BinOp) and hi.op == "add":
+            from ..ir.node_structural import node_equal
+
+            if hi.a is lo or node_equal(hi.a, lo):
+                return hi.b
         return tir.BinOp("sub", hi, lo)
 
     def attribute(self, base, name: str, node):
@@ -690,23 +693,28 @@ class _TirBuilder(_Builder):
         self.block_stack: list[dict] = []
         self.has_blocks = False
         self.forward_buffers: dict[str, tir.Buffer] = {}
-        params, buffer_map = [], []
-        for p in params_node.children if params_node is not None else ():
+        param_nodes = list(params_node.children) if params_node is not None else []
+        # scalar parameters first: a buffer's shape may name one that comes later (`"n"`)
+        scalars: dict[int, tir.Var] = {}
+        for i, p in enumerate(param_nodes):
             pname_tok, ann = p.children
-            pname = str(pname_tok)
             if ann is None:
-                self.error(f"parameter `{pname}` of a PrimFunc needs a type annotation", p)
-            buf = self.named_buffer(ann, pname)
-            if buf is not None:
-                handle = tir.Var(f"{pname}_handle", "handle", span=self.span(p))
-                params.append(handle)
-                buffer_map.append((handle, buf))
-                self.define(pname, buf)
+                self.error(f"parameter `{pname_tok}` of a PrimFunc needs a type annotation", p)
+            if self.dotted_callee(ann) not in self.BUFFER_MAKERS:
+                dtype, ptr = self.var_type(self.eval(ann), ann)
+                scalars[i] = tir.Var(str(pname_tok), dtype, ptr, span=self.span(p))
+                self.define(str(pname_tok), scalars[i])
+        params, self.buffer_map = [], []
+        for i, p in enumerate(param_nodes):
+            if i in scalars:
+                params.append(scalars[i])
                 continue
-            dtype = self.var_type(self.eval(ann), ann)
-            var = tir.Var(pname, dtype[0], dtype[1], span=self.span(p))
-            params.append(var)
-            self.define(pname, var)
+            pname = str(p.children[0])
+            buf = self.named_buffer(p.children[1], pname)
+            handle = tir.Var(f"{pname}_handle", "handle", span=self.span(p))
+            params.append(handle)
+            self.buffer_map.append((handle, buf))
+            self.define(pname, buf)
         ret_type = None
         if ret_node is not None:
             ret_type = self.var_type(self.eval(ret_node), ret_node)[0]
@@ -719,7 +727,9 @@ class _TirBuilder(_Builder):
             body = tir.SBlockRealize((), tir.IntImm(1, "bool"),
                                      tir.SBlock("root", (), (), (), body, alloc_buffers=self.root_allocs))
         attrs = tuple(sorted(self.func_attrs.items()))
-        return tir.PrimFunc(params, body, ret_type, buffer_map, attrs, private=options.get("private", False),
+        position = {id(p): i for i, p in enumerate(params)}
+        self.buffer_map.sort(key=lambda pair: position.get(id(pair[0]), len(params)))
+        return tir.PrimFunc(params, body, ret_type, self.buffer_map, attrs, private=options.get("private", False),
                             span=self.span(funcdef))
 
     def var_type(self, value, node) -> tuple[str, tir.PointerType | None]:
@@ -957,6 +967,18 @@ class _TirBuilder(_Builder):
             self.define(name, buf)  # T.Buffer(...) in a body names a buffer without declaring it
             self.forward_buffers[name] = buf
             return None
+        if callee == "T.match_buffer" and top and not self.block_stack:
+            # the older spelling of a buffer parameter: `A = T.match_buffer(a, (n, 4))`
+            pos, kw, _ = self.call_args(value_node)
+            handle = pos[0]
+            if not (isinstance(handle, tir.Var) and handle.dtype == "handle"):
+                self.error("`T.match_buffer` at the top of a function takes a handle parameter", value_node)
+            if any(h is handle for h, _ in self.buffer_map):
+                self.error(f"parameter `{handle.name}` is matched twice", value_node)
+            buf = self.make_buffer(value_node, list(pos[1:]), dict(kw), name)
+            self.buffer_map.append((handle, buf))
+            self.define(name, buf)
+            return None
         if callee == "T.match_buffer":
             pos, kw, _ = self.call_args(value_node)
             region = self.as_region(pos[0], value_node)
@@ -1051,6 +1073,10 @@ class _TirBuilder(_Builder):
             body = tir.For(var, lo_p, extent, kind, body, thread_binding=thread,
                            annotations=tuple(ann.items()), span=self.span(node))
         return body
+
+    def s_while_stmt(self, node, rest, top):
+        cond_node, suite = node.children
+        return tir.While(_as_prim(self.eval(cond_node)), self.scoped_suite(suite), span=self.span(node))
 
     def s_if_stmt(self, node, rest, top):
         cond_node, then_suite, elifs, else_suite = node.children
@@ -1340,9 +1366,12 @@ class _RelaxBuilder(_TirBuilder):
         if isinstance(value, rx.StructInfo):
             return value
         if isinstance(value, _Dotted):
-            bare = {"R.Tensor": rx.TensorStructInfo, "R.Object": rx.ObjectStructInfo, "R.Shape": rx.ShapeStructInfo}
+            bare = {"R.Tensor": rx.TensorStructInfo, "R.Object": rx.ObjectStructInfo, "R.Any": rx.ObjectStructInfo,
+                    "R.Shape": rx.ShapeStructInfo}
             if value.name in bare:
                 return bare[value.name]()
+            if value.name.startswith("T.") and is_valid_dtype(value.name[2:]):
+                return rx.PrimStructInfo(value.name[2:])  # TVM 0.27 prints R.Prim("int64") as T.int64
         if isinstance(value, (tuple, list)):
             return rx.TupleStructInfo([self.as_struct_info(v, node) for v in value])
         self.error("expected struct info such as `R.Tensor((2, 3), dtype=\"float32\")`", node)
@@ -1654,7 +1683,9 @@ class _RelaxBuilder(_TirBuilder):
             func = rx.ExternFunc(func)
         sinfo = kw.pop("sinfo_args", None)
         if sinfo is None:
-            self.error("`R.call_pure_packed` needs `sinfo_args=`", node)
+            sinfo = kw.pop("ty_args", None)  # TVM 0.27's spelling
+        if sinfo is None:
+            self.error("`R.call_pure_packed` needs `ty_args=`", node)
         sinfos = [self.as_struct_info(s, node) for s in (sinfo if isinstance(sinfo, (list, tuple)) else [sinfo])]
         args = [func] + [self.to_expr(a, node) for a in pos[1:]]
         call = rx.Call(Op.get("relax.call_pure_packed"), args, None, sinfos, span=self.span(node))
@@ -1966,7 +1997,7 @@ def _relax_calls() -> dict:
     calls = dict(_TirBuilder.CALLS)
     calls.update({
         "R.Tensor": r.r_tensor, "R.Tuple": r.r_tuple_sinfo, "R.Shape": r.r_shape_sinfo, "R.Prim": r.r_prim_sinfo,
-        "R.Object": r.r_object, "R.Callable": r.r_callable,
+        "R.Object": r.r_object, "R.Any": r.r_object, "R.Callable": r.r_callable,
         "R.const": r.r_const, "R.shape": r.r_shape, "R.prim_value": r.r_prim_value, "R.str": r.r_str,
         "R.dtype": r.r_dtype, "R.ExternFunc": r.r_extern, "R.extern": r.r_extern,
         "R.call_tir": r.r_call_tir, "R.call_dps_packed": r.r_call_dps_packed,
