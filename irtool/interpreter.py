@@ -205,6 +205,10 @@ def interpret(mod: IRModule, inputs=None, entry: str = "main", check_types: bool
     fn = mod.functions.get(entry)
     if fn is None:
         raise DiagnosticError(f"the module has no function `@{entry}`")
+    if not isinstance(fn, Function):  # Relax (a PrimFunc is not an entry point)
+        from .relax_interpreter import run_relax
+
+        return run_relax(mod, inputs, entry)
     if check_types:
         infer_types(mod)
     if inputs is None:

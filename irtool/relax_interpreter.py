@@ -260,3 +260,17 @@ def run_relax(mod: IRModule, inputs=None, entry: str = "main", packed_funcs: dic
         inputs = [inputs[p.name_hint] for p in fn.params]
     args = [np.asarray(v) if isinstance(v, (int, float, bool, list)) else v for v in inputs]
     return RelaxInterpreter(mod, packed_funcs).call_function(entry, args)
+
+
+def random_input(sinfo, rng, span=None):
+    """A random value for a parameter of struct info `sinfo` (symbolic sizes become 4)."""
+    if isinstance(sinfo, rx.TupleStructInfo):
+        return tuple(random_input(f, rng, span) for f in sinfo.fields_)
+    if not isinstance(sinfo, rx.TensorStructInfo) or not sinfo.dtype or not isinstance(sinfo.shape, tuple):
+        raise DiagnosticError("a random input needs a tensor with known rank and dtype", span)
+    shape = tuple(d if isinstance(d, int) else 4 for d in sinfo.shape)
+    if sinfo.dtype == "bool":
+        return rng.random(shape) < 0.5
+    if sinfo.dtype.startswith(("int", "uint")):
+        return rng.integers(0, 10, size=shape).astype(sinfo.dtype)
+    return rng.standard_normal(shape).astype(sinfo.dtype)

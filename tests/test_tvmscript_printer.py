@@ -80,8 +80,10 @@ def root(body, alloc=()):
     return realize([], tir.SBlock("root", [], [], [], body, alloc_buffers=alloc))
 
 
-def prim_func(buffers, body, attrs=(), private=True, scalars=()):
+def prim_func(buffers, body, attrs=(), private=True, scalars=(), s_tir=True):
+    """A PrimFunc; `s_tir` is the attribute TVM sets for structured TIR (printed in the decorator)."""
     handles = [tir.Var(b.name, "handle") for b in buffers]
+    attrs = tuple(attrs) + ((("s_tir", True),) if s_tir else ())
     return tir.PrimFunc(handles + list(scalars), body, buffer_map=list(zip(handles, buffers, strict=True)),
                         attrs=attrs, private=private)
 
@@ -774,7 +776,7 @@ def test_lowered_buffers_views_and_handles():
                                      tir.DeclBuffer(A, tir.DeclBuffer(A_1, tir.SeqStmt([
                                          loop(i, i32(16384), store(A_1, f32(0.0), i)), tir.Return(i32(0))])))))
     A.data = data  # declared over an expression (T.decl_buffer(..., data=...))
-    f = tir.PrimFunc([args, n_args], body, ret_type="int32", private=True)
+    f = tir.PrimFunc([args, n_args], body, ret_type="int32", attrs=[("s_tir", True)], private=True)
     assert print_tvmscript(f) == '''\
 # from tvm.script import tirx as T
 # from tvm.tirx.layout import Axis
@@ -799,7 +801,7 @@ def test_view_sugar_for_a_buffer_sharing_data():
     i = tir.Var("i")
     body = tir.DeclBuffer(A, tir.DeclBuffer(A_1, loop(i, i32(16), store(A_1, f32(1.0), i))))
     alloc = tir.Allocate(data, "float32", [i32(16)], TRUE, body)
-    text = print_tvmscript(tir.PrimFunc([], alloc, private=True))
+    text = print_tvmscript(tir.PrimFunc([], alloc, attrs=[("s_tir", True)], private=True))
     assert text.splitlines()[-5:] == [
         '    A_data = T.allocate([16], "float32", "global")',
         "    A = T.decl_buffer((4, 4), data=A_data)",

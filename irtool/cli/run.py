@@ -19,7 +19,8 @@ from ..diagnostics import DiagnosticError
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="irtool-run", description="Run a Relay module with the NumPy interpreter.")
+    p = argparse.ArgumentParser(prog="irtool-run",
+                                description="Run a Relay or Relax module with the NumPy interpreter.")
     p.add_argument("input_file", metavar="FILE", help="the module (- for standard input)")
     p.add_argument("--entry", default="main", help="the function to run (default: main)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE",
@@ -96,6 +97,13 @@ def run(argv: list[str] | None = None, stdout=None, stderr=None, stdin=None) -> 
         if args.random_inputs:
             rng = np.random.default_rng(args.seed)
             for p in fn.params:
+                if p.name_hint in inputs:
+                    continue
+                if not hasattr(p, "type_annotation"):  # a Relax parameter: from its struct info
+                    from ..relax_interpreter import random_input as random_relax_input
+
+                    inputs[p.name_hint] = random_relax_input(p.struct_info, rng, p.span)
+                    continue
                 if p.name_hint not in inputs:
                     if p.type_annotation is None:
                         raise DiagnosticError(f"`%{p.name_hint}` has no type: cannot make a random input", p.span)

@@ -726,6 +726,9 @@ class _TirBuilder(_Builder):
         if (self.has_blocks or self.root_allocs) and not is_root:
             body = tir.SBlockRealize((), tir.IntImm(1, "bool"),
                                      tir.SBlock("root", (), (), (), body, alloc_buffers=self.root_allocs))
+        if options.get("s_tir") or self.has_blocks:
+            # TVM records structured TIR (sblocks) as the `s_tir` attribute
+            self.func_attrs["s_tir"] = True
         attrs = tuple(sorted(self.func_attrs.items()))
         position = {id(p): i for i, p in enumerate(params)}
         self.buffer_map.sort(key=lambda pair: position.get(id(pair[0]), len(params)))

@@ -950,8 +950,8 @@ class _Printer:
             self.body(root.body, f, direct=True)
         else:
             self.body(func.body, f, direct=True)
-        kw = ([] if has_symbol else ["private=True"]) + ["s_tir=True"]
-        decorator = f"{self.T('prim_func')}({', '.join(kw)})"
+        kw = ([] if has_symbol else ["private=True"]) + (["s_tir=True"] if func.attr("s_tir") else [])
+        decorator = f"{self.T('prim_func')}({', '.join(kw)})" if kw else self.T("prim_func")
         self.pop()
         self.token = "relax"
         return self.wrap_type_vars(("func", [decorator], signature, f.stmts), tv_docs, nested=False)
