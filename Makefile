@@ -41,6 +41,9 @@ demo: venv
 	@echo
 	@echo '$$ irtool-opt examples/seed000.ir -p "fuse-ops{opt-level=4}" --verify-numerics --print-types'
 	@$(BIN)/irtool-opt examples/seed000.ir -p 'fuse-ops{opt-level=4}' --verify-numerics --print-types | sed -n '1,/^}/p'
+	@echo
+	@echo '$$ irtool-run examples/relax_call_tir.ir --random-inputs     # Relax + TIR (TVMScript)'
+	@$(BIN)/irtool-run examples/relax_call_tir.ir --random-inputs
 
 lint: venv
 	$(BIN)/ruff check .
