@@ -444,3 +444,28 @@ def test_dump_graph_unknown_format(tmp_path):
     r = opt("--dump-graph", str(tmp_path / "g.jpeg"), stdin=CHAIN)
     assert_user_error(r, ".dot")
     assert not (tmp_path / "g.jpeg").exists()
+
+
+# --------------------------------------------------------------------------- TVMScript input
+
+RELAX_EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "relax_call_tir.ir")
+
+
+@pytest.mark.parametrize("flags", [["-p", "fuse-ops"], ["-p", "infer-type,cse,fold-scale-axis"], ["--print-types"],
+                                   ["--verify-numerics", "-p", "dead-code-elimination"]])
+def test_relay_passes_and_flags_leave_tvmscript_alone(flags):
+    """Regression: Relay-only passes (and their required infer-type) crashed on Relax
+    functions; they must leave a Relax/TIR module as it is."""
+    text = open(RELAX_EXAMPLE).read()
+    plain = opt("-", stdin=text)
+    r = opt("-", *flags, stdin=text)
+    assert r.code == 0 and r.err == "", r.err
+    assert r.out == plain.out and r.out.startswith("# from tvm.script import ir as I")
+
+
+def test_tvmscript_split_input_file():
+    text = open(RELAX_EXAMPLE).read()
+    r = opt("--split-input-file", "-", stdin=text + "# -----\n" + text)
+    assert r.code == 0, r.err
+    first, second = r.out.split("# -----\n")
+    assert first == second == opt("-", stdin=text).out

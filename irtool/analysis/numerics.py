@@ -14,6 +14,7 @@ from ..diagnostics import DiagnosticError
 from ..interpreter import InterpreterError, interpret, random_input
 from ..ir.expr import Function
 from ..ir.module import IRModule
+from ..ir.relax import Function as RelaxFunction
 from ..ir.types import TensorType, TupleType
 
 SEED = 0
@@ -51,13 +52,22 @@ class VerifyNumerics:
         self.inputs: dict[str, list] = {}
         self.expected: dict[str, object] = {}
         for name, fn in mod.items():
-            if not isinstance(fn, Function) or fn.is_primitive:
+            if isinstance(fn, RelaxFunction) and not fn.is_primitive and not fn.private:
+                from ..relax_interpreter import random_input as random_relax_input
+
+                rng = np.random.default_rng(SEED)
+                try:
+                    self.inputs[name] = [random_relax_input(p.struct_info, rng) for p in fn.params]
+                except DiagnosticError:
+                    continue
+            elif not isinstance(fn, Function) or fn.is_primitive:
                 continue
-            types = [p.type_annotation for p in fn.params]
-            if not all(_runnable_type(t) for t in types):
-                continue
-            rng = np.random.default_rng(SEED)
-            self.inputs[name] = [random_input(t, rng) for t in types]
+            else:
+                types = [p.type_annotation for p in fn.params]
+                if not all(_runnable_type(t) for t in types):
+                    continue
+                rng = np.random.default_rng(SEED)
+                self.inputs[name] = [random_input(t, rng) for t in types]
             try:
                 self.expected[name] = _run(mod, name, self.inputs[name])
             except RuntimeError as err:

@@ -85,8 +85,9 @@ class TypeInferencer:
 
     def infer_module(self, mod: IRModule) -> None:
         self.mod = mod
-        for name, _fn in mod.items():
-            self.global_type(name)
+        for name, fn in mod.items():
+            if isinstance(fn, Function):  # Relax and TIR functions carry their own struct info
+                self.global_type(name)
 
     def global_type(self, name: str, use: Expr | None = None) -> FuncType:
         if name in self.global_types:

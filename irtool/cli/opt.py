@@ -238,7 +238,7 @@ def _process(text: str, name: str, passes, args, timing, stderr, config: dict) -
                          required_pass=[p.name for p in passes], disabled_pass=args.disabled_pass) as ctx:
             mod = Sequential(passes).transform_module(mod, ctx)
     t2 = time.perf_counter()
-    if args.print_types:
+    if args.print_types:  # Relay; TVMScript always shows struct info
         from ..analysis.type_infer import infer_types
 
         infer_types(mod)
