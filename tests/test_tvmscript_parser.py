@@ -312,3 +312,144 @@ def test_old_spellings_are_accepted():
     """)
     fn = mod["f"]
     assert fn.body.block.name == "root" and len(fn.body.block.alloc_buffers) == 1
+
+
+# ----------------------------------------------------------------------------- regressions (found by the lit sweep)
+
+
+def _bindings(fn):
+    return [b for block in fn.body.blocks for b in block.bindings]
+
+
+def test_nested_calls_are_bound_in_evaluation_order():
+    mod = parse_script("""
+        @R.function
+        def f(x: R.Tensor((2,), "float32")):
+            with R.dataflow():
+                y = R.add(R.exp(x), R.negative(R.log(x)))
+                R.output(y)
+            return y
+    """)
+    ops = [b.value.op.name for b in _bindings(mod["f"])]
+    assert ops == ["relax.exp", "relax.log", "relax.negative", "relax.add"]
+
+
+def test_match_cast_value_is_kept_as_written():
+    mod = parse_script("""
+        @R.function
+        def f(x: R.Tensor((2,), "float32")):
+            y = R.match_cast(R.add(x, x), R.Tensor((2,), "float32"))
+            return y
+    """)
+    (b,) = _bindings(mod["f"])
+    assert isinstance(b, rx.MatchCast) and isinstance(b.value, rx.Call)
+
+
+def test_prim_value_of_a_prim_parameter_is_not_a_crash():
+    mod = parse_script("""
+        @R.function
+        def f(k: R.Prim("int64")) -> R.Prim("int64"):
+            e = R.prim_value(k)
+            return e
+    """)
+    (b,) = _bindings(mod["f"])
+    assert b.value is mod["f"].params[0]
+
+
+def test_redeclaring_a_parameters_symbolic_size_reuses_it():
+    mod = parse_script("""
+        @R.function
+        def f(x: R.Tensor(("n", "m"), "float32")):
+            n = T.int64()
+            a = R.shape([n])
+            return a
+    """)
+    n = mod["f"].params[0].struct_info.shape[0]
+    (b,) = _bindings(mod["f"])
+    assert b.value.values[0] is n
+
+
+def test_alias_takes_the_finer_struct_info_and_calls_keep_their_annotation():
+    mod = parse_script("""
+        @R.function
+        def f(x: R.Tensor((2, 3), "float32")) -> R.Tensor:
+            a: R.Tensor(ndim=2) = x
+            b: R.Tensor(ndim=2) = R.add(x, x)
+            return a
+    """)
+    a, b = _bindings(mod["f"])
+    assert a.var.struct_info.shape == (2, 3)            # TVM: the alias gets x's struct info
+    assert b.var.struct_info.shape is None and b.var.struct_info.ndim == 2   # the annotation stays
+    assert mod["f"].ret_struct_info.shape == (2, 3)     # a looser return annotation is refined
+
+
+def test_positional_tuple_call_and_empty_tuple():
+    mod = parse_script("""
+        @R.function
+        def f(x: R.Tensor((2,), "float32")):
+            t = R.tuple(x, x)
+            e = R.tuple()
+            return e
+    """)
+    t, e = _bindings(mod["f"])
+    assert isinstance(t.value, rx.Tuple) and len(t.value.fields_) == 2
+    assert isinstance(e.var.struct_info, rx.TupleStructInfo) and len(e.var.struct_info) == 0
+
+
+def test_global_symbol_of_a_public_function_is_implied():
+    mod = parse_script("""
+        @T.prim_func
+        def f(A: T.Buffer((2,), "float32")):
+            T.func_attr({"global_symbol": "f", "tirx.noalias": True})
+            A[0] = T.float32(1)
+    """)
+    assert mod["f"].attrs == (("tirx.noalias", True),)
+
+
+def test_plain_assert_message_is_a_runtime_error():
+    mod = parse_script("""
+        @T.prim_func
+        def f(n: T.int32):
+            assert n > 0, "n must be positive"
+            T.evaluate(n)
+    """)
+    body = mod["f"].body
+    assert body.error_kind == "RuntimeError" and body.message_parts[0].value == "n must be positive"
+
+
+def test_single_variable_axis_remap():
+    mod = parse_script("""
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32")):
+            for i in range(4):
+                with T.sblock("A"):
+                    vi = T.axis.remap("S", [i])
+                    A[vi] = T.float32(0)
+    """)
+    block = mod["f"].body.block.body.body.block
+    assert [iv.var.name for iv in block.iter_vars] == ["vi"]
+
+
+def test_typevar_first_line_is_tvmscript():
+    assert detect_syntax('n = TypeVar("n")\n@R.function\ndef f(x: R.Tensor((n,), "float32")):\n    return x\n') \
+        == "tvmscript"
+
+
+def test_output_error_points_at_the_output():
+    msg = error_of("""
+        @R.function
+        def f(x: R.Tensor((2,), "float32")):
+            with R.dataflow():
+                y = R.add(x, x)
+                R.output(y, w)
+            return y
+    """)
+    assert "test.py:5:21: error: `R.output(w)`" in msg
+
+
+def test_bad_buffer_dtype_is_named():
+    assert "unknown data type `float33`" in error_of("""
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float33")):
+            A[0] = T.float32(0)
+    """)

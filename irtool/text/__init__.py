@@ -26,6 +26,8 @@ def detect_syntax(text: str) -> str:
         return "tvmscript"
     if rest.startswith("#") and not rest.startswith("#["):
         return "tvmscript"
+    if re.match(r"[A-Za-z_]\w*\s*=\s*TypeVar\(", rest):  # TVM's symbolic-size header line
+        return "tvmscript"
     return "relay"
 
 

@@ -261,6 +261,7 @@ class _Builder:
         pos, kw, pos_nodes = [], {}, []
         if args_node is None:
             return pos, kw, pos_nodes
+        as_written = self.keeps_arguments(node)
         for a in args_node.children:
             if isinstance(a, Tree) and a.data == "kwarg":
                 kw[str(a.children[0])] = self.eval(a.children[1])
@@ -269,9 +270,17 @@ class _Builder:
                 pos.extend(value)
                 pos_nodes.extend([a] * len(value))
             else:
-                pos.append(self.eval(a))
+                value = self.eval(a)
+                pos.append(value if as_written else self.argument(value, a))
                 pos_nodes.append(a)
         return pos, kw, pos_nodes
+
+    def keeps_arguments(self, node) -> bool:
+        return True
+
+    def argument(self, value, node):
+        """A positional argument as the call takes it, right after it is evaluated."""
+        return value
 
     def e_call(self, node):
         callee = self.eval(node.children[0])
@@ -523,6 +532,8 @@ class _TirBuilder(_Builder):
     def dtype_of(self, value, node) -> str:
         if isinstance(value, str) and (is_valid_dtype(value) or value == "void"):
             return value
+        if isinstance(value, str):
+            self.error(f"unknown data type `{value}`", node)
         if isinstance(value, _Dotted) and value.name.startswith("T.") and is_valid_dtype(value.name[2:]):
             return value.name[2:]
         self.error("expected a data type", node)
@@ -726,6 +737,8 @@ class _TirBuilder(_Builder):
         if (self.has_blocks or self.root_allocs) and not is_root:
             body = tir.SBlockRealize((), tir.IntImm(1, "bool"),
                                      tir.SBlock("root", (), (), (), body, alloc_buffers=self.root_allocs))
+        if self.func_attrs.get("global_symbol") == self.func_name and not options.get("private"):
+            del self.func_attrs["global_symbol"]  # implied by a public function, as TVM prints it
         if options.get("s_tir") or self.has_blocks:
             # TVM records structured TIR (sblocks) as the `s_tir` attribute
             self.func_attrs["s_tir"] = True
@@ -829,8 +842,8 @@ class _TirBuilder(_Builder):
         msg = self.eval(node.children[1]) if node.children[1] is not None else ""
         if isinstance(msg, tuple) and len(msg) == 2 and isinstance(msg[0], str):
             kind, parts = msg[0], msg[1]
-        else:
-            kind, parts = None, [msg]
+        else:  # `assert c, "message"` is TVM's ("RuntimeError", ["message"])
+            kind, parts = "RuntimeError", [msg]
         parts = [_as_prim(p) for p in parts]
         self.scopes.append({})
         body = self.rest(rest, top)
@@ -923,17 +936,19 @@ class _TirBuilder(_Builder):
             if len(kinds) != len(names) or len(loops) != len(names):
                 self.error("`T.axis.remap` needs one kind letter and one loop variable per name", value_node)
             for name, kind, loop in zip(names, kinds, loops, strict=True):
-                extent = self.loop_extents.get(id(loop))
-                if extent is None:
-                    self.error(f"`T.axis.remap` needs loop variables; `{getattr(loop, 'name', loop)}` is not one",
-                               value_node)
-                self.add_iter(name, {"S": tir.DATA_PAR, "R": tir.COMM_REDUCE, "O": tir.ORDERED}[kind],
-                              tir.Range(extent[0], extent[1]), loop, node)
+                self.remap_one(name, kind, loop, value_node, node)
             return None
         if not (isinstance(target, Tree) and target.data == "name"):
             self.error("cannot assign to this", target)
         name = str(target.children[0])
         callee = self.dotted_callee(value_node)
+        if callee == "T.axis.remap":  # one variable: `vi = T.axis.remap("S", [i])`
+            pos, _, _ = self.call_args(value_node)
+            kinds, loops = pos
+            if len(kinds) != 1 or len(loops) != 1:
+                self.error("`T.axis.remap` needs one kind letter and one loop variable per name", value_node)
+            self.remap_one(name, kinds, loops[0], value_node, node)
+            return None
         if callee in ("T.axis.spatial", "T.axis.reduce", "T.axis.scan", "T.axis.opaque", "T.axis.S", "T.axis.R"):
             pos, kw, _ = self.call_args(value_node)
             dom, value = pos[0], _as_prim(pos[1], "int32")
@@ -1003,6 +1018,15 @@ class _TirBuilder(_Builder):
             return None
         return self.let(name, _as_prim(value), rest, top, node)
 
+    def remap_one(self, name, kind, loop, value_node, node):
+        extent = self.loop_extents.get(id(loop))
+        if extent is None:
+            self.error(f"`T.axis.remap` needs loop variables; `{getattr(loop, 'name', loop)}` is not one", value_node)
+        if kind not in ("S", "R", "O"):
+            self.error(f"unknown iteration kind `{kind}` (S spatial, R reduce, O ordered)", value_node)
+        self.add_iter(name, {"S": tir.DATA_PAR, "R": tir.COMM_REDUCE, "O": tir.ORDERED}[kind],
+                      tir.Range(extent[0], extent[1]), loop, node)
+
     def let(self, name, value, rest, top, node, dtype=None):
         var = tir.Var(name, dtype or value.dtype, span=self.span(node))
         self.scopes.append({name: var})
@@ -1057,6 +1081,8 @@ class _TirBuilder(_Builder):
             lo, hi = (0, pos[0]) if len(pos) == 1 else (pos[0], pos[1])
             loops = [(names[0], lo, hi, self.LOOP_KINDS[callee], kw.get("thread"), kw.get("annotations") or {})]
         else:
+            if callee is not None and callee.startswith("T.") and callee not in self.CALLS:
+                self.error(f"unknown name `{callee}`", iter_node.children[0])
             self.error("a TIR loop iterates over `range`, `T.grid`, `T.serial`, `T.parallel`, `T.vectorized`, "
                        "`T.unroll` or `T.thread_binding`", iter_node)
         made = []
@@ -1395,6 +1421,12 @@ class _RelaxBuilder(_TirBuilder):
             out.append(d)
         return tuple(out)
 
+    def symbol_in_scope(self, name: str):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
     def string_dim(self, text: str, node):
         """A dimension written as a string, `"n * 4"` (TVM prints a signature's compound
         symbolic dims that way): parsed and evaluated like the expression it spells."""
@@ -1476,6 +1508,17 @@ class _RelaxBuilder(_TirBuilder):
             return rx.PrimValue(_as_prim(value, "int64" if isinstance(value, int) else "float32"),
                                 span=self.span(node))
         self.error("expected a Relax expression", node)
+
+    def keeps_arguments(self, node) -> bool:
+        return self.dotted_callee(node) == "R.match_cast"  # TVM keeps a match_cast's value as written
+
+    def argument(self, value, node):
+        # bound as soon as evaluated, so nested calls are emitted in evaluation order
+        return self.leaf(value, node) if isinstance(value, rx.Expr) else value
+
+    def e_tuple(self, node):
+        return tuple(self.leaf(v, c) if isinstance(v, rx.Expr) else v
+                     for v, c in ((self.eval(c), c) for c in node.children))
 
     def leaf(self, expr, node):
         """TVM's normal form: an argument that is itself a call (or if, or tuple
@@ -1625,11 +1668,22 @@ class _RelaxBuilder(_TirBuilder):
             self.error(f"unknown data type `{dtype}`", node)
         return rx.Constant(np.array(value, dtype=dtype), span=self.span(node))
 
+    def r_tuple(self, node, pos, kw):
+        return self.to_expr(tuple(pos), node)
+
     def r_shape(self, node, pos, kw):
         return rx.ShapeExpr(self.dims(pos[0], node), span=self.span(node))
 
     def r_prim_value(self, node, pos, kw):
-        return rx.PrimValue(_as_prim(pos[0], "int64"), span=self.span(node))
+        value = pos[0] if pos else kw.get("value")
+        if isinstance(value, rx.Expr):
+            if isinstance(self.sinfo(value), rx.PrimStructInfo):
+                return value  # already a scalar value (an R.Prim parameter)
+            self.error("`R.prim_value` takes a TIR scalar expression", node)
+        try:
+            return rx.PrimValue(_as_prim(value, "int64"), span=self.span(node))
+        except TypeError:
+            self.error("`R.prim_value` takes a TIR scalar expression", node)
 
     def r_str(self, node, pos, kw):
         return rx.StringImm(pos[0], span=self.span(node))
@@ -1726,11 +1780,12 @@ class _RelaxBuilder(_TirBuilder):
         self.scopes.pop()
         ret = self.ret_sinfo
         body_sinfo = self.sinfo(body.body)
-        if ret is None:
-            ret = body_sinfo
-        elif _incompatible(ret, body_sinfo):
+        if ret is not None and _incompatible(ret, body_sinfo):
             self.error(f"the function returns {_describe_sinfo(body_sinfo)}, but its annotation says "
                        f"{_describe_sinfo(ret)}", funcdef.children[2])
+        ret = _annotated(ret, body_sinfo, self.params)
+        if self.func_attrs.get("global_symbol") == self.name and not self.options.get("private"):
+            del self.func_attrs["global_symbol"]  # implied by a public function, as TVM prints it
         return rx.Function(self.params, body, ret, self.options.get("pure", True), tuple(self.func_attrs.items()),
                            private=self.options.get("private", False), span=self.span(funcdef))
 
@@ -1848,7 +1903,9 @@ class _RelaxBuilder(_TirBuilder):
             self.bindings.append(rx.MatchCast(var, expr, sinfo, span=self.span(node)))
             return None
         if isinstance(value, tuple) and value and value[0] == "new_var":
-            self.define(name, tir.Var(name, value[1], span=self.span(node)))
+            existing = self.symbol_in_scope(name)
+            if not (isinstance(existing, tir.Var) and existing.dtype == value[1]):
+                self.define(name, tir.Var(name, value[1], span=self.span(node)))
             return None
         expr = self.to_expr(value, value_node)
         self.normalize(expr, value_node)
@@ -1856,7 +1913,10 @@ class _RelaxBuilder(_TirBuilder):
         if ann is not None and _incompatible(ann, deduced):
             self.error(f"struct info mismatch: the value is {_describe_sinfo(deduced)}, but `{name}` is "
                        f"annotated {_describe_sinfo(ann)}", ann_node)
-        var = self.new_var(name, ann if ann is not None else deduced, target)
+        # TVM keeps a binding's annotation, except that an alias takes what it aliases
+        # when that is finer (`c: R.Tensor(ndim=2) = x` has x's shape)
+        keep = ann is not None and not isinstance(expr, rx.Var)
+        var = self.new_var(name, ann if keep else _annotated(ann, deduced), target)
         self.bindings.append(rx.VarBinding(var, expr, span=self.span(node)))
         return None
 
@@ -1880,6 +1940,7 @@ class _RelaxBuilder(_TirBuilder):
             self.error("dataflow blocks cannot nest", stmt)
         stmts = _ModuleBuilder.suite_stmts(suite)
         outputs: set[str] = set()
+        output_nodes: dict = {}
         for s in stmts:
             inner = s.children[0] if s.data == "simple_stmt" else None
             if inner is not None and inner.data == "expr_stmt" and self.dotted_callee(inner.children[0]) == "R.output":
@@ -1888,6 +1949,7 @@ class _RelaxBuilder(_TirBuilder):
                     if not (isinstance(a, Tree) and a.data == "name"):
                         self.error("`R.output` takes variable names", a)
                     outputs.add(str(a.children[0]))
+                    output_nodes[str(a.children[0])] = a
         self.flush()
         self.dataflow_outputs = outputs
         for s in stmts:
@@ -1896,8 +1958,8 @@ class _RelaxBuilder(_TirBuilder):
             self.r_stmt(s, False)
         self.dataflow_outputs = None
         defined = {b.var.name_hint for b in self.bindings}
-        for name in outputs - defined:
-            self.error(f"`R.output({name})`: `{name}` is not bound in this dataflow block", stmt)
+        for name in sorted(outputs - defined):
+            self.error(f"`R.output({name})`: `{name}` is not bound in this dataflow block", output_nodes[name])
         self.blocks.append(rx.DataflowBlock(self.bindings, span=self.span(stmt)))
         self.bindings = []
 
@@ -1932,6 +1994,43 @@ class _RelaxBuilder(_TirBuilder):
 
 class _StructInfoError(Exception):
     pass
+
+
+def _annotated(ann, deduced, params=None):
+    """The struct info a binding (or function result) gets, as TVM's BlockBuilder: the
+    deduced one when the annotation is no finer (`c: R.Tensor(ndim=2) = x` keeps x's
+    shape), the annotation when it promises more than deduction can show. A function
+    result keeps only what its parameters define (match_cast variables are erased)."""
+    from ..analysis.struct_info import erase_to_well_defined, is_base_of
+
+    if ann is None or is_base_of(ann, deduced):
+        if params is not None:
+            defined = {d for p in params for d in _sinfo_dims(p.struct_info) if isinstance(d, tir.Var)}
+            if any(not _dims_defined(d, {id(v) for v in defined}) for d in _sinfo_dims(deduced)):
+                return erase_to_well_defined(deduced, defined) if ann is None else ann
+        return deduced
+    return ann
+
+
+def _sinfo_dims(sinfo):
+    if isinstance(sinfo, rx.TensorStructInfo) and isinstance(sinfo.shape, tuple):
+        yield from sinfo.shape
+    elif isinstance(sinfo, rx.ShapeStructInfo) and sinfo.values is not None:
+        yield from sinfo.values
+    elif isinstance(sinfo, rx.TupleStructInfo):
+        for f in sinfo.fields_:
+            yield from _sinfo_dims(f)
+    elif isinstance(sinfo, rx.PrimStructInfo) and isinstance(sinfo.value, tir.PrimExpr):
+        yield sinfo.value
+
+
+def _dims_defined(d, defined: set) -> bool:
+    if isinstance(d, tir.Var):
+        return id(d) in defined
+    if isinstance(d, tir.Node):
+        return all(_dims_defined(getattr(d, f), defined) for f in type(d).fields
+                   if isinstance(getattr(d, f), tir.PrimExpr))
+    return True
 
 
 def _tuples(value):
@@ -2000,8 +2099,10 @@ def _relax_calls() -> dict:
     calls = dict(_TirBuilder.CALLS)
     calls.update({
         "R.Tensor": r.r_tensor, "R.Tuple": r.r_tuple_sinfo, "R.Shape": r.r_shape_sinfo, "R.Prim": r.r_prim_sinfo,
-        "R.Object": r.r_object, "R.Any": r.r_object, "R.Callable": r.r_callable,
-        "R.const": r.r_const, "R.shape": r.r_shape, "R.prim_value": r.r_prim_value, "R.str": r.r_str,
+        "R.Object": r.r_object, "R.Any": r.r_object,
+        "R.Callable": r.r_callable,
+        "R.const": r.r_const, "R.tuple": r.r_tuple, "R.shape": r.r_shape, "R.prim_value": r.r_prim_value,
+        "R.str": r.r_str,
         "R.dtype": r.r_dtype, "R.ExternFunc": r.r_extern, "R.extern": r.r_extern,
         "R.call_tir": r.r_call_tir, "R.call_dps_packed": r.r_call_dps_packed,
         "R.call_pure_packed": r.r_call_pure_packed, "R.match_cast": r.r_match_cast,
