@@ -453,3 +453,32 @@ def test_bad_buffer_dtype_is_named():
         def f(A: T.Buffer((4,), "float33")):
             A[0] = T.float32(0)
     """)
+
+
+def test_mixed_dtypes_are_promoted_as_tvm_does():
+    # (checked against TVM 0.27: `A[1] + n` is `A[1] + T.Cast("float32", n)`)
+    from irtool.text import to_text
+
+    mod = parse_script("""
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32"), n: T.int32, m: T.int64):
+            A[0] = A[1] + n
+            A[2] = T.Cast("float32", m + n)
+    """)
+    text = to_text(mod)
+    assert 'A[0] = A[1] + T.Cast("float32", n)' in text
+    assert 'A[2] = T.Cast("float32", m + T.Cast("int64", n))' in text
+
+
+def test_let_of_the_wrong_dtype_and_constant_division_by_zero():
+    assert "the value has dtype float32, but the variable is declared int32" in error_of("""
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32")):
+            x: T.let[T.int32] = T.float32(1)
+            A[0] = T.float32(0)
+    """)
+    assert "test.py:3:12: error: division by zero" in error_of("""
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32")):
+            A[0] = A[1] / T.float32(0)
+    """)

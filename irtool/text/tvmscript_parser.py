@@ -347,7 +347,40 @@ def _unify(a, b) -> tuple[tir.PrimExpr, tir.PrimExpr]:
             b = tir.IntImm(b.value, a.dtype)
         elif isinstance(a, tir.IntImm) and a.dtype.startswith("int") and b.dtype.startswith("int"):
             a = tir.IntImm(a.value, b.dtype)
+        else:
+            target = _promoted(a.dtype, b.dtype)
+            if target is not None:
+                a, b = _cast_to(a, target), _cast_to(b, target)
     return a, b
+
+
+def _promoted(x: str, y: str) -> str | None:
+    """TVM's BinaryOpMatchTypes: an integer meets a float as that float; the same kind
+    meets the wider width. None when TVM has no rule (the operands stay as they are)."""
+    def kind_bits(d):
+        for kind in ("float", "int", "uint"):
+            if d.startswith(kind) and d[len(kind):].isdigit():
+                return kind, int(d[len(kind):])
+        return None
+
+    kx, ky = kind_bits(x), kind_bits(y)
+    if kx is None or ky is None:
+        return None
+    if kx[0] == "float" and ky[0] != "float":
+        return x
+    if ky[0] == "float" and kx[0] != "float":
+        return y
+    if kx[0] == ky[0]:
+        return x if kx[1] >= ky[1] else y
+    return None
+
+
+def _cast_to(e: tir.PrimExpr, dtype: str) -> tir.PrimExpr:
+    if e.dtype == dtype:
+        return e
+    if isinstance(e, (tir.IntImm, tir.FloatImm)):
+        return tir.const(e.value, dtype)
+    return tir.Cast(dtype, e)
 
 
 _PY_BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "floormod",
@@ -389,6 +422,9 @@ class _TirBuilder(_Builder):
             return _PY_FOLD[op](a, b)
         if op not in _PY_BINOPS:
             self.error(f"operator `{op}` is not supported in TIR", node)
+        if op in ("//", "%", "/") and isinstance(b, (tir.IntImm, tir.FloatImm, int, float)) and \
+                getattr(b, "value", b) == 0:
+            self.error("division by zero", node)
         try:
             return tir.BinOp(_PY_BINOPS[op], *_unify(a, b), span=self.span(node))
         except TypeError as err:
@@ -1042,7 +1078,10 @@ class _TirBuilder(_Builder):
         if isinstance(ann_v, tuple) and ann_v and ann_v[0] == "let":
             ann_v = ann_v[1]
         dtype, ptr = self.var_type(ann_v, ann)
-        value = _as_prim(self.eval(value_node), dtype)
+        raw = self.eval(value_node)
+        value = _as_prim(raw, dtype)
+        if isinstance(raw, tir.PrimExpr) and raw.dtype != dtype:
+            self.error(f"the value has dtype {raw.dtype}, but the variable is declared {dtype}", value_node)
         name = str(target.children[0])
         var = tir.Var(name, dtype, ptr, span=self.span(node))
         self.scopes.append({name: var})
