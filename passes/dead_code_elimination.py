@@ -1,6 +1,6 @@
-"""dead-code-elimination: drop let bindings whose variable is never used.
+"""dead-code-elimination: drop bindings whose variable is never used.
 
-TVM's DeadCodeElimination (relay/transforms/dead_code.cc), on the let-bound form:
+Relay — TVM's DeadCodeElimination (relay/transforms/dead_code.cc), on the let-bound form:
 
     let %a = exp(%x);       used by %c: kept
     let %b = log(%a);       never used: dropped
@@ -13,9 +13,23 @@ only by dead bindings dies in the same pass. A use inside a nested function coun
 many (the function may run many times), so inline-once never moves work into a loop
 body or closure. In graph form there is nothing to remove: a node that nothing uses is
 not part of the program (the parser already drops unused `%n = ...;` bindings).
-
 Every Relay operator here is pure (no op of the registry has side effects), so an
 unused binding can always be dropped.
+
+Relax — TVM 0.27's relax.transform.DeadCodeElimination(entry_functions), module level:
+
+    S1  drop the functions (Relax and TIR) not reachable from the entry functions:
+        the given ones plus every externally visible one (not private, or with a
+        `global_symbol`); calls are every GlobalVar a function mentions. If some
+        reachable reference names no function of the module, nothing is dropped.
+    S2  in every Relax function, RemoveAllUnused: a variable is live if the function
+        (or a nested function, or a match_cast outside any binding) returns or uses it,
+        or if its value contains an impure call; the variables a live binding uses are
+        live (a use-def fixed point). Unused VarBindings are removed in dataflow and
+        ordinary blocks alike, nested functions and if-branches included; match_casts
+        stay (they check at run time). Blocks left empty disappear and neighbouring
+        blocks of the same kind merge, as TVM's normaliser does.
+    S3  S1 again: S2 may have removed the last call of a private function.
 """
 
 from __future__ import annotations
@@ -23,7 +37,12 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from irtool.ir.expr import Function, Let, Var
+from irtool.diagnostics import DiagnosticError
+from irtool.ir import relax as rx
+from irtool.ir import tir
+from irtool.ir.expr import Function, GlobalVar, Let, Op, Var
+from irtool.ir.module import IRModule
+from irtool.ir.node import Node
 from irtool.ir.visitor import ExprMutator, ExprVisitor
 from irtool.transform import FunctionPass, register
 
@@ -92,16 +111,328 @@ class _Eliminator(ExprMutator):
         return Let(e.var, value, body, e.span)
 
 
+# --------------------------------------------------------------------------- Relax
+
+# Relax operators TVM 0.27 registers with FPurity=false; every other operator is pure.
+IMPURE_RELAX_OPS = frozenset({
+    "relax.call_builtin_with_ctx", "relax.print", "relax.assert_op", "relax.invoke_closure",
+    "relax.memory.kill_storage", "relax.memory.kill_tensor", "relax.vm.kill_object", "relax.vm.call_tir_dyn",
+})
+
+
+def is_impure_call(call: rx.Call, mod: IRModule | None) -> bool:
+    """TVM's IsImpureCall: an impure operator, or a callee whose struct info says impure
+    (a GlobalVar's is its function's; a callee whose purity is unknown counts as impure)."""
+    op = call.op
+    if isinstance(op, Op):
+        return op.name in IMPURE_RELAX_OPS
+    if isinstance(op, GlobalVar):
+        fn = mod.functions.get(op.name_hint) if mod is not None else None
+        sinfo = fn.struct_info if isinstance(fn, rx.Function) else None
+    else:
+        sinfo = getattr(op, "struct_info", None)
+    return not (isinstance(sinfo, rx.FuncStructInfo) and sinfo.purity)
+
+
+def contains_impure_call(expr, mod: IRModule | None) -> bool:
+    """TVM's ContainsImpureCall: an impure call anywhere in `expr` (in the body of `expr`
+    if it is a function), not counting the calls inside nested functions."""
+    stack = [expr.body if isinstance(expr, rx.Function) else expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, rx.Call):
+            if is_impure_call(e, mod):
+                return True
+            stack.append(e.op)
+            stack.extend(e.args)
+        elif isinstance(e, rx.Tuple):
+            stack.extend(e.fields_)
+        elif isinstance(e, rx.TupleGetItem):
+            stack.append(e.tuple_value)
+        elif isinstance(e, rx.If):
+            stack += [e.cond, e.true_branch, e.false_branch]
+        elif isinstance(e, rx.SeqExpr):
+            stack.append(e.body)
+            stack.extend(b.value for block in e.blocks for b in block.bindings)
+    return False
+
+
+def _struct_info_vars(sinfo, out: list) -> list:
+    """Relax variables a struct info mentions (a tensor's shape given as a shape variable):
+    TVM's visitors see them as uses wherever the struct info is visited."""
+    if isinstance(sinfo, rx.TensorStructInfo) and isinstance(sinfo.shape, rx.Var):
+        out.append(sinfo.shape)
+    elif isinstance(sinfo, rx.TupleStructInfo):
+        for f in sinfo.fields_:
+            _struct_info_vars(f, out)
+    return out
+
+
+class _VarUsage:
+    """TVM's UDChain (CollectVarUsage): for every variable, the variables whose bindings use
+    it; the variables used outside any binding (returned, or used in a nested function or
+    a top-level match_cast) are outputs. Bound values are recorded for the purity check."""
+
+    def __init__(self) -> None:
+        self.users: dict[rx.Var, dict[rx.Var, None]] = {}
+        self.outputs: dict[rx.Var, None] = {}
+        self.bound_values: dict[rx.Var, rx.Expr] = {}
+        self.user: rx.Var | None = None
+        self.forward: set[rx.Var] = set()
+
+    def define(self, var: rx.Var) -> None:
+        self.users.setdefault(var, {})
+
+    def use(self, var: rx.Var) -> None:
+        if self.user is not None:
+            self.users.setdefault(var, {})[self.user] = None
+        else:
+            self.outputs[var] = None
+        for v in _struct_info_vars(var.struct_info, []):
+            self.use(v)
+
+    def sinfo(self, sinfo) -> None:
+        for v in _struct_info_vars(sinfo, []):
+            self.use(v)
+
+    def expr(self, e) -> None:
+        if isinstance(e, rx.Var):
+            self.use(e)
+        elif isinstance(e, rx.Call):
+            if isinstance(e.op, rx.Expr):
+                self.expr(e.op)
+            for s in e.sinfo_args:
+                self.sinfo(s)
+            for a in e.args:
+                self.expr(a)
+            self.sinfo(e.struct_info)
+        elif isinstance(e, rx.Tuple):
+            for f in e.fields_:
+                self.expr(f)
+            self.sinfo(e.struct_info)
+        elif isinstance(e, rx.TupleGetItem):
+            self.expr(e.tuple_value)
+            self.sinfo(e.struct_info)
+        elif isinstance(e, rx.If):
+            self.expr(e.cond)
+            self.expr(e.true_branch)
+            self.expr(e.false_branch)
+            self.sinfo(e.struct_info)
+        elif isinstance(e, rx.SeqExpr):
+            for block in e.blocks:
+                for b in block.bindings:
+                    self.binding(b)
+            self.expr(e.body)
+            self.sinfo(e.struct_info)
+        elif isinstance(e, rx.Function):
+            self.user = None  # as in TVM, not restored until the enclosing binding ends
+            for p in e.params:
+                self.define(p)
+            self.expr(e.body)
+
+    def binding(self, b) -> None:
+        if isinstance(b, rx.MatchCast):
+            self.expr(b.value)
+            self.sinfo(b.struct_info)
+            self.define(b.var)
+            return
+        self.bound_values[b.var] = b.value
+        saved, self.user = self.user, b.var
+        if isinstance(b.value, rx.Function):  # a local function may call itself
+            self.define(b.var)
+            self.forward.add(b.var)
+        self.expr(b.value)
+        if b.var in self.forward:
+            self.forward.discard(b.var)
+        else:
+            self.define(b.var)
+        self.user = saved
+
+
+def _unused_vars(usage: _VarUsage, exposed) -> set:
+    """TVM's GetUnusedVars: a variable no live variable uses and that is not exposed is
+    unused, and then its own uses no longer count (a worklist over the user counts)."""
+    remaining = {v: len(users) for v, users in usage.users.items()}
+    uses_of: dict[rx.Var, list] = {}
+    for v, users in usage.users.items():
+        for u in users:
+            uses_of.setdefault(u, []).append(v)
+    unused = set()
+    work = [v for v, n in remaining.items() if n == 0 and v not in exposed]
+    while work:
+        v = work.pop()
+        if v in unused:
+            continue
+        unused.add(v)
+        for used in uses_of.get(v, ()):
+            remaining[used] -= 1
+            if remaining[used] == 0 and used not in exposed:
+                work.append(used)
+    return unused
+
+
+def normalize_blocks(blocks) -> list:
+    """TVM's NormalizeBlocks: empty blocks go, neighbouring blocks of the same kind merge."""
+    out: list = []
+    for block in blocks:
+        if not block.bindings:
+            continue
+        if out and type(out[-1]) is type(block):
+            out[-1] = type(block)(out[-1].bindings + block.bindings, out[-1].span)
+        else:
+            out.append(block)
+    return out
+
+
+class _UnusedRemover:
+    """TVM's RemoveUnusedVars: drops the VarBindings of unused variables everywhere,
+    keeping those with an impure value outside dataflow blocks."""
+
+    def __init__(self, unused: set, mod: IRModule | None) -> None:
+        self.unused = unused
+        self.mod = mod
+        self.in_dataflow = False
+
+    def expr(self, e):
+        if isinstance(e, rx.SeqExpr):
+            return self.seq(e)
+        if isinstance(e, rx.Function):
+            body = self.seq(e.body)
+            if body is e.body:
+                return e
+            return rx.Function(e.params, body, e.ret_struct_info, e.is_pure, e.attrs, e.private, e.span)
+        if isinstance(e, rx.If):
+            t, f = self.seq(e.true_branch), self.seq(e.false_branch)
+            return e if t is e.true_branch and f is e.false_branch else e.replace(true_branch=t, false_branch=f)
+        if isinstance(e, rx.Call):
+            op = self.expr(e.op) if isinstance(e.op, rx.Function) else e.op
+            args = tuple(self.expr(a) for a in e.args)
+            if op is e.op and all(a is b for a, b in zip(args, e.args)):
+                return e
+            return e.replace(op=op, args=args)
+        if isinstance(e, rx.Tuple):
+            fields = tuple(self.expr(f) for f in e.fields_)
+            return e if all(a is b for a, b in zip(fields, e.fields_)) else e.replace(fields_=fields)
+        if isinstance(e, rx.TupleGetItem):
+            t = self.expr(e.tuple_value)
+            return e if t is e.tuple_value else e.replace(tuple_value=t)
+        return e
+
+    def seq(self, seq: rx.SeqExpr) -> rx.SeqExpr:
+        blocks = [self.block(b) for b in seq.blocks]
+        body = self.expr(seq.body)
+        new_blocks = normalize_blocks(blocks)
+        if body is seq.body and len(new_blocks) == len(seq.blocks) and all(
+                a is b for a, b in zip(new_blocks, seq.blocks)):
+            return seq
+        return seq.replace(blocks=tuple(new_blocks), body=body)
+
+    def block(self, block):
+        dataflow = isinstance(block, rx.DataflowBlock)
+        saved, self.in_dataflow = self.in_dataflow, self.in_dataflow or dataflow
+        bindings, changed = [], False
+        for b in block.bindings:
+            if (isinstance(b, rx.VarBinding) and b.var in self.unused
+                    and (self.in_dataflow or not contains_impure_call(b.value, self.mod))):
+                changed = True
+                continue
+            value = self.expr(b.value)
+            if value is not b.value:
+                b, changed = b.replace(value=value), True
+            bindings.append(b)
+        self.in_dataflow = saved
+        return type(block)(bindings, block.span) if changed else block
+
+
+def remove_all_unused(fn: rx.Function, mod: IRModule | None = None) -> rx.Function:
+    """TVM's relax.analysis.remove_all_unused on one function."""
+    usage = _VarUsage()
+    usage.expr(fn)
+    exposed = set(usage.outputs)
+    exposed.update(v for v, value in usage.bound_values.items() if contains_impure_call(value, mod))
+    unused = _unused_vars(usage, exposed)
+    return _UnusedRemover(unused, mod).expr(fn)
+
+
+def _global_vars_in(root) -> list[str]:
+    """The names of the GlobalVars `root` (a Relax function or a PrimFunc) mentions, in
+    first-seen order (TVM's CollectCallees)."""
+    names: dict[str, None] = {}
+    stack = [root]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, GlobalVar):
+            names[x.name_hint] = None
+        elif isinstance(x, (tuple, list)):
+            stack.extend(reversed(x))
+        elif isinstance(x, Node):
+            if isinstance(x, rx.StructInfo):
+                continue
+            stack.extend(getattr(x, f) for f in reversed(type(x).fields))
+    return list(names)
+
+
+def is_externally_visible(fn) -> bool:
+    """TVM's LinkageType::kExternal: a function with a global symbol (not private); Relay
+    functions and extern functions count as entry points too."""
+    if isinstance(fn, (rx.Function, tir.PrimFunc)):
+        return not fn.private or fn.attr("global_symbol") is not None
+    return True
+
+
+def remove_unused_functions(mod: IRModule, entries) -> IRModule:
+    """TVM's RemoveUnusedFunctions: keep what the entry functions reach."""
+    call_map = {name: (_global_vars_in(fn) if isinstance(fn, (rx.Function, tir.PrimFunc)) else [])
+                for name, fn in mod.functions.items()}
+    reachable = set(entries)
+    stack = list(entries)
+    while stack:
+        callees = call_map.get(stack.pop())
+        if callees is None:
+            return mod  # a reference to a function outside the module: keep everything
+        for callee in callees:
+            if callee not in reachable:
+                reachable.add(callee)
+                stack.append(callee)
+    if all(name in reachable for name in mod.functions):
+        return mod
+    out = mod.with_functions({n: fn for n, fn in mod.functions.items() if n in reachable})
+    out.bare = mod.bare
+    return out
+
+
 @register
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class DeadCodeElimination(FunctionPass):
     name = "dead-code-elimination"
     tvm_name = "DeadCodeElimination"
     opt_level = 1
     tvm_module_pass = True  # TVM registers DeadCodeElimination as a module pass
-    summary = "Remove unused let bindings (optionally inline bindings used once)"
+    summary = "Remove unused bindings (Relay: optionally inline those used once; Relax: and unreachable functions)"
 
     inline_once: bool = False
+
+    def __init__(self, inline_once: bool = False, entry_functions=()) -> None:
+        """`entry_functions` (Relax; TVM's keyword, a name or a list of names): entry points
+        besides the externally visible functions. It is a Python-only argument, not a
+        pipeline option."""
+        object.__setattr__(self, "inline_once", inline_once)
+        names = (entry_functions,) if isinstance(entry_functions, str) else tuple(entry_functions or ())
+        object.__setattr__(self, "entry_functions", names)
+
+    def transform_module(self, mod: IRModule, ctx) -> IRModule:
+        if not any(isinstance(fn, (rx.Function, tir.PrimFunc)) for fn in mod.functions.values()):
+            return super().transform_module(mod, ctx)  # a Relay module: the let-binding DCE only
+        entries = [n for n, fn in mod.functions.items() if is_externally_visible(fn)]
+        for name in self.entry_functions:
+            if name not in mod.functions:
+                raise DiagnosticError(f"dead-code-elimination: the module has no entry function `{name}`")
+            entries.append(name)
+        mod = remove_unused_functions(mod, entries)
+        out = super().transform_module(mod, ctx)
+        if out is not mod:
+            out.bare = mod.bare
+        return remove_unused_functions(out, entries)
 
     def transform_function(self, fn, mod, ctx):
         if fn.is_primitive:  # a fused kernel is left as it is (TVM skips primitive functions)
@@ -109,3 +440,6 @@ class DeadCodeElimination(FunctionPass):
         counter = _UseCounter()
         counter.visit(fn)
         return _Eliminator(counter.uses, self.inline_once).visit(fn)
+
+    def transform_relax_function(self, fn, mod, ctx):
+        return remove_all_unused(fn, mod)
