@@ -322,15 +322,7 @@ def _normalize_blocks(blocks) -> list:
                 current.append(b)
         flat.append(block if len(current) == len(block.bindings) and all(
             x is y for x, y in zip(current, block.bindings, strict=True)) else type(block)(current, block.span))
-    out: list = []
-    for block in flat:
-        if not block.bindings:
-            continue
-        if out and type(out[-1]) is type(block):
-            out[-1] = type(block)(out[-1].bindings + block.bindings, out[-1].span)
-        else:
-            out.append(block)
-    return out
+    return rx.merge_blocks(flat)
 
 
 # ----------------------------------------------------------------------------- the mutator

@@ -271,19 +271,6 @@ def _unused_vars(usage: _VarUsage, exposed) -> set:
     return unused
 
 
-def normalize_blocks(blocks) -> list:
-    """TVM's NormalizeBlocks: empty blocks go, neighbouring blocks of the same kind merge."""
-    out: list = []
-    for block in blocks:
-        if not block.bindings:
-            continue
-        if out and type(out[-1]) is type(block):
-            out[-1] = type(block)(out[-1].bindings + block.bindings, out[-1].span)
-        else:
-            out.append(block)
-    return out
-
-
 class _UnusedRemover:
     """TVM's RemoveUnusedVars: drops the VarBindings of unused variables everywhere,
     keeping those with an impure value outside dataflow blocks."""
@@ -321,7 +308,7 @@ class _UnusedRemover:
     def seq(self, seq: rx.SeqExpr) -> rx.SeqExpr:
         blocks = [self.block(b) for b in seq.blocks]
         body = self.expr(seq.body)
-        new_blocks = normalize_blocks(blocks)
+        new_blocks = rx.merge_blocks(blocks)
         if body is seq.body and len(new_blocks) == len(seq.blocks) and all(
                 a is b for a, b in zip(new_blocks, seq.blocks)):
             return seq

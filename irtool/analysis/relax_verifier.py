@@ -46,12 +46,12 @@ class _RelaxChecker:
         self.seq(fn.body)
 
     def define_symbols(self, sinfo) -> None:
-        for d in _dims(sinfo):
+        for d in rx.struct_info_dims(sinfo):
             if isinstance(d, tir.Var):
                 self.symbols.add(id(d))
 
     def check_symbols(self, sinfo, node) -> None:
-        for d in _dims(sinfo):
+        for d in rx.struct_info_dims(sinfo):
             for v in _tir_vars(d):
                 if id(v) not in self.symbols:
                     self.fail(f"symbolic variable `{v.name}` is used before it is defined", node)
@@ -121,18 +121,6 @@ class _RelaxChecker:
             self.expr(op)
         for a in call.args:
             self.expr(a)
-
-
-def _dims(sinfo):
-    if isinstance(sinfo, rx.TensorStructInfo) and isinstance(sinfo.shape, tuple):
-        yield from sinfo.shape
-    elif isinstance(sinfo, rx.ShapeStructInfo) and sinfo.values is not None:
-        yield from sinfo.values
-    elif isinstance(sinfo, rx.TupleStructInfo):
-        for f in sinfo.fields_:
-            yield from _dims(f)
-    elif isinstance(sinfo, rx.PrimStructInfo) and sinfo.value is not None:
-        yield sinfo.value
 
 
 def _tir_vars(e):

@@ -351,3 +351,31 @@ class MetadataRef(Node):
         self.key = key
         self.index = index
         self.span = span
+
+
+def merge_blocks(blocks) -> list:
+    """TVM's NormalizeBlocks (the last step): empty blocks go, neighbouring blocks of the
+    same kind merge."""
+    out: list = []
+    for block in blocks:
+        if not block.bindings:
+            continue
+        if out and type(out[-1]) is type(block):
+            out[-1] = type(block)(out[-1].bindings + block.bindings, out[-1].span)
+        else:
+            out.append(block)
+    return out
+
+
+def struct_info_dims(sinfo):
+    """The size expressions a struct info mentions: tensor and shape dimensions, prim
+    values, through tuples."""
+    if isinstance(sinfo, TensorStructInfo) and isinstance(sinfo.shape, tuple):
+        yield from sinfo.shape
+    elif isinstance(sinfo, ShapeStructInfo) and sinfo.values is not None:
+        yield from sinfo.values
+    elif isinstance(sinfo, TupleStructInfo):
+        for f in sinfo.fields_:
+            yield from struct_info_dims(f)
+    elif isinstance(sinfo, PrimStructInfo) and sinfo.value is not None:
+        yield sinfo.value

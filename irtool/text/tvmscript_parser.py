@@ -2044,23 +2044,11 @@ def _annotated(ann, deduced, params=None):
 
     if ann is None or is_base_of(ann, deduced):
         if params is not None:
-            defined = {d for p in params for d in _sinfo_dims(p.struct_info) if isinstance(d, tir.Var)}
-            if any(not _dims_defined(d, {id(v) for v in defined}) for d in _sinfo_dims(deduced)):
+            defined = {d for p in params for d in rx.struct_info_dims(p.struct_info) if isinstance(d, tir.Var)}
+            if any(not _dims_defined(d, {id(v) for v in defined}) for d in rx.struct_info_dims(deduced)):
                 return erase_to_well_defined(deduced, defined) if ann is None else ann
         return deduced
     return ann
-
-
-def _sinfo_dims(sinfo):
-    if isinstance(sinfo, rx.TensorStructInfo) and isinstance(sinfo.shape, tuple):
-        yield from sinfo.shape
-    elif isinstance(sinfo, rx.ShapeStructInfo) and sinfo.values is not None:
-        yield from sinfo.values
-    elif isinstance(sinfo, rx.TupleStructInfo):
-        for f in sinfo.fields_:
-            yield from _sinfo_dims(f)
-    elif isinstance(sinfo, rx.PrimStructInfo) and isinstance(sinfo.value, tir.PrimExpr):
-        yield sinfo.value
 
 
 def _dims_defined(d, defined: set) -> bool:
