@@ -1,0 +1,96 @@
+"""irtool-import: an ONNX model -> Relay text (`irtool.frontend.from_onnx`).
+
+    irtool-import model.onnx [-o model.ir] [--shape data=1,3,224,224]... [--opset N]
+                  [--keep-params] [--print-types]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+
+from ..diagnostics import DiagnosticError
+
+
+def _shape(text: str) -> tuple[str, tuple]:
+    name, sep, dims = text.rpartition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=D1,D2,... (e.g. data=1,3,224,224), got `{text}`")
+    try:
+        values = tuple(-1 if d.strip() in ("?", "-1") else int(d) for d in dims.split(",") if d.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"dimensions must be integers or `?`, got `{dims}`") from None
+    return name, values
+
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="irtool-import", description="Import an ONNX model as Relay text.")
+    p.add_argument("model", metavar="MODEL.onnx")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the module here (atomically) instead of stdout")
+    p.add_argument("--shape", action="append", type=_shape, default=[], metavar="NAME=D1,D2,...",
+                   help="the shape of a graph input (repeatable; `?` or -1 for an unknown dimension)")
+    p.add_argument("--opset", type=int, help="override the model's opset")
+    p.add_argument("--keep-params", action="store_true",
+                   help="initializers become parameters of @main instead of constants (freeze_params=False)")
+    p.add_argument("--print-types", action="store_true", help="print inferred types, as TVM does")
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
+    return p
+
+
+def run(argv: list[str] | None = None, stdout=None, stderr=None) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    args = build_arg_parser().parse_args(argv)
+    try:
+        from ..frontend.onnx import from_onnx, load_model
+        from ..text import to_text
+
+        model = load_model(args.model)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mod, _ = from_onnx(model, shape=dict(args.shape) or None, opset=args.opset,
+                               freeze_params=not args.keep_params)
+        for w in caught:
+            stderr.write(f"{args.model}: warning: {w.message}\n")
+        text = to_text(mod, show_types=args.print_types)
+        if args.output and args.output != "-":
+            from .opt import _write_atomically
+
+            try:
+                _write_atomically(args.output, text)
+            except OSError as err:
+                stderr.write(f"{args.output}: error: cannot write output: {err.strerror or err}\n")
+                return 1
+        else:
+            stdout.write(text)
+        return 0
+    except DiagnosticError as err:
+        message = str(err)
+        if message.startswith(f"{args.model}: "):
+            message = message[len(args.model) + 2:]
+        stderr.write(f"{args.model}: error: {message}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # an internal error: say so, never a raw traceback
+        if args.debug:
+            raise
+        stderr.write(f"irtool-import: internal error: {type(err).__name__}: {err}\n"
+                     "(this is a bug in irtool; rerun with --debug to see the traceback)\n")
+        return 1
+
+
+def main() -> None:
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+    try:
+        code = run()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = 0
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,325 @@
+"""ONNX -> Relay: TVM's `relay.frontend.from_onnx`, structured as the seed describes.
+
+    model ──check opset, list unsupported ops (one error for all)──┐
+          ├ initializers  -> Constants (freeze_params) or parameters (+ params dict)
+          ├ graph inputs  -> Vars typed from the model, `shape=` overriding; an unknown
+          │                  dimension warns and becomes `?`
+          ├ nodes, in order: CONVERTERS[op_type] picks the implementation for the model's
+          │                  opset (the newest `since_version` not above it) and returns
+          │                  Relay expressions; every new call is typed on the spot and
+          │                  folded to a constant when its inputs are constants (so
+          │                  Shape -> Gather -> Concat -> Reshape becomes a static shape)
+          └ outputs       -> the body (a tuple when there are several)
+
+Converters live in family modules (`elemwise`, `nn`, `tensor`), one small function per
+ONNX op version, registered with `@converter("Relu", 6)`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ...diagnostics import DiagnosticError
+from ...ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
+from ...ir.module import IRModule
+from ...ir.types import ANY, TensorType, TupleType
+
+# ONNX TensorProto element types -> dtypes
+ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
+               10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
+
+
+class OnnxImportError(DiagnosticError):
+    """A model irtool cannot import (unsupported ops, missing shapes, bad attributes)."""
+
+
+@dataclass
+class OnnxOp:
+    """One ONNX op type: implementations keyed by the opset version they start at."""
+
+    name: str
+    versions: dict[int, Callable] = field(default_factory=dict)
+
+    def implementation(self, opset: int) -> Callable | None:
+        usable = [v for v in self.versions if v <= opset]
+        return self.versions[max(usable)] if usable else None
+
+
+CONVERTERS: dict[str, OnnxOp] = {}
+_FAMILIES = ("elemwise", "nn", "tensor")
+_loaded = False
+
+
+def converter(op_type: str, *since_versions: int):
+    """Register a converter for `op_type` from each opset version given."""
+    def register(fn: Callable) -> Callable:
+        op = CONVERTERS.setdefault(op_type, OnnxOp(op_type))
+        for v in since_versions or (1,):
+            op.versions[v] = fn
+        return fn
+    return register
+
+
+def converters() -> dict[str, OnnxOp]:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for family in _FAMILIES:
+            importlib.import_module(f"{__name__}.{family}")
+    return CONVERTERS
+
+
+def supported_ops() -> list[str]:
+    return sorted(converters())
+
+
+# ----------------------------------------------------------------------------- conversion context
+
+
+class Context:
+    """What a converter sees: the node, the opset, and helpers to build typed Relay."""
+
+    def __init__(self, opset: int) -> None:
+        self.opset = opset
+        self.node = None
+        from ...analysis.type_infer import TypeInferencer
+
+        self._types = TypeInferencer()
+
+    def error(self, message: str) -> OnnxImportError:
+        node = self.node
+        where = f"node `{node.name}` ({node.op_type})" if node is not None and node.name else (
+            f"a {node.op_type} node" if node is not None else "the model")
+        return OnnxImportError(f"{where}: {message}")
+
+    def const(self, value, dtype: str | None = None) -> Constant:
+        import numpy as np
+
+        return self.typed(Constant(np.asarray(value, dtype=dtype)))
+
+    def call(self, op: str, *args, **attrs) -> Expr:
+        """`op(args, attrs)` with the attributes checked, typed, and folded when constant."""
+        from ...ops.registry import AttrError, make_call
+
+        try:
+            expr = make_call(op, *args, **attrs)
+        except (AttrError, KeyError) as err:
+            raise self.error(str(err)) from None
+        return self.fold(self.typed(expr))
+
+    def typed(self, expr: Expr) -> Expr:
+        """Give `expr` (and its untyped sub-expressions) their types."""
+        from ...analysis.type_infer import MissingTypeInfo
+        from ...ir.visitor import post_order
+        from ...ops.registry import TypeRelError
+
+        if expr.checked_type is not None:
+            return expr
+        for node in post_order(expr, enter_functions=False):
+            if node.checked_type is None:
+                try:
+                    node.checked_type = self._types.type_of(node)
+                except (DiagnosticError, TypeRelError, MissingTypeInfo) as err:
+                    raise self.error(str(err)) from None
+        return expr
+
+    def type_of(self, expr: Expr):
+        return self.typed(expr).checked_type
+
+    def shape_of(self, expr: Expr) -> tuple:
+        t = self.type_of(expr)
+        if not isinstance(t, TensorType):
+            raise self.error("expected a tensor")
+        return t.shape
+
+    def fold(self, expr: Expr) -> Expr:
+        """A call whose arguments are all constants (or `shape_of` a static shape) becomes
+        a constant: shape arithmetic disappears at import, as TVM's importer does."""
+        import numpy as np
+
+        from ...ops.registry import call_attrs, lookup
+
+        if not isinstance(expr, Call) or not isinstance(expr.op, Op):
+            return expr
+        opdef = lookup(expr.op.name)
+        if opdef is None or opdef.stateful or opdef.ref is None:
+            return expr
+        if expr.op.name == "shape_of":
+            shape = self.shape_of(expr.args[0])
+            if ANY in shape:
+                return expr
+            return self.const(np.array(shape, dtype=expr.checked_type.dtype))
+        if not all(isinstance(a, Constant) and a.data is not None for a in expr.args):
+            return expr
+        attrs = call_attrs(opdef, expr.attrs)
+        value = opdef.ref(*[a.data for a in expr.args], **(dict(attrs.items()) if attrs else {}))
+        if isinstance(value, tuple):
+            return expr
+        return self.const(np.asarray(value, dtype=expr.checked_type.dtype))
+
+    def value(self, expr: Expr | None):
+        """The NumPy value of a constant input (e.g. Reshape's shape), else None."""
+        if isinstance(expr, Constant) and expr.data is not None:
+            return expr.data
+        return None
+
+    def required_value(self, expr: Expr | None, what: str):
+        v = self.value(expr)
+        if v is None:
+            raise self.error(f"{what} must be known at import time (a constant, or computed from static shapes)")
+        return v
+
+
+# ----------------------------------------------------------------------------- the importer
+
+
+def _attribute(attr):
+    from onnx import helper
+
+    value = helper.get_attribute_value(attr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
+    if attr.type == attr.TENSOR:
+        from onnx import numpy_helper
+
+        return numpy_helper.to_array(attr.t)
+    return value
+
+
+def _graph_opset(model, opset: int | None) -> int:
+    if opset is not None:
+        return opset
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return imp.version
+    return 1
+
+
+def _input_type(value_info, shape: dict | None, dtype) -> TensorType:
+    name = value_info.name
+    ttype = value_info.type.tensor_type
+    elem = ONNX_DTYPES.get(ttype.elem_type)
+    if isinstance(dtype, dict):
+        elem = dtype.get(name, elem)
+    elif elem is None:
+        elem = dtype
+    if elem is None:
+        raise OnnxImportError(f"graph input `{name}` has an unsupported element type {ttype.elem_type}")
+    if shape is not None and name in shape:
+        dims = tuple(ANY if d is None or (isinstance(d, int) and d < 0) else int(d) for d in shape[name])
+        return TensorType(dims, elem)
+    if not ttype.HasField("shape"):
+        raise OnnxImportError(f"graph input `{name}` has no shape; give one with shape={{'{name}': (...)}} "
+                              f"(or `--shape {name}=...`)")
+    dims = []
+    for d in ttype.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        else:
+            label = d.dim_param or "?"
+            warnings.warn(f"graph input `{name}` has an unknown dimension `{label}`; it becomes `?` "
+                          f"(give shape={{'{name}': (...)}} to fix it)", stacklevel=3)
+            dims.append(ANY)
+    return TensorType(tuple(dims), elem)
+
+
+def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | None = None,
+              freeze_params: bool = True):
+    """Convert an ONNX ModelProto (or a path to one) to `(IRModule, params)`.
+
+    shape          {input name: dims} overriding the model's input shapes (-1/None: `?`)
+    dtype          input dtype, or {input name: dtype}, where the model does not say
+    opset          override the model's opset
+    freeze_params  initializers become constants; otherwise they are parameters of
+                   `main` after the graph inputs, and `params` maps their names to arrays
+    """
+    import numpy as np
+    from onnx import numpy_helper
+
+    if isinstance(model, str):
+        model = load_model(model)
+    graph = model.graph
+    opset = _graph_opset(model, opset)
+    table = converters()
+    unsupported = sorted({n.op_type for n in graph.node if n.domain not in ("", "ai.onnx") or n.op_type not in table
+                          or table[n.op_type].implementation(opset) is None})
+    if unsupported:
+        raise OnnxImportError(f"the model uses operators irtool cannot import (opset {opset}): "
+                              + ", ".join(unsupported))
+    ctx = Context(opset)
+    env: dict[str, Expr] = {}
+    params: dict[str, object] = {}
+    param_vars: list[Var] = []
+    init_names = set()
+    for init in graph.initializer:
+        array = numpy_helper.to_array(init)
+        init_names.add(init.name)
+        if freeze_params:
+            env[init.name] = ctx.typed(Constant(np.array(array)))
+        else:
+            var = Var(init.name, TensorType(array.shape, str(array.dtype)))
+            var.checked_type = var.type_annotation
+            env[init.name] = var
+            param_vars.append(var)
+            params[init.name] = np.array(array)
+    input_vars = []
+    for value_info in graph.input:
+        if value_info.name in init_names:
+            continue
+        var = Var(value_info.name, _input_type(value_info, shape, dtype))
+        var.checked_type = var.type_annotation
+        env[value_info.name] = var
+        input_vars.append(var)
+    for node in graph.node:
+        ctx.node = node
+        impl = table[node.op_type].implementation(opset)
+        inputs = [env[name] if name else None for name in node.input]
+        for name in node.input:
+            if name and name not in env:
+                raise ctx.error(f"input `{name}` is not produced by any earlier node, initializer or graph input")
+        attrs = {a.name: _attribute(a) for a in node.attribute}
+        try:
+            out = impl(ctx, inputs, attrs)
+        except OnnxImportError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError) as err:
+            raise ctx.error(f"cannot convert: {err}") from None
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        if isinstance(out, Expr) and isinstance(ctx.type_of(out), TupleType) and len(node.output) > 1:
+            outs = [ctx.typed(TupleGetItem(out, i)) for i in range(len(node.output))]
+        for name, value in zip(node.output, outs, strict=False):
+            if name:
+                env[name] = ctx.typed(value)
+    ctx.node = None
+    results = [env[o.name] for o in graph.output]
+    body = results[0] if len(results) == 1 else ctx.typed(Tuple(results))
+    fn = Function(input_vars + param_vars, body)
+    return IRModule({"main": fn}), params
+
+
+def load_model(path: str):
+    """Read an ONNX file; a truncated or corrupt file is an OnnxImportError."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        raise OnnxImportError(f"{path}: cannot read: {err.strerror or err}") from None
+    try:
+        model = onnx.load_model_from_string(data)
+    except (DecodeError, ValueError, RuntimeError) as err:
+        raise OnnxImportError(f"{path}: not a valid ONNX model (truncated or corrupt?): {err}") from None
+    if not model.HasField("graph") or not model.graph.node and not model.graph.output:
+        raise OnnxImportError(f"{path}: not a valid ONNX model (no graph)")
+    return model
+
+
+__all__ = ["CONVERTERS", "Context", "OnnxImportError", "converter", "converters", "from_onnx", "load_model",
+           "supported_ops"]
