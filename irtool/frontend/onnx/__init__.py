@@ -204,12 +204,13 @@ def _input_type(value_info, shape: dict | None, dtype) -> TensorType:
     name = value_info.name
     ttype = value_info.type.tensor_type
     elem = ONNX_DTYPES.get(ttype.elem_type)
+    if ttype.elem_type and elem is None:
+        raise OnnxImportError(f"graph input `{name}` has an element type irtool does not support "
+                              f"(ONNX type {ttype.elem_type})")
     if isinstance(dtype, dict):
         elem = dtype.get(name, elem)
     elif elem is None:
         elem = dtype
-    if elem is None:
-        raise OnnxImportError(f"graph input `{name}` has an unsupported element type {ttype.elem_type}")
     if shape is not None and name in shape:
         dims = tuple(ANY if d is None or (isinstance(d, int) and d < 0) else int(d) for d in shape[name])
         return TensorType(dims, elem)
@@ -235,8 +236,9 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
     shape          {input name: dims} overriding the model's input shapes (-1/None: `?`)
     dtype          input dtype, or {input name: dtype}, where the model does not say
     opset          override the model's opset
-    freeze_params  initializers become constants; otherwise they are parameters of
-                   `main` after the graph inputs, and `params` maps their names to arrays
+    freeze_params  initializers become constants; otherwise the floating-point ones are
+                   parameters of `main` after the graph inputs (`params` maps their names
+                   to arrays) and integer ones (shapes, axes, indices) stay constants
     """
     import numpy as np
     from onnx import numpy_helper
@@ -259,7 +261,9 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
     for init in graph.initializer:
         array = numpy_helper.to_array(init)
         init_names.add(init.name)
-        if freeze_params:
+        # integer initializers are shapes, axes and indices: they stay constants even with
+        # freeze_params=False, as irtool has no dynamic reshape (TVM would make them dynamic)
+        if freeze_params or array.dtype.kind in "iub":
             env[init.name] = ctx.typed(Constant(np.array(array)))
         else:
             var = Var(init.name, TensorType(array.shape, str(array.dtype)))

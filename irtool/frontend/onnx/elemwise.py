@@ -1,25 +1,280 @@
-"""ONNX elementwise, activation and comparison ops: tables, one line per op."""
+"""ONNX elementwise, activation, comparison and reduction ops: tables, one line per op,
+and small converters for the ops with attributes or no single Relay op.
+
+Semantics follow the ONNX specs (and onnxruntime, the reference tests compare with):
+
+- before opset 7 the binary ops broadcast only with `broadcast=1`, aligning the second
+  input at `axis` of the first (legacy unidirectional broadcasting); from 7 on NumPy's;
+- constants the converters add (HardSigmoid's alpha, Elu's 1, ...) take the input's dtype;
+- Clip: `min`/`max` attributes before 11 (default -/+FLT_MAX), optional inputs from 11;
+  the result is `min(max(x, lo), hi)`, so `lo > hi` gives `hi` as ONNX says;
+- Reduce*: `axes` attribute, or (ReduceSum from 13, the others from 18) an optional input
+  with `noop_with_empty_axes`; `keepdims` defaults to 1;
+- ArgMax returns int64 (Relay's argmax gives int32, so it is cast).
+"""
 
 from __future__ import annotations
 
 from . import converter
 
-# ONNX op -> Relay op, for ops that map one to one (same inputs, no attributes)
-_UNARY = {"Relu": "nn.relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
-          "Neg": "negative", "Abs": "abs", "Erf": "erf", "Not": "logical_not", "Floor": "floor", "Ceil": "ceil"}
-_BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power",
+# ONNX op -> (Relay op, the opset the ONNX op starts at), for ops that map one to one
+_UNARY = {"Relu": ("nn.relu", 1), "Sigmoid": ("sigmoid", 1), "Tanh": ("tanh", 1), "Exp": ("exp", 1),
+          "Log": ("log", 1), "Sqrt": ("sqrt", 1), "Neg": ("negative", 1), "Abs": ("abs", 1), "Erf": ("erf", 9),
+          "Not": ("logical_not", 1), "Floor": ("floor", 1), "Ceil": ("ceil", 1)}
+# binary ops: legacy `broadcast`/`axis` attributes before opset 7, NumPy broadcasting from 7
+_BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide",
            "Equal": "equal", "Less": "less", "Greater": "greater", "And": "logical_and", "Or": "logical_or"}
+# variadic ops folded pairwise (NumPy broadcasting from opset 8, equal shapes before)
+_VARIADIC = {"Sum": "add", "Max": "maximum", "Min": "minimum"}
+# ONNX reduction -> (Relay op, the opset from which `axes` is an input)
+_REDUCE = {"ReduceSum": ("sum", 13), "ReduceMean": ("mean", 18), "ReduceMax": ("max", 18),
+           "ReduceMin": ("min", 18), "ReduceProd": ("prod", 18)}
+
+_FLT_MAX = 3.4028234663852886e38
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _dtype(ctx, x) -> str:
+    return ctx.type_of(x).dtype
+
+
+def _scalar(ctx, value, like):
+    """A scalar constant in `like`'s dtype."""
+    return ctx.const(value, _dtype(ctx, like))
+
+
+def _legacy_broadcast(ctx, a, b, attrs):
+    """Before opset 7: with `broadcast=1`, `b`'s dimensions line up with `a`'s from `axis`
+    (default: the trailing ones), so `b` gets trailing 1s to broadcast the NumPy way."""
+    if not attrs.get("broadcast", 0):
+        return b
+    rank_a, shape_b = len(ctx.shape_of(a)), ctx.shape_of(b)
+    axis = attrs.get("axis", rank_a - len(shape_b))
+    if axis < 0:
+        axis += rank_a
+    trailing = rank_a - axis - len(shape_b)
+    if axis < 0 or trailing < 0:
+        raise ctx.error(f"cannot broadcast a rank-{len(shape_b)} tensor at axis {attrs.get('axis')} "
+                        f"of a rank-{rank_a} tensor")
+    if trailing == 0 or not shape_b:
+        return b
+    return ctx.call("expand_dims", b, axis=len(shape_b), num_newaxis=trailing)
 
 
 def _unary(relay_op: str):
     return lambda ctx, inputs, attrs: ctx.call(relay_op, inputs[0])
 
 
+def _binary_legacy(relay_op: str):
+    def convert(ctx, inputs, attrs):
+        a, b = inputs[0], inputs[1]
+        return ctx.call(relay_op, a, _legacy_broadcast(ctx, a, b, attrs))
+    return convert
+
+
 def _binary(relay_op: str):
     return lambda ctx, inputs, attrs: ctx.call(relay_op, inputs[0], inputs[1])
 
 
-for _onnx, _relay in _UNARY.items():
-    converter(_onnx, 1)(_unary(_relay))
+def _variadic(relay_op: str):
+    def convert(ctx, inputs, attrs):
+        args = [x for x in inputs if x is not None]
+        if not args:
+            raise ctx.error("needs at least one input")
+        out = args[0]
+        for x in args[1:]:
+            out = ctx.call(relay_op, out, x)
+        return out
+    return convert
+
+
+for _onnx, (_relay, _since) in _UNARY.items():
+    converter(_onnx, _since)(_unary(_relay))
 for _onnx, _relay in _BINARY.items():
-    converter(_onnx, 1)(_binary(_relay))
+    converter(_onnx, 1)(_binary_legacy(_relay))
+    converter(_onnx, 7)(_binary(_relay))
+for _onnx, _relay in _VARIADIC.items():
+    converter(_onnx, 1)(_variadic(_relay))
+
+
+# ----------------------------------------------------------------------------- arithmetic
+
+
+def _pow(ctx, base, exponent):
+    """The result has the base's dtype; an exponent of another dtype (allowed from opset
+    12) is cast, or for an integer base and a float exponent the power is computed in the
+    exponent's float dtype and cast back, as onnxruntime does."""
+    bt, et = _dtype(ctx, base), _dtype(ctx, exponent)
+    if bt == et:
+        return ctx.call("power", base, exponent)
+    if et.startswith(("float", "bfloat")) and not bt.startswith(("float", "bfloat")):
+        out = ctx.call("power", ctx.call("cast", base, dtype=et), exponent)
+        return ctx.call("cast", out, dtype=bt)
+    return ctx.call("power", base, ctx.call("cast", exponent, dtype=bt))
+
+
+@converter("Pow", 1)
+def _pow_v1(ctx, inputs, attrs):
+    return _pow(ctx, inputs[0], _legacy_broadcast(ctx, inputs[0], inputs[1], attrs))
+
+
+@converter("Pow", 7)
+def _pow_v7(ctx, inputs, attrs):
+    return _pow(ctx, inputs[0], inputs[1])
+
+
+@converter("Reciprocal", 1)
+def _reciprocal(ctx, inputs, attrs):
+    x = inputs[0]
+    return ctx.call("divide", _scalar(ctx, 1, x), x)
+
+
+@converter("Mean", 1)
+def _mean(ctx, inputs, attrs):
+    args = [x for x in inputs if x is not None]
+    total = _variadic("add")(ctx, args, attrs)
+    if len(args) == 1:
+        return total
+    return ctx.call("divide", total, _scalar(ctx, len(args), total))
+
+
+# ----------------------------------------------------------------------------- activations
+
+
+def _hard_sigmoid(ctx, x, alpha: float, beta: float):
+    y = ctx.call("add", ctx.call("multiply", x, _scalar(ctx, alpha, x)), _scalar(ctx, beta, x))
+    return ctx.call("clip", y, a_min=0.0, a_max=1.0)
+
+
+@converter("HardSigmoid", 1)
+def _hardsigmoid(ctx, inputs, attrs):
+    return _hard_sigmoid(ctx, inputs[0], attrs.get("alpha", 0.2), attrs.get("beta", 0.5))
+
+
+@converter("HardSwish", 14)
+def _hardswish(ctx, inputs, attrs):
+    x = inputs[0]
+    return ctx.call("multiply", x, _hard_sigmoid(ctx, x, 1.0 / 6.0, 0.5))
+
+
+@converter("LeakyRelu", 1)
+def _leaky_relu(ctx, inputs, attrs):
+    return ctx.call("nn.leaky_relu", inputs[0], alpha=float(attrs.get("alpha", 0.01)))
+
+
+@converter("PRelu", 1)
+def _prelu(ctx, inputs, attrs):
+    """`x < 0 ? slope * x : x`, `slope` broadcasting to `x` (unidirectionally from opset 7)."""
+    x, slope = inputs
+    zero = _scalar(ctx, 0, x)
+    return ctx.call("where", ctx.call("less", x, zero), ctx.call("multiply", x, slope), x)
+
+
+@converter("Elu", 1)
+def _elu(ctx, inputs, attrs):
+    x = inputs[0]
+    alpha = _scalar(ctx, attrs.get("alpha", 1.0), x)
+    negative = ctx.call("multiply", alpha, ctx.call("subtract", ctx.call("exp", x), _scalar(ctx, 1, x)))
+    return ctx.call("where", ctx.call("less", x, _scalar(ctx, 0, x)), negative, x)
+
+
+@converter("Softplus", 1)
+def _softplus(ctx, inputs, attrs):
+    """`log(exp(x) + 1)`, computed as `relu(x) + log(exp(-|x|) + 1)` so large `x` does
+    not overflow (onnxruntime's kernel splits on the sign the same way)."""
+    x = inputs[0]
+    tail = ctx.call("log", ctx.call("add", ctx.call("exp", ctx.call("negative", ctx.call("abs", x))),
+                                    _scalar(ctx, 1, x)))
+    return ctx.call("add", ctx.call("nn.relu", x), tail)
+
+
+def _clip(ctx, x, lo, hi):
+    """`min(max(x, lo), hi)`; `lo`/`hi` are Python numbers, tensors, or None (no bound).
+    Float data with constant bounds `lo <= hi` is Relay's `clip`."""
+    import numpy as np
+
+    dtype = _dtype(ctx, x)
+    lo_v = lo if lo is None or isinstance(lo, float | int) else ctx.value(lo)
+    hi_v = hi if hi is None or isinstance(hi, float | int) else ctx.value(hi)
+    is_float = dtype.startswith(("float", "bfloat"))
+    if is_float and (lo is None or lo_v is not None) and (hi is None or hi_v is not None):
+        a_min = -np.inf if lo is None else float(np.asarray(lo_v).reshape(()))
+        a_max = np.inf if hi is None else float(np.asarray(hi_v).reshape(()))
+        if a_min <= a_max:
+            return ctx.call("clip", x, a_min=a_min, a_max=a_max)
+    out = x
+    if lo is not None:
+        out = ctx.call("maximum", out, _scalar(ctx, lo, x) if lo_v is lo else _as(ctx, lo, dtype))
+    if hi is not None:
+        out = ctx.call("minimum", out, _scalar(ctx, hi, x) if hi_v is hi else _as(ctx, hi, dtype))
+    return out
+
+
+def _as(ctx, x, dtype: str):
+    return x if _dtype(ctx, x) == dtype else ctx.call("cast", x, dtype=dtype)
+
+
+@converter("Clip", 1, 6)
+def _clip_v1(ctx, inputs, attrs):
+    return _clip(ctx, inputs[0], float(attrs.get("min", -_FLT_MAX)), float(attrs.get("max", _FLT_MAX)))
+
+
+@converter("Clip", 11)
+def _clip_v11(ctx, inputs, attrs):
+    lo = inputs[1] if len(inputs) > 1 else None
+    hi = inputs[2] if len(inputs) > 2 else None
+    for bound in (lo, hi):
+        if bound is not None and ctx.shape_of(bound) not in ((), (1,)):
+            raise ctx.error(f"Clip bounds must be scalars, got shape {ctx.shape_of(bound)}")
+    return _clip(ctx, inputs[0], lo, hi)
+
+
+# ----------------------------------------------------------------------------- selection
+# (Cast lives in `tensor`)
+
+
+@converter("Where", 9)
+def _where(ctx, inputs, attrs):
+    return ctx.call("where", *inputs)
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+def _reduce(ctx, relay_op: str, x, axes, keepdims: int, noop_with_empty_axes: int = 0):
+    if not axes:
+        if noop_with_empty_axes:
+            return x
+        axes = None
+    else:
+        axes = tuple(int(a) for a in axes)
+    return ctx.call(relay_op, x, axis=axes, keepdims=bool(keepdims))
+
+
+def _reduce_attr(relay_op: str):
+    def convert(ctx, inputs, attrs):
+        return _reduce(ctx, relay_op, inputs[0], attrs.get("axes"), attrs.get("keepdims", 1))
+    return convert
+
+
+def _reduce_input(relay_op: str):
+    def convert(ctx, inputs, attrs):
+        axes_input = inputs[1] if len(inputs) > 1 else None
+        axes = None if axes_input is None else ctx.required_value(axes_input, "the `axes` input").reshape(-1)
+        return _reduce(ctx, relay_op, inputs[0], None if axes is None else axes.tolist(),
+                       attrs.get("keepdims", 1), attrs.get("noop_with_empty_axes", 0))
+    return convert
+
+
+for _onnx, (_relay, _since) in _REDUCE.items():
+    converter(_onnx, 1)(_reduce_attr(_relay))
+    converter(_onnx, _since)(_reduce_input(_relay))
+
+
+@converter("ArgMax", 1)
+def _argmax(ctx, inputs, attrs):
+    out = ctx.call("argmax", inputs[0], axis=(int(attrs.get("axis", 0)),), keepdims=bool(attrs.get("keepdims", 1)),
+                   select_last_index=bool(attrs.get("select_last_index", 0)))
+    return ctx.call("cast", out, dtype="int64")

@@ -1,3 +1,438 @@
-"""ONNX neural-network ops: convolution, pooling, normalisation, Gemm/MatMul, softmax."""
+"""ONNX neural-network ops: convolution, pooling, normalisation, Gemm/MatMul, softmax.
+
+Convolution and pooling are 2-D (NCHW); a 1-D (NCL) input is lifted to 2-D with a unit
+height and squeezed back. `auto_pad` is resolved to explicit pads from static shapes.
+"""
 
 from __future__ import annotations
+
+import math
+
+from ...ir.expr import TupleGetItem
+from ...ir.types import ANY
+from . import converter
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _call(ctx, op: str, *args, **attrs):
+    """`ctx.call` with list attributes as the tuples the op registry expects."""
+    return ctx.call(op, *args, **{k: _tuples(v) for k, v in attrs.items()})
+
+
+def _tuples(value):
+    return tuple(_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _dtype(ctx, x) -> str:
+    return ctx.type_of(x).dtype
+
+
+def _scalar(ctx, value, like):
+    return ctx.const(value, _dtype(ctx, like))
+
+
+def _static(ctx, shape, what: str) -> tuple:
+    if ANY in shape:
+        raise ctx.error(f"{what} needs a static shape, got {list(shape)}")
+    return tuple(int(d) for d in shape)
+
+
+class _Spatial:
+    """Window attributes of a Conv/Pool node, as 2-D (a 1-D node gets a unit height)."""
+
+    def __init__(self, ctx, x, attrs, kernel):
+        rank = len(ctx.shape_of(x))
+        if rank not in (3, 4):
+            raise ctx.error(f"only 1-D and 2-D windows are supported (input of rank {rank})")
+        self.lifted = rank == 3
+        self.ctx = ctx
+        self.data = _call(ctx, "expand_dims", x, axis=2) if self.lifted else x
+        self.kernel = self.two(kernel, 1)
+        self.strides = self.two(attrs.get("strides"), 1)
+        self.dilations = self.two(attrs.get("dilations"), 1)
+        pads = attrs.get("pads")
+        if pads is None:
+            self.pads = (0, 0, 0, 0)
+        elif self.lifted:
+            if len(pads) != 2:
+                raise ctx.error(f"`pads` must have 2 values, got {list(pads)}")
+            self.pads = (0, pads[0], 0, pads[1])
+        else:
+            if len(pads) != 4:
+                raise ctx.error(f"`pads` must have 4 values, got {list(pads)}")
+            self.pads = tuple(int(p) for p in pads)
+        self.auto_pad = attrs.get("auto_pad", "NOTSET") or "NOTSET"
+        if self.auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+            raise ctx.error(f"unknown auto_pad `{self.auto_pad}`")
+
+    def two(self, values, default) -> tuple:
+        if values is None:
+            return (default, default)
+        values = [int(v) for v in values]
+        if len(values) != (1 if self.lifted else 2):
+            raise self.ctx.error(f"expected {1 if self.lifted else 2} window values, got {values}")
+        return (1, values[0]) if self.lifted else tuple(values)
+
+    def padding(self) -> tuple:
+        """Explicit (top, left, bottom, right) padding for a forward window."""
+        if self.auto_pad == "NOTSET":
+            return self.pads
+        if self.auto_pad == "VALID":
+            return (0, 0, 0, 0)
+        size = _static(self.ctx, self.ctx.shape_of(self.data)[2:], f"auto_pad={self.auto_pad}")
+        begin, end = [], []
+        for n, k, s, d in zip(size, self.kernel, self.strides, self.dilations, strict=True):
+            total = max(0, (math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n)
+            small, large = total // 2, total - total // 2
+            begin.append(small if self.auto_pad == "SAME_UPPER" else large)
+            end.append(large if self.auto_pad == "SAME_UPPER" else small)
+        return (begin[0], begin[1], end[0], end[1])
+
+    def result(self, y):
+        return _call(self.ctx, "squeeze", y, axis=[2]) if self.lifted else y
+
+
+# ----------------------------------------------------------------------------- convolution
+
+
+@converter("Conv", 1, 11)
+def _conv(ctx, inputs, attrs):
+    x, w = inputs[0], inputs[1]
+    wshape = ctx.shape_of(w)
+    win = _Spatial(ctx, x, attrs, attrs.get("kernel_shape") or wshape[2:])
+    weight = _call(ctx, "expand_dims", w, axis=2) if win.lifted else w
+    y = _call(ctx, "nn.conv2d", win.data, weight, strides=win.strides, padding=win.padding(),
+                 dilation=win.dilations, groups=int(attrs.get("group", 1)), channels=wshape[0],
+                 kernel_size=win.kernel)
+    if len(inputs) > 2 and inputs[2] is not None:
+        y = _call(ctx, "nn.bias_add", y, inputs[2], axis=1)
+    return win.result(y)
+
+
+@converter("ConvTranspose", 1, 11)
+def _conv_transpose(ctx, inputs, attrs):
+    x, w = inputs[0], inputs[1]
+    wshape = ctx.shape_of(w)
+    group = int(attrs.get("group", 1))
+    win = _Spatial(ctx, x, attrs, attrs.get("kernel_shape") or wshape[2:])
+    weight = _call(ctx, "expand_dims", w, axis=2) if win.lifted else w
+    output_padding = win.two(attrs.get("output_padding"), 0)
+    if win.lifted:
+        output_padding = (0, output_padding[1])
+    output_shape = attrs.get("output_shape")
+    pads = win.pads
+    if output_shape is not None or win.auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        size = _static(ctx, ctx.shape_of(win.data)[2:], "ConvTranspose's output_shape/auto_pad")
+        if output_shape is not None:
+            want = win.two(output_shape[-len(size) + (1 if win.lifted else 0):], 1)
+        else:
+            want = tuple(n * s for n, s in zip(size, win.strides, strict=True))
+        begin, end, opad = [], [], []
+        for n, k, s, d, op, o in zip(size, win.kernel, win.strides, win.dilations, output_padding, want, strict=True):
+            total = s * (n - 1) + op + (k - 1) * d + 1 - o
+            extra = max(0, -total)  # a larger output than the kernel reaches: zero rows at the end
+            total = max(0, total)
+            small, large = total // 2, total - total // 2
+            # the spec (and onnxruntime): the odd cell at the end for SAME_UPPER, else at the start
+            upper = win.auto_pad == "SAME_UPPER"
+            begin.append(small if upper else large)
+            end.append(large if upper else small)
+            opad.append(op + extra)
+        pads, output_padding = (begin[0], begin[1], end[0], end[1]), tuple(opad)
+    elif win.auto_pad == "VALID":
+        pads = (0, 0, 0, 0)
+    y = _call(ctx, "nn.conv2d_transpose", win.data, weight, channels=wshape[1] * group, kernel_size=win.kernel,
+                 strides=win.strides, output_padding=output_padding, padding=pads, dilation=win.dilations,
+                 groups=group, kernel_layout="IOHW")
+    if len(inputs) > 2 and inputs[2] is not None:
+        y = _call(ctx, "nn.bias_add", y, inputs[2], axis=1)
+    return win.result(y)
+
+
+# ----------------------------------------------------------------------------- Gemm, MatMul
+
+
+@converter("Gemm", 1, 6, 7, 9, 11, 13)
+def _gemm(ctx, inputs, attrs):
+    a, b = inputs[0], inputs[1]
+    c = inputs[2] if len(inputs) > 2 else None
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    for name, t in (("A", a), ("B", b)):
+        if len(ctx.shape_of(t)) != 2:
+            raise ctx.error(f"input {name} must be 2-D, got shape {list(ctx.shape_of(t))}")
+    if attrs.get("transA", 0):
+        a = _call(ctx, "transpose", a, axes=[1, 0])
+    if not attrs.get("transB", 0):
+        b = _call(ctx, "transpose", b, axes=[1, 0])
+    y = _dense(ctx, a, b)
+    if alpha != 1.0:
+        y = _call(ctx, "multiply", y, _scalar(ctx, alpha, y))
+    if c is not None and beta != 0.0:
+        if beta != 1.0:
+            c = _call(ctx, "multiply", c, _scalar(ctx, beta, c))
+        y = _call(ctx, "add", y, c)
+    return y
+
+
+@converter("MatMul", 1, 9, 13)
+def _matmul(ctx, inputs, attrs):
+    a, b = inputs
+    ra, rb = len(ctx.shape_of(a)), len(ctx.shape_of(b))
+    if ra == 0 or rb == 0:
+        raise ctx.error("MatMul inputs must have rank >= 1")
+    # numpy: a 1-D operand gains a unit axis, dropped again from the result
+    if ra == 1:
+        a = _call(ctx, "expand_dims", a, axis=0)
+    if rb == 1:
+        b = _call(ctx, "expand_dims", b, axis=1)
+    ashape, bshape = ctx.shape_of(a), ctx.shape_of(b)
+    if len(bshape) == 2:
+        y = _dense(ctx, a, _call(ctx, "transpose", b, axes=[1, 0]))
+    else:
+        batch_a = _static(ctx, ashape[:-2], "batched MatMul")
+        batch_b = _static(ctx, bshape[:-2], "batched MatMul")
+        try:
+            batch = tuple(_broadcast(batch_a, batch_b))
+        except ValueError:
+            raise ctx.error(f"MatMul batch dimensions do not broadcast: {list(ashape)} and {list(bshape)}") from None
+        m, k = ashape[-2:]
+        n = bshape[-1]
+        a3 = _call(ctx, "reshape", _broadcast_to(ctx, a, batch + tuple(ashape[-2:])), newshape=[-1, m, k])
+        b3 = _call(ctx, "reshape", _broadcast_to(ctx, b, batch + tuple(bshape[-2:])), newshape=[-1, bshape[-2], n])
+        y = _call(ctx, "nn.batch_matmul", a3, b3, transpose_a=False, transpose_b=False)
+        y = _call(ctx, "reshape", y, newshape=[*batch, m, n])
+    if ra == 1:
+        y = _call(ctx, "squeeze", y, axis=[len(ctx.shape_of(y)) - 2])
+    if rb == 1:
+        y = _call(ctx, "squeeze", y, axis=[len(ctx.shape_of(y)) - 1])
+    return y
+
+
+def _dense(ctx, data, weight):
+    """nn.dense(data, weight), weight [units, k]."""
+    units = ctx.shape_of(weight)[0]
+    return _call(ctx, "nn.dense", data, weight, units=None if units == ANY else int(units))
+
+
+def _broadcast(x: tuple, y: tuple) -> list:
+    n = max(len(x), len(y))
+    x, y = (1,) * (n - len(x)) + x, (1,) * (n - len(y)) + y
+    out = []
+    for p, q in zip(x, y, strict=True):
+        if p != q and 1 not in (p, q):
+            raise ValueError
+        out.append(max(p, q))
+    return out
+
+
+def _broadcast_to(ctx, x, shape: tuple):
+    if tuple(ctx.shape_of(x)) == shape:
+        return x
+    return _call(ctx, "broadcast_to", x, shape=list(shape))
+
+
+# ----------------------------------------------------------------------------- pooling
+
+
+def _pool(ctx, inputs, attrs, kind: str):
+    if kind == "max" and len(ctx.node.output) > 1 and ctx.node.output[1]:
+        raise ctx.error("MaxPool's Indices output is not supported")
+    if "kernel_shape" not in attrs:
+        raise ctx.error("`kernel_shape` is required")
+    win = _Spatial(ctx, inputs[0], attrs, attrs["kernel_shape"])
+    include_pad = bool(attrs.get("count_include_pad", 0))
+    extra = {"count_include_pad": include_pad} if kind == "avg" else {}
+    padding = win.padding()
+    ceil = bool(attrs.get("ceil_mode", 0))
+    if ceil:
+        padding, ceil = _ceil_windows(ctx, win, padding, kind == "avg" and include_pad)
+    y = _call(ctx, f"nn.{kind}_pool2d", win.data, pool_size=win.kernel, strides=win.strides,
+              dilation=win.dilations, padding=padding, ceil_mode=ceil, **extra)
+    return win.result(y)
+
+
+def _ceil_windows(ctx, win, padding, counts_pad: bool):
+    """ONNX's ceil_mode drops a last window that would start in the end padding; per axis,
+    say whether the extra ceil_mode window is kept. When the axes agree, Relay's ceil_mode
+    says it; otherwise the kept axes get explicit end padding instead."""
+    size = ctx.shape_of(win.data)[2:]
+    if ANY in size:
+        return padding, True
+    keep, drop = [], []  # per axis: an extra window that is kept / dropped
+    for i, (n, k, s, d) in enumerate(zip(size, win.kernel, win.strides, win.dilations, strict=True)):
+        span = n + padding[i] + padding[i + 2] - (k - 1) * d - 1
+        floor_out, ceil_out = span // s + 1, -(-span // s) + 1
+        keep.append(ceil_out > floor_out and (ceil_out - 1) * s < n + padding[i])
+        drop.append(ceil_out > floor_out and not keep[-1])
+    if not any(drop) or not any(keep):
+        return padding, not any(drop)
+    if counts_pad:
+        raise ctx.error("AveragePool with ceil_mode and count_include_pad is not supported when only one axis "
+                        "gains a ceil_mode window")
+    pads = list(padding)
+    for i, kept in enumerate(keep):
+        if kept:
+            pads[i + 2] += win.strides[i] - 1
+    return tuple(pads), False
+
+
+@converter("MaxPool", 1, 8, 10, 11, 12)
+def _max_pool(ctx, inputs, attrs):
+    return _pool(ctx, inputs, attrs, "max")  # storage_order only affects the Indices output
+
+
+@converter("AveragePool", 1, 7, 10, 11, 19)
+def _avg_pool(ctx, inputs, attrs):
+    return _pool(ctx, inputs, attrs, "avg")
+
+
+def _global_pool(kind: str):
+    def convert(ctx, inputs, attrs):
+        x = inputs[0]
+        rank = len(ctx.shape_of(x))
+        if rank == 4:
+            return _call(ctx, f"nn.global_{kind}_pool2d", x)
+        if rank < 3:
+            raise ctx.error(f"the input must have rank >= 3, got {rank}")
+        return _call(ctx, "mean" if kind == "avg" else "max", x, axis=list(range(2, rank)), keepdims=True)
+    return convert
+
+
+converter("GlobalAveragePool", 1)(_global_pool("avg"))
+converter("GlobalMaxPool", 1)(_global_pool("max"))
+
+
+# ----------------------------------------------------------------------------- normalisation
+
+
+@converter("BatchNormalization", 1, 6, 7, 9, 14, 15)
+def _batch_norm(ctx, inputs, attrs):
+    if attrs.get("training_mode", 0) or sum(1 for o in ctx.node.output if o) > 1:
+        raise ctx.error("only inference-mode BatchNormalization (one output) is supported")
+    if ctx.opset < 9 and not attrs.get("spatial", 1):
+        raise ctx.error("BatchNormalization with spatial=0 is not supported")
+    x, scale, bias, mean, var = inputs[:5]
+    bn = _call(ctx, "nn.batch_norm", x, scale, bias, mean, var, axis=1, epsilon=float(attrs.get("epsilon", 1e-5)))
+    return ctx.typed(TupleGetItem(bn, 0))
+
+
+@converter("LayerNormalization", 17)
+def _layer_norm(ctx, inputs, attrs):
+    x, scale = inputs[0], inputs[1]
+    bias = inputs[2] if len(inputs) > 2 else None
+    rank = len(ctx.shape_of(x))
+    axis = int(attrs.get("axis", -1))
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:
+        raise ctx.error(f"axis {attrs.get('axis')} is out of range for rank {rank}")
+    eps = float(attrs.get("epsilon", 1e-5))
+    stats = sum(1 for o in ctx.node.output[1:] if o) > 0
+    if (not stats and axis == rank - 1 and len(ctx.shape_of(scale)) == 1
+            and (bias is None or len(ctx.shape_of(bias)) == 1)):
+        if bias is None:
+            bias = _call(ctx, "zeros_like", scale)
+        return _call(ctx, "nn.layer_norm", x, scale, bias, axis=-1, epsilon=eps)
+    axes = list(range(axis, rank))
+    mean = _call(ctx, "mean", x, axis=axes, keepdims=True)
+    var = _call(ctx, "variance", x, mean, axis=axes, keepdims=True)
+    inv_std = _call(ctx, "rsqrt", _call(ctx, "add", var, _scalar(ctx, eps, x)))
+    y = _call(ctx, "multiply", _call(ctx, "subtract", x, mean), inv_std)
+    y = _call(ctx, "multiply", y, scale)
+    if bias is not None:
+        y = _call(ctx, "add", y, bias)
+    return [y, mean, inv_std] if stats else y
+
+
+def _normalise(ctx, x, axes: list, eps: float):
+    """(x - mean) / sqrt(var + eps) over `axes`."""
+    mean = _call(ctx, "mean", x, axis=axes, keepdims=True)
+    var = _call(ctx, "variance", x, mean, axis=axes, keepdims=True)
+    denom = _call(ctx, "sqrt", _call(ctx, "add", var, _scalar(ctx, eps, x)))
+    return _call(ctx, "divide", _call(ctx, "subtract", x, mean), denom)
+
+
+@converter("InstanceNormalization", 1, 6)
+def _instance_norm(ctx, inputs, attrs):
+    x, scale, bias = inputs
+    rank = len(ctx.shape_of(x))
+    if rank < 3:
+        raise ctx.error(f"the input must have rank >= 3, got {rank}")
+    y = _normalise(ctx, x, list(range(2, rank)), float(attrs.get("epsilon", 1e-5)))
+    scale = _call(ctx, "expand_dims", scale, axis=1, num_newaxis=rank - 2)
+    bias = _call(ctx, "expand_dims", bias, axis=1, num_newaxis=rank - 2)
+    return _call(ctx, "add", _call(ctx, "multiply", y, scale), bias)
+
+
+@converter("LRN", 1, 13)
+def _lrn(ctx, inputs, attrs):
+    x = inputs[0]
+    if "size" not in attrs:
+        raise ctx.error("`size` is required")
+    size = int(attrs["size"])
+    alpha, beta, bias = (float(attrs.get(k, d)) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    if size % 2:
+        return _call(ctx, "nn.lrn", x, size=size, axis=1, alpha=alpha, beta=beta, bias=bias)
+    # Even sizes: ONNX's window is [c - (size-1)//2, c + size//2], nn.lrn's the mirror
+    # image, so sum the squares over the window explicitly.
+    shape = ctx.shape_of(x)
+    rank, channels = len(shape), shape[1]
+    if channels == ANY:
+        raise ctx.error("LRN with an even size needs a static channel count")
+    sq = _call(ctx, "multiply", x, x)
+    lo = (size - 1) // 2
+    widths = [[0, 0] for _ in range(rank)]
+    widths[1] = [lo, size - 1 - lo]
+    padded = _call(ctx, "nn.pad", sq, _scalar(ctx, 0, x), pad_width=widths)
+    total = None
+    for k in range(size):
+        part = _call(ctx, "strided_slice", padded, begin=[k], end=[k + channels], strides=[1], axes=[1])
+        total = part if total is None else _call(ctx, "add", total, part)
+    denom = _call(ctx, "add", _scalar(ctx, bias, x), _call(ctx, "multiply", total, _scalar(ctx, alpha / size, x)))
+    return _call(ctx, "divide", x, _call(ctx, "power", denom, _scalar(ctx, beta, x)))
+
+
+# ----------------------------------------------------------------------------- softmax, dropout
+
+
+def _softmax(relay_op: str):
+    def flattened(ctx, inputs, attrs):
+        """Opset < 13: the input is seen as 2-D, [prod(shape[:axis]), prod(shape[axis:])]."""
+        x = inputs[0]
+        shape = ctx.shape_of(x)
+        rank = len(shape)
+        axis = int(attrs.get("axis", 1))
+        axis = axis + rank if axis < 0 else axis
+        if not 0 <= axis < rank:
+            raise ctx.error(f"axis {attrs.get('axis')} is out of range for rank {rank}")
+        if axis == rank - 1:
+            return _call(ctx, relay_op, x, axis=-1)
+        inner = _static(ctx, shape[axis:], f"{relay_op} over the flattened axes")
+        y = _call(ctx, "reshape", x, newshape=[-1, math.prod(inner)])
+        y = _call(ctx, relay_op, y, axis=-1)
+        return _call(ctx, "reshape", y, newshape=[0 if d == ANY else d for d in shape[:axis]] + list(inner))
+
+    def along_axis(ctx, inputs, attrs):
+        return _call(ctx, relay_op, inputs[0], axis=int(attrs.get("axis", -1)))
+
+    return flattened, along_axis
+
+
+for _onnx, _relay in (("Softmax", "nn.softmax"), ("LogSoftmax", "nn.log_softmax")):
+    _old, _new = _softmax(_relay)
+    converter(_onnx, 1, 11)(_old)
+    converter(_onnx, 13)(_new)
+
+
+@converter("Dropout", 1, 6, 7, 10, 12, 13)
+def _dropout(ctx, inputs, attrs):
+    x = inputs[0]
+    if ctx.opset >= 12 and len(inputs) > 2 and inputs[2] is not None:
+        mode = ctx.value(inputs[2])
+        if mode is None or bool(mode):
+            raise ctx.error("Dropout in training mode is not supported")
+    outputs = [x]
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+        mask_dtype = "bool" if ctx.opset >= 10 else _dtype(ctx, x)
+        outputs.append(_call(ctx, "cast", _call(ctx, "ones_like", x), dtype=mask_dtype))
+    return outputs

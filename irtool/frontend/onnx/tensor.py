@@ -1,10 +1,457 @@
-"""ONNX tensor ops: shapes, reshapes, indexing, concatenation, casts, constants."""
+"""ONNX tensor ops: shapes, reshapes, indexing, concatenation, casts, constants.
+
+Inputs that decide a shape (Reshape's shape, Slice's starts, Expand's shape, ...) must be
+known at import (`ctx.required_value`): constants, or computed from static shapes, which
+`ctx.call` folds as it goes.
+"""
 
 from __future__ import annotations
 
-from . import converter
+import math
+
+import numpy as np
+
+from ...ir.expr import Tuple, TupleGetItem
+from ...ir.types import ANY
+from . import ONNX_DTYPES, converter
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _tuples(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_tuples(v) for v in value)
+    return int(value) if isinstance(value, np.integer) else value
+
+
+def _call(ctx, op: str, *args, **attrs):
+    """`ctx.call` with list attributes as the tuples the op registry takes."""
+    return ctx.call(op, *args, **{k: _tuples(v) for k, v in attrs.items()})
+
+
+def _ints(ctx, expr, what: str) -> list[int]:
+    return [int(v) for v in np.asarray(ctx.required_value(expr, what)).reshape(-1)]
+
+
+def _optional(inputs, i: int):
+    return inputs[i] if len(inputs) > i else None
+
+
+def _axis(ctx, axis: int, ndim: int, what: str = "axis") -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise ctx.error(f"{what} {axis} is out of range for a tensor of rank {ndim}")
+    return axis + ndim if axis < 0 else axis
+
+
+def _axes(ctx, axes, ndim: int, what: str = "axes") -> list[int]:
+    out = [_axis(ctx, int(a), ndim, what) for a in axes]
+    if len(set(out)) != len(out):
+        raise ctx.error(f"{what} {list(axes)} name an axis twice")
+    return out
+
+
+def _static(ctx, expr, what: str) -> tuple:
+    shape = ctx.shape_of(expr)
+    if ANY in shape:
+        raise ctx.error(f"{what} needs a static input shape, got {shape}")
+    return tuple(int(d) for d in shape)
+
+
+def _dtype(ctx, expr) -> str:
+    return ctx.type_of(expr).dtype
+
+
+# ----------------------------------------------------------------------------- constants
 
 
 @converter("Identity", 1)
 def _identity(ctx, inputs, attrs):
     return inputs[0]
+
+
+@converter("Constant", 1)
+def _constant(ctx, inputs, attrs):
+    if "value" in attrs:
+        return ctx.const(np.array(attrs["value"]))
+    if "value_float" in attrs:
+        return ctx.const(attrs["value_float"], "float32")
+    if "value_floats" in attrs:
+        return ctx.const(list(attrs["value_floats"]), "float32")
+    if "value_int" in attrs:
+        return ctx.const(attrs["value_int"], "int64")
+    if "value_ints" in attrs:
+        return ctx.const(list(attrs["value_ints"]), "int64")
+    raise ctx.error(f"unsupported Constant attribute(s): {', '.join(sorted(attrs)) or 'none'}")
+
+
+@converter("ConstantOfShape", 9)
+def _constant_of_shape(ctx, inputs, attrs):
+    shape = _ints(ctx, inputs[0], "the shape")
+    value = np.asarray(attrs.get("value", np.zeros((1,), "float32"))).reshape(-1)
+    if value.size != 1:
+        raise ctx.error("ConstantOfShape `value` must hold one element")
+    return ctx.const(np.full(shape, value[0], dtype=value.dtype))
+
+
+@converter("Range", 11)
+def _range(ctx, inputs, attrs):
+    start, limit, delta = (ctx.required_value(x, name) for x, name in zip(inputs, ("start", "limit", "delta")))
+    dtype = _dtype(ctx, inputs[0])
+    if float(delta) == 0:
+        raise ctx.error("Range delta is 0")
+    n = max(math.ceil((float(limit) - float(start)) / float(delta)), 0)
+    return ctx.const(np.asarray(start) + np.asarray(delta) * np.arange(n).astype(dtype), dtype)
+
+
+@converter("Cast", 1)
+def _cast(ctx, inputs, attrs):
+    to = attrs.get("to")
+    dtype = ONNX_DTYPES.get(to) if isinstance(to, int) else to
+    if dtype is None:
+        raise ctx.error(f"Cast to unsupported element type {to}")
+    return _call(ctx, "cast", inputs[0], dtype=dtype)
+
+
+# ----------------------------------------------------------------------------- shapes
+
+
+@converter("Shape", 1, 15)
+def _shape(ctx, inputs, attrs):
+    out = _call(ctx, "shape_of", inputs[0], dtype="int64")
+    ndim = len(ctx.shape_of(inputs[0]))
+    start, end = attrs.get("start", 0), attrs.get("end", ndim)
+    start, end = (min(max(v + ndim if v < 0 else v, 0), ndim) for v in (start, end))
+    if (start, end) == (0, ndim):
+        return out
+    if end <= start:
+        return ctx.const(np.zeros((0,), "int64"))
+    return _call(ctx, "strided_slice", out, begin=[start], end=[end], strides=[1], axes=[0])
+
+
+@converter("Reshape", 1, 5, 14)
+def _reshape(ctx, inputs, attrs):
+    if ctx.opset < 5:
+        newshape = [int(v) for v in attrs["shape"]]
+    else:
+        newshape = _ints(ctx, inputs[1], "the shape")
+    allowzero = bool(attrs.get("allowzero", 0))
+    if any(v < -1 for v in newshape) or newshape.count(-1) > 1:
+        raise ctx.error(f"invalid Reshape shape {newshape}")
+    if allowzero and 0 in newshape and -1 in newshape:
+        raise ctx.error("Reshape with allowzero cannot hold both 0 and -1")
+    shape = ctx.shape_of(inputs[0])
+    if ANY not in shape:
+        # Spell the result out: every dimension known, as TVM's importer folds it.
+        size = math.prod(shape)
+        dims = [shape[i] if v == 0 and not allowzero else v for i, v in enumerate(newshape)]
+        if -1 in dims:
+            known = math.prod(d for d in dims if d != -1)
+            if known == 0 or size % known:
+                raise ctx.error(f"cannot reshape {list(shape)} to {newshape}")
+            dims[dims.index(-1)] = size // known
+        newshape = dims
+    return _call(ctx, "reshape", inputs[0], newshape=newshape, allowzero=allowzero)
+
+
+@converter("Flatten", 1, 11)
+def _flatten(ctx, inputs, attrs):
+    shape = ctx.shape_of(inputs[0])
+    ndim = len(shape)
+    axis = attrs.get("axis", 1)
+    if not -ndim <= axis <= ndim:
+        raise ctx.error(f"Flatten axis {axis} is out of range for a tensor of rank {ndim}")
+    axis = axis + ndim if axis < 0 else axis
+    if ANY not in shape:
+        return _call(ctx, "reshape", inputs[0], newshape=[math.prod(shape[:axis]), math.prod(shape[axis:])])
+    if axis == 1:
+        return _call(ctx, "nn.batch_flatten", inputs[0])
+    if axis == 0:
+        return _call(ctx, "reshape", inputs[0], newshape=[1, -1])
+    if ANY not in shape[:axis]:
+        return _call(ctx, "reshape", inputs[0], newshape=[math.prod(shape[:axis]), -1])
+    if ANY not in shape[axis:]:
+        return _call(ctx, "reshape", inputs[0], newshape=[-1, math.prod(shape[axis:])])
+    raise ctx.error(f"Flatten at axis {axis} of shape {shape} needs more static dimensions")
+
+
+@converter("Transpose", 1)
+def _transpose(ctx, inputs, attrs):
+    ndim = len(ctx.shape_of(inputs[0]))
+    perm = attrs.get("perm")
+    perm = list(range(ndim))[::-1] if perm is None else _axes(ctx, perm, ndim, "perm")
+    return _call(ctx, "transpose", inputs[0], axes=perm)
+
+
+def _squeeze_axes(ctx, inputs, attrs):
+    if ctx.opset >= 13:
+        return None if _optional(inputs, 1) is None else _ints(ctx, inputs[1], "the axes")
+    return attrs.get("axes")
+
+
+@converter("Squeeze", 1, 13)
+def _squeeze(ctx, inputs, attrs):
+    shape = ctx.shape_of(inputs[0])
+    axes = _squeeze_axes(ctx, inputs, attrs)
+    if axes is None:
+        if ANY in shape:
+            raise ctx.error("Squeeze without axes needs a static input shape")
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    else:
+        axes = _axes(ctx, axes, len(shape))
+        for a in axes:
+            if shape[a] is not ANY and shape[a] != 1:
+                raise ctx.error(f"cannot squeeze axis {a} of size {shape[a]}")
+    return _call(ctx, "squeeze", inputs[0], axis=sorted(axes))
+
+
+@converter("Unsqueeze", 1, 13)
+def _unsqueeze(ctx, inputs, attrs):
+    axes = _squeeze_axes(ctx, inputs, attrs)
+    if axes is None:
+        raise ctx.error("Unsqueeze needs axes")
+    ndim = len(ctx.shape_of(inputs[0])) + len(axes)
+    out = inputs[0]
+    for a in sorted(_axes(ctx, axes, ndim)):
+        out = _call(ctx, "expand_dims", out, axis=a)
+    return out
+
+
+@converter("Expand", 8)
+def _expand(ctx, inputs, attrs):
+    target = _ints(ctx, inputs[1], "the shape")
+    shape = ctx.shape_of(inputs[0])
+    n = max(len(shape), len(target))
+    a = (1,) * (n - len(shape)) + tuple(shape)
+    b = (1,) * (n - len(target)) + tuple(target)
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x is ANY:
+            if y == 1:
+                raise ctx.error(f"Expand keeps dimension {i}, which is unknown (`?`)")
+            out.append(y)
+        elif x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise ctx.error(f"cannot broadcast shape {list(shape)} with {target}")
+    return _call(ctx, "broadcast_to", inputs[0], shape=out)
+
+
+@converter("Tile", 6)
+def _tile(ctx, inputs, attrs):
+    reps = _ints(ctx, inputs[1], "the repeats")
+    if len(reps) != len(ctx.shape_of(inputs[0])):
+        raise ctx.error(f"Tile repeats {reps} must have one value per input dimension")
+    if any(r < 0 for r in reps):
+        raise ctx.error(f"Tile repeats {reps} must not be negative")
+    return _call(ctx, "tile", inputs[0], reps=reps)
+
+
+# ----------------------------------------------------------------------------- joining and splitting
+
+
+@converter("Concat", 1, 4)
+def _concat(ctx, inputs, attrs):
+    parts = [x for x in inputs if x is not None]
+    ndim = len(ctx.shape_of(parts[0]))
+    axis = _axis(ctx, attrs.get("axis", 1 if ctx.opset < 4 else 0), ndim)
+    values = [ctx.value(x) for x in parts]
+    if all(v is not None for v in values):  # shape arithmetic: fold (concatenate takes a tuple)
+        return ctx.const(np.concatenate(values, axis=axis), _dtype(ctx, parts[0]))
+    if len(parts) == 1:
+        return parts[0]
+    return _call(ctx, "concatenate", Tuple(parts), axis=axis)
+
+
+@converter("Split", 1, 2, 13, 18)
+def _split(ctx, inputs, attrs):
+    shape = ctx.shape_of(inputs[0])
+    axis = _axis(ctx, attrs.get("axis", 0), len(shape))
+    dim = shape[axis]
+    count = len(ctx.node.output)
+    if ctx.opset >= 13:
+        sizes = None if _optional(inputs, 1) is None else _ints(ctx, inputs[1], "the split sizes")
+    elif ctx.opset < 2 and _optional(inputs, 1) is not None:
+        sizes = _ints(ctx, inputs[1], "the split sizes")
+    else:
+        sizes = attrs.get("split")
+    if sizes is None and ctx.opset >= 18 and "num_outputs" in attrs:
+        n = attrs["num_outputs"]
+        if dim is ANY:
+            raise ctx.error("Split by num_outputs needs a static dimension")
+        chunk = -(-dim // n)
+        sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
+    if sizes is None:
+        if dim is not ANY and dim % count:
+            raise ctx.error(f"cannot split dimension {axis} of size {dim} into {count} equal parts")
+        if count == 1:
+            return [inputs[0]]
+        indices = count
+    else:
+        sizes = [int(s) for s in sizes]
+        if dim is not ANY and sum(sizes) != dim:
+            raise ctx.error(f"split sizes {sizes} do not add up to dimension {axis} of size {dim}")
+        if len(sizes) == 1:
+            return [inputs[0]]
+        indices = list(np.cumsum(sizes[:-1]).tolist())
+    value = ctx.value(inputs[0])
+    if value is not None:
+        return [ctx.const(v) for v in np.split(value, indices, axis=axis)]
+    out = _call(ctx, "split", inputs[0], indices_or_sections=indices, axis=axis)
+    n = indices if isinstance(indices, int) else len(indices) + 1
+    return [ctx.typed(TupleGetItem(out, i)) for i in range(n)]
+
+
+# ----------------------------------------------------------------------------- indexing
+
+
+@converter("Slice", 1, 10)
+def _slice(ctx, inputs, attrs):
+    shape = ctx.shape_of(inputs[0])
+    if ctx.opset < 10:
+        starts, ends = list(attrs["starts"]), list(attrs["ends"])
+        axes, steps = attrs.get("axes"), None
+    else:
+        starts = _ints(ctx, inputs[1], "the starts")
+        ends = _ints(ctx, inputs[2], "the ends")
+        axes = None if _optional(inputs, 3) is None else _ints(ctx, inputs[3], "the axes")
+        steps = None if _optional(inputs, 4) is None else _ints(ctx, inputs[4], "the steps")
+    axes = list(range(len(starts))) if axes is None else _axes(ctx, axes, len(shape))
+    steps = [1] * len(starts) if steps is None else steps
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.error("Slice starts, ends, axes and steps must have the same length")
+    if 0 in steps:
+        raise ctx.error("Slice step 0")
+    begin, end = [], []
+    for a, b, e, s in zip(axes, starts, ends, steps):
+        dim = shape[a]
+        if dim is ANY:
+            begin.append(b)
+            end.append(e)
+            continue
+        # ONNX clamps: starts to [0, dim] ([0, dim-1] stepping back), ends to [0, dim] ([-1, dim-1]).
+        b, e = (v + dim if v < 0 else v for v in (b, e))
+        if s > 0:
+            b, e = min(max(b, 0), dim), min(max(e, 0), dim)
+            e = max(e, b)  # empty slices: strided_slice wants begin <= end
+        else:
+            b, e = min(max(b, 0), dim - 1), min(max(e, -1), dim - 1)
+            e = min(e, b)
+            if e == -1:  # "before the first element": strided_slice would read -1 as the last
+                e = -dim - 1
+        begin.append(b)
+        end.append(e)
+    return _call(ctx, "strided_slice", inputs[0], begin=begin, end=end, strides=steps, axes=axes)
+
+
+@converter("Gather", 1, 11, 13)
+def _gather(ctx, inputs, attrs):
+    data, indices = inputs
+    shape = ctx.shape_of(data)
+    axis = _axis(ctx, attrs.get("axis", 0), len(shape))
+    dim = shape[axis]
+    idx = ctx.value(indices)
+    if idx is not None:
+        if dim is not ANY:
+            if np.any((idx < -dim) | (idx >= dim)):
+                raise ctx.error(f"Gather indices out of range for axis {axis} of size {dim}")
+            indices = ctx.const(np.where(idx < 0, idx + dim, idx), str(idx.dtype))
+    elif dim is not ANY:
+        dtype = _dtype(ctx, indices)
+        zero, size = ctx.const(0, dtype), ctx.const(dim, dtype)
+        indices = _call(ctx, "where", _call(ctx, "less", indices, zero), _call(ctx, "add", indices, size), indices)
+    return _call(ctx, "take", data, indices, axis=axis)
+
+
+# ----------------------------------------------------------------------------- padding, resizing
+
+
+@converter("Pad", 1, 2, 11)
+def _pad(ctx, inputs, attrs):
+    shape = ctx.shape_of(inputs[0])
+    ndim = len(shape)
+    dtype = _dtype(ctx, inputs[0])
+    mode = attrs.get("mode", "constant")
+    if ctx.opset < 11:
+        pads = list(attrs["pads"] if "pads" in attrs else attrs["paddings"])
+        pad_val = ctx.const(attrs.get("value", 0.0), dtype)
+        axes = list(range(ndim))
+    else:
+        pads = _ints(ctx, inputs[1], "the pads")
+        value = _optional(inputs, 2)
+        pad_val = ctx.const(0, dtype) if value is None else value
+        if ctx.type_of(pad_val).shape:
+            pad_val = _call(ctx, "reshape", pad_val, newshape=[])
+        axes = (list(range(ndim)) if _optional(inputs, 3) is None
+                else _axes(ctx, _ints(ctx, inputs[3], "the axes"), ndim))
+    if len(pads) != 2 * len(axes):
+        raise ctx.error(f"Pad needs {2 * len(axes)} pads, got {len(pads)}")
+    if mode not in ("constant", "edge", "reflect"):
+        raise ctx.error(f"Pad mode \"{mode}\" is not supported (constant, edge, reflect are)")
+    width = [[0, 0] for _ in range(ndim)]
+    for i, a in enumerate(axes):
+        width[a] = [pads[i], pads[i + len(axes)]]
+    grow = [[max(b, 0), max(e, 0)] for b, e in width]
+    out = inputs[0]
+    if any(v for pair in grow for v in pair):
+        out = _call(ctx, "nn.pad", out, pad_val, pad_width=grow, pad_mode=mode)
+    if any(b < 0 or e < 0 for b, e in width):  # negative pads crop
+        padded = ctx.shape_of(out)
+        cut = [(a, -min(b, 0), padded[a] + min(e, 0)) for a, (b, e) in enumerate(width) if b < 0 or e < 0]
+        if any(padded[a] is ANY for a, _, _ in cut):
+            raise ctx.error("negative pads need static dimensions")
+        out = _call(ctx, "strided_slice", out, begin=[b for _, b, _ in cut], end=[e for _, _, e in cut],
+                       strides=[1] * len(cut), axes=[a for a, _, _ in cut])
+    return out
+
+
+_RESIZE_METHODS = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cubic"}
+
+
+@converter("Resize", 10, 11, 13)
+def _resize(ctx, inputs, attrs):
+    data = inputs[0]
+    shape = ctx.shape_of(data)
+    if len(shape) != 4:
+        raise ctx.error(f"Resize supports 4-D (NCHW) inputs only, got rank {len(shape)}")
+    mode = attrs.get("mode", "nearest")
+    if mode not in _RESIZE_METHODS:
+        raise ctx.error(f"Resize mode \"{mode}\" is not supported")
+    if attrs.get("antialias", 0) or "axes" in attrs or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise ctx.error("Resize antialias, axes and keep_aspect_ratio_policy are not supported")
+    if ctx.opset < 11:
+        roi, scales, sizes = None, inputs[1], None
+        coord, rounding = "asymmetric", "floor"
+    else:
+        roi, scales, sizes = _optional(inputs, 1), _optional(inputs, 2), _optional(inputs, 3)
+        coord = attrs.get("coordinate_transformation_mode", "half_pixel")
+        rounding = attrs.get("nearest_mode", "round_prefer_floor")
+    scale_v = None if scales is None else np.asarray(ctx.required_value(scales, "the scales"), "float64")
+    size_v = None if sizes is None else _ints(ctx, sizes, "the sizes")
+    if size_v:
+        if len(size_v) != 4:
+            raise ctx.error(f"Resize sizes {size_v} must have 4 values")
+        out = size_v[2:]
+    elif scale_v is not None and scale_v.size:
+        if scale_v.size != 4 or scale_v[0] != 1 or scale_v[1] != 1:
+            raise ctx.error(f"Resize scales {scale_v.tolist()} must have 4 values and keep N and C")
+        if ANY in shape[2:]:
+            raise ctx.error("Resize by scales needs static spatial dimensions")
+        out = [int(math.floor(d * s)) for d, s in zip(shape[2:], scale_v[2:])]
+    else:
+        raise ctx.error("Resize needs scales or sizes")
+    if size_v and (size_v[0] != shape[0] or size_v[1] != shape[1]):
+        raise ctx.error(f"Resize sizes {size_v} must keep N and C")
+    roi_v = [0.0, 0.0, 1.0, 1.0]
+    if coord == "tf_crop_and_resize":
+        r = np.asarray(ctx.required_value(roi, "the roi"), "float64").reshape(-1)
+        if r.size != 8:
+            raise ctx.error("Resize roi must have 8 values")
+        roi_v = [float(v) for v in (r[2], r[3], r[6], r[7])]
+    return _call(ctx, "image.resize2d", data, size=out, roi=roi_v, layout="NCHW", method=_RESIZE_METHODS[mode],
+                    coordinate_transformation_mode=coord, rounding_method=rounding if mode == "nearest" else "",
+                    cubic_alpha=float(attrs.get("cubic_coeff_a", -0.75)),
+                    cubic_exclude=int(attrs.get("exclude_outside", 0)),
+                    extrapolation_value=float(attrs.get("extrapolation_value", 0.0)))
+

@@ -1,0 +1,105 @@
+"""ONNX backend node-test conformance, per op.
+
+    python benchmarks/onnx_conformance.py [--failures] [--op Conv]...
+
+Runs every claimed node case (all its ops in `supported_ops()`; the cases and the
+exception table come from tests/test_onnx_conformance.py) in the NumPy interpreter and
+prints, per op: cases, passed, failed (not listed as exceptions), exceptions (listed in
+EXCEPTIONS; `xpass` counts listed cases that now pass), `bound` (passing cases whose
+integer inputs had to be bound as constants, see `run_case`), and the totals. A case is
+counted under the op it tests: the op of a one-node graph, else (function-expanded
+cases) the op its name spells. `--failures` prints each unexpected failure with its
+message; `--table` prints them as EXCEPTIONS entries to paste (then give each a reason).
+Exit status 1 when a case fails unexpectedly or an exception passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import pathlib
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from test_onnx_conformance import EXCEPTIONS, case_ops, claimed_cases, node_cases, run_case  # noqa: E402
+
+
+def _tested_op(case, schema_names: dict[str, str]) -> str:
+    ops = case_ops(case)
+    graph = case.load().graph
+    if len(graph.node) == 1:
+        return next(iter(ops))
+    key = case.name.removeprefix("test_").replace("_", "").lower()
+    best = max((k for k in schema_names if key.startswith(k)), key=len, default=None)
+    return schema_names[best] if best else "/".join(sorted(ops))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--failures", action="store_true", help="print each unexpected failure")
+    p.add_argument("--table", action="store_true", help="print unexpected failures as EXCEPTIONS entries")
+    p.add_argument("--op", action="append", default=[], help="only this op (repeatable)")
+    args = p.parse_args(argv)
+
+    import onnx
+
+    from irtool.frontend.onnx import supported_ops
+
+    t0 = time.perf_counter()
+    all_cases = node_cases()
+    t_load = time.perf_counter() - t0
+    schema_names = {s.name.lower(): s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain == ""}
+    claimed = claimed_cases()
+    rows: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    failures = []
+    t0 = time.perf_counter()
+    for case in claimed:
+        op = _tested_op(case, schema_names)
+        if args.op and op not in args.op:
+            continue
+        row = rows[op]
+        row["cases"] += 1
+        try:
+            row["bound"] += run_case(case)
+            ok, message = True, ""
+        except Exception as err:  # noqa: BLE001 - every failure is a result here
+            ok, message = False, f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+        if case.name in EXCEPTIONS:
+            row["exceptions"] += 1
+            if ok:
+                row["xpass"] += 1
+                failures.append((case.name, "listed in EXCEPTIONS but passes"))
+        elif ok:
+            row["passed"] += 1
+        else:
+            row["failed"] += 1
+            failures.append((case.name, message))
+    t_run = time.perf_counter() - t0
+
+    print(f"onnx {onnx.__version__}: {len(all_cases)} node cases, {len(claimed)} claimed "
+          f"({len(supported_ops())} ops supported); cases loaded in {t_load:.1f} s, run in {t_run:.1f} s")
+    print(f"{'op':<28}{'cases':>7}{'passed':>8}{'failed':>8}{'except':>8}{'xpass':>7}{'bound':>7}")
+    total = collections.Counter()
+    for op in sorted(rows):
+        r = rows[op]
+        total.update(r)
+        print(f"{op:<28}{r['cases']:>7}{r['passed']:>8}{r['failed']:>8}{r['exceptions']:>8}{r['xpass']:>7}{r['bound']:>7}")
+    print(f"{'total':<28}{total['cases']:>7}{total['passed']:>8}{total['failed']:>8}{total['exceptions']:>8}"
+          f"{total['xpass']:>7}{total['bound']:>7}")
+    clean = sum(1 for r in rows.values() if r["failed"] == 0 and r["exceptions"] == 0)
+    print(f"ops passing every case: {clean} of {len(rows)}")
+    if args.failures:
+        for name, message in failures:
+            print(f"FAIL {name}: {message}")
+    if args.table:
+        for name, message in failures:
+            print(f'    "{name}": "{message[:100]}",')
+    return 1 if total["failed"] or total["xpass"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

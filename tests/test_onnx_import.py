@@ -1,0 +1,260 @@
+"""from_onnx and irtool-import on bad or unusual input: one clear error, exit 1, no
+traceback; shapes from the model or `--shape`; several outputs; atomic `-o`;
+initializers as parameters."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import irtool  # noqa: E402
+from irtool.cli.import_onnx import run  # noqa: E402
+from irtool.frontend.onnx import OnnxImportError, from_onnx, load_model, supported_ops  # noqa: E402
+from irtool.text import parse  # noqa: E402
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def _vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def relu_model(shape=(2, 3)):
+    return _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", shape)], [_vi("y", shape)])
+
+
+def _cli(argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run([str(a) for a in argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _one_error(code: int, err: str, *needles: str) -> None:
+    assert code == 1
+    assert "Traceback" not in err and "internal error" not in err
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(lines) == 1, err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def _save(model, path) -> str:
+    onnx.save(model, str(path))
+    return str(path)
+
+
+# ----------------------------------------------------------------------------- unreadable files
+
+
+def test_truncated_file(tmp_path) -> None:
+    data = relu_model().SerializeToString()
+    path = tmp_path / "t.onnx"
+    path.write_bytes(data[: len(data) // 2])
+    code, out, err = _cli([path])
+    _one_error(code, err, str(path))
+    assert out == ""
+    with pytest.raises(OnnxImportError):
+        load_model(str(path))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_bytes(tmp_path, seed) -> None:
+    path = tmp_path / "r.onnx"
+    path.write_bytes(np.random.default_rng(seed).integers(0, 256, 4096, dtype=np.uint8).tobytes())
+    code, out, err = _cli([path])
+    _one_error(code, err, str(path), "ONNX")
+
+
+def test_empty_and_missing_file(tmp_path) -> None:
+    empty = tmp_path / "e.onnx"
+    empty.write_bytes(b"")
+    _one_error(*_cli([empty])[::2], "e.onnx")
+    _one_error(*_cli([tmp_path / "nope.onnx"])[::2], "nope.onnx")
+
+
+def test_bad_file_subprocess_has_no_traceback(tmp_path) -> None:
+    """The installed command: exit status 1 and a one-line message."""
+    path = tmp_path / "t.onnx"
+    path.write_bytes(relu_model().SerializeToString()[:7])
+    exe = os.path.join(os.path.dirname(sys.executable), "irtool-import")
+    r = subprocess.run([exe, str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and r.stdout == ""
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+# ----------------------------------------------------------------------------- unsupported ops
+
+
+def test_unsupported_ops_listed_in_one_message(tmp_path) -> None:
+    odd = ["TfIdfVectorizer", "StringNormalizer"]
+    assert not set(odd) & set(supported_ops())
+    nodes = [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node("StringNormalizer", ["a"], ["b"]),
+             helper.make_node("TfIdfVectorizer", ["b"], ["c"]),
+             helper.make_node("StringNormalizer", ["c"], ["d"]),
+             helper.make_node("Frobnicate", ["d"], ["y"], domain="com.example")]
+    m = _model(nodes, [_vi("x", (2,))], [_vi("y", (2,))])
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    with pytest.raises(OnnxImportError) as info:
+        from_onnx(m)
+    message = str(info.value)
+    for op in ["StringNormalizer", "TfIdfVectorizer", "Frobnicate"]:
+        assert op in message
+    assert message.count("StringNormalizer") == 1
+    _one_error(*_cli([_save(m, tmp_path / "u.onnx")])[::2], "StringNormalizer", "TfIdfVectorizer", "Frobnicate")
+
+
+# ----------------------------------------------------------------------------- input shapes
+
+
+def test_missing_input_shape(tmp_path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)  # no shape at all
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], [x], [_vi("y", None)])
+    with pytest.raises(OnnxImportError, match="`x` has no shape"):
+        from_onnx(m)
+    path = _save(m, tmp_path / "m.onnx")
+    _one_error(*_cli([path])[::2], "`x`", "--shape")
+    code, out, err = _cli([path, "--shape", "x=2,5"])
+    assert code == 0, err
+    mod = parse(out)
+    x = np.arange(-5, 5, dtype=np.float32).reshape(2, 5)
+    np.testing.assert_array_equal(irtool.interpret(mod, [x]), np.maximum(x, 0))
+
+
+def test_unknown_dimension_warns_and_shape_overrides(tmp_path) -> None:
+    m = relu_model(("N", 3))
+    with pytest.warns(UserWarning, match="unknown dimension `N`"):
+        mod, _ = from_onnx(m)
+    assert "?" in str(mod["main"].params[0].type_annotation) or "?" in irtool.text.to_text(mod)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mod, _ = from_onnx(m, shape={"x": (4, 3)})
+    assert tuple(mod["main"].params[0].type_annotation.shape) == (4, 3)
+
+    path = _save(m, tmp_path / "n.onnx")
+    code, out, err = _cli([path])
+    assert code == 0 and "warning" in err and "`N`" in err
+    assert "?" in out
+    code, out, err = _cli([path, "--shape", "x=4,3"])
+    assert code == 0 and err == ""
+    assert "?" not in out and "4, 3" in out
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(irtool.interpret(parse(out), [x]), np.maximum(x, 0))
+
+
+def test_bad_shape_option(tmp_path) -> None:
+    path = _save(relu_model(), tmp_path / "m.onnx")
+    with pytest.raises(SystemExit) as info:
+        _cli([path, "--shape", "x=a,b"])
+    assert info.value.code == 2
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+def test_several_outputs_become_a_tuple(tmp_path) -> None:
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["x"], ["b"])]
+    m = _model(nodes, [_vi("x", (2, 3))], [_vi("a", (2, 3)), _vi("b", (2, 3))])
+    x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+    mod, _ = from_onnx(m)
+    a, b = irtool.interpret(mod, [x])
+    np.testing.assert_array_equal(a, np.maximum(x, 0))
+    np.testing.assert_array_equal(b, -x)
+    code, out, err = _cli([_save(m, tmp_path / "two.onnx")])
+    assert code == 0, err
+    a, b = irtool.interpret(parse(out), [x])
+    np.testing.assert_array_equal(b, -x)
+
+
+# ----------------------------------------------------------------------------- -o
+
+
+def test_output_file_is_atomic(tmp_path) -> None:
+    out = tmp_path / "out.ir"
+    out.write_text("precious\n")
+    bad = _model([helper.make_node("TfIdfVectorizer", ["x"], ["y"])], [_vi("x", (2,))], [_vi("y", (2,))])
+    code, stdout, err = _cli([_save(bad, tmp_path / "bad.onnx"), "-o", out])
+    _one_error(code, err, "TfIdfVectorizer")
+    assert out.read_text() == "precious\n" and stdout == ""
+    trunc = tmp_path / "trunc.onnx"
+    trunc.write_bytes(relu_model().SerializeToString()[:10])
+    _one_error(*_cli([trunc, "-o", out])[::2])
+    assert out.read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.onnx", "out.ir", "trunc.onnx"]  # no temp files
+
+    code, stdout, err = _cli([_save(relu_model(), tmp_path / "good.onnx"), "-o", out])
+    assert code == 0 and stdout == "" and err == ""
+    assert "nn.relu" in out.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.onnx", "good.onnx", "out.ir", "trunc.onnx"]
+
+
+def test_output_into_missing_directory(tmp_path) -> None:
+    code, out, err = _cli([_save(relu_model(), tmp_path / "m.onnx"), "-o", tmp_path / "no" / "such" / "o.ir"])
+    assert code == 1 and "Traceback" not in err and "cannot write" in err
+
+
+# ----------------------------------------------------------------------------- parameters
+
+
+def _affine_model():
+    w = np.arange(6, dtype=np.float32).reshape(3, 2) / 4
+    b = np.array([0.5, -1.0], dtype=np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["y"])]
+    m = _model(nodes, [_vi("x", (4, 3))], [_vi("y", (4, 2))],
+               inits=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    return m, w, b
+
+
+def test_initializers_as_params(tmp_path) -> None:
+    m, w, b = _affine_model()
+    missing = {"MatMul", "Add"} - set(supported_ops())
+    if missing:
+        pytest.skip(f"not supported yet: {', '.join(sorted(missing))}")
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    expected = x @ w + b
+
+    mod, params = from_onnx(m)
+    assert params == {} and [p.name_hint for p in mod["main"].params] == ["x"]
+    np.testing.assert_allclose(irtool.interpret(mod, [x]), expected, rtol=1e-6)
+
+    mod, params = from_onnx(m, freeze_params=False)
+    assert [p.name_hint for p in mod["main"].params] == ["x", "w", "b"]
+    assert sorted(params) == ["b", "w"]
+    np.testing.assert_array_equal(params["w"], w)
+    assert params["w"].dtype == np.float32 and params["b"].shape == (2,)
+    np.testing.assert_allclose(irtool.interpret(mod, {"x": x, **params}), expected, rtol=1e-6)
+    other = {"w": -w, "b": b}  # parameters really are inputs now
+    np.testing.assert_allclose(irtool.interpret(mod, {"x": x, **other}), x @ -w + b, rtol=1e-6)
+
+    code, out, err = _cli([_save(m, tmp_path / "a.onnx"), "--keep-params"])
+    assert code == 0, err
+    parsed = parse(out)
+    assert [p.name_hint for p in parsed["main"].params] == ["x", "w", "b"]
+    np.testing.assert_allclose(irtool.interpret(parsed, {"x": x, **params}), expected, rtol=1e-6)
+
+
+def test_initializer_also_listed_as_graph_input() -> None:
+    """Older exporters (IR < 4) list initializers among the graph inputs too."""
+    m, w, b = _affine_model()
+    if {"MatMul", "Add"} - set(supported_ops()):
+        pytest.skip("MatMul/Add not supported yet")
+    m.graph.input.extend([_vi("w", (3, 2)), _vi("b", (2,))])
+    mod, params = from_onnx(m)
+    assert [p.name_hint for p in mod["main"].params] == ["x"]
+    mod, params = from_onnx(m, freeze_params=False)
+    assert [p.name_hint for p in mod["main"].params] == ["x", "w", "b"]
