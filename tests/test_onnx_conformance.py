@@ -36,15 +36,6 @@ _NARROW_DTYPES = "float8/float4/int4/int2 element types (ONNX types 17-26) have 
 _STRINGS = "string tensors are not supported"
 _SEQUENCES = "sequence and optional types are not supported"
 _POOL_INDICES = "MaxPool's Indices output is not supported"
-_PAD_WRAP = "Pad mode \"wrap\" is not supported"
-_EMPTY_MAX = "reducing an empty set does not give onnx's identity value (-inf)"
-_EMPTY_MIN = "reducing an empty set does not give onnx's identity value (+inf)"
-_RESIZE_DOWN = "downsampling linear/cubic Resize by scales differs from onnx's reference beyond rtol=1e-3"
-_RESIZE_ROUND = "round_prefer_ceil with asymmetric coordinates picks other pixels than onnx's reference"
-_RESIZE_OPTIONS = "Resize antialias, axes and keep_aspect_ratio_policy are not supported"
-_RESIZE_SYMMETRIC = "coordinate_transformation_mode half_pixel_symmetric is not supported by image.resize2d"
-_ROTARY_SPLIT = "the expanded function splits off a zero-size part, which the split op rejects"
-_ZERO_SPLIT = "zero-size split parts are rejected by the split op"
 
 # case name -> why it fails. Keep docs/onnx.md ("Conformance exceptions") in step.
 EXCEPTIONS: dict[str, str] = {
@@ -173,38 +164,6 @@ EXCEPTIONS: dict[str, str] = {
     "test_identity_opt": _SEQUENCES,
     "test_maxpool_with_argmax_2d_precomputed_pads": _POOL_INDICES,
     "test_maxpool_with_argmax_2d_precomputed_strides": _POOL_INDICES,
-    "test_wrap_pad": _PAD_WRAP,
-    "test_reduce_max_empty_set": _EMPTY_MAX,
-    "test_reduce_min_empty_set": _EMPTY_MIN,
-    "test_resize_downsample_scales_linear": _RESIZE_DOWN,
-    "test_resize_downsample_scales_linear_align_corners": _RESIZE_DOWN,
-    "test_resize_downsample_scales_cubic": _RESIZE_DOWN,
-    "test_resize_downsample_scales_cubic_align_corners": _RESIZE_DOWN,
-    "test_resize_downsample_scales_cubic_A_n0p5_exclude_outside": _RESIZE_DOWN,
-    "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric": _RESIZE_ROUND,
-    "test_resize_downsample_scales_linear_antialias": _RESIZE_OPTIONS,
-    "test_resize_downsample_sizes_linear_antialias": _RESIZE_OPTIONS,
-    "test_resize_downsample_scales_cubic_antialias": _RESIZE_OPTIONS,
-    "test_resize_downsample_sizes_cubic_antialias": _RESIZE_OPTIONS,
-    "test_resize_upsample_scales_nearest_axes_2_3": _RESIZE_OPTIONS,
-    "test_resize_upsample_scales_nearest_axes_3_2": _RESIZE_OPTIONS,
-    "test_resize_upsample_sizes_nearest_axes_2_3": _RESIZE_OPTIONS,
-    "test_resize_upsample_sizes_nearest_axes_3_2": _RESIZE_OPTIONS,
-    "test_resize_tf_crop_and_resize_axes_2_3": _RESIZE_OPTIONS,
-    "test_resize_tf_crop_and_resize_axes_3_2": _RESIZE_OPTIONS,
-    "test_resize_upsample_sizes_nearest_not_larger": _RESIZE_OPTIONS,
-    "test_resize_upsample_sizes_nearest_not_smaller": _RESIZE_OPTIONS,
-    "test_resize_downsample_sizes_nearest_not_larger": _RESIZE_OPTIONS,
-    "test_resize_downsample_sizes_nearest_not_smaller": _RESIZE_OPTIONS,
-    "test_resize_downsample_scales_linear_half_pixel_symmetric": _RESIZE_SYMMETRIC,
-    "test_resize_upsample_scales_linear_half_pixel_symmetric": _RESIZE_SYMMETRIC,
-    "test_rotary_embedding_expanded": _ROTARY_SPLIT,
-    "test_rotary_embedding_3d_input_expanded": _ROTARY_SPLIT,
-    "test_rotary_embedding_interleaved_expanded": _ROTARY_SPLIT,
-    "test_rotary_embedding_no_position_ids_expanded": _ROTARY_SPLIT,
-    "test_rotary_embedding_no_position_ids_interleaved_expanded": _ROTARY_SPLIT,
-    "test_split_zero_size_splits_opset13": _ZERO_SPLIT,
-    "test_split_zero_size_splits_opset18": _ZERO_SPLIT,
 }
 
 

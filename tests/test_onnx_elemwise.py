@@ -318,3 +318,13 @@ def test_float64():
         got = _irtool(_model(op, {"x": x}, {}, attrs, opset=14), {"x": x})[0]
         assert got.dtype == np.float64
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduce_extremum_empty_set(op, dtype, keepdims):
+    """Reducing a statically empty axis gives onnx's identity value (-inf/+inf for floats,
+    the type's extremes for integers), folded to a constant of the output shape."""
+    x = np.zeros((2, 0, 4), dtype)
+    check(op, {"x": x}, {"keepdims": keepdims}, opset=18, consts={"axes": np.asarray([1], "int64")})

@@ -263,3 +263,52 @@ def test_shape_dependent_input_must_be_known():
     model = _model([node("Reshape", ["x", "s"])], {"x": X, "s": s}, [("y", "float32")])
     with pytest.raises(OnnxImportError, match="known at import"):
         from_onnx(model)
+
+
+@pytest.mark.parametrize("sizes", [[0, 7], [3, 0, 4], [7, 0]])
+def test_split_zero_size_parts(sizes):
+    """Empty parts are slices with begin == end (the split op rejects them)."""
+    x = rng.standard_normal((2, 7, 3)).astype("float32")
+    outs = [(f"o{i}", "float32") for i in range(len(sizes))]
+    check([node("Split", ["x", "s"], [n for n, _ in outs], axis=1)], {"x": x}, outputs=outs,
+          inits={"s": I64(sizes, "int64")})
+
+
+@pytest.mark.parametrize("pads", [(0, 0, 1, 2, 0, 0, 2, 1), (0, 1, 3, 0, 0, 2, 0, 4), (0, 0, 0, 5, 0, 0, 0, 0)])
+def test_pad_wrap(pads):
+    """Wrap padding as a concatenation of strided slices, pads up to the axis' size."""
+    check([node("Pad", ["x", "p"], mode="wrap")], {"x": X}, inits={"p": I64(pads, "int64")})
+
+
+@pytest.mark.parametrize("mode,coord,extra", [
+    # (not align_corners: there onnxruntime divides by the whole output size, onnx's reference
+    # and the node tests by scale * input size)
+    ("linear", "half_pixel", {}), ("linear", "asymmetric", {}), ("cubic", "half_pixel", {}),
+    ("cubic", "asymmetric", {"cubic_coeff_a": -0.5, "exclude_outside": 1}),
+    ("linear", "half_pixel_symmetric", {}), ("linear", "pytorch_half_pixel", {}),
+    ("nearest", "asymmetric", {"nearest_mode": "round_prefer_ceil"}),
+    ("nearest", "half_pixel", {"nearest_mode": "ceil"}),
+    ("linear", "half_pixel", {"antialias": 1}), ("cubic", "half_pixel", {"antialias": 1})])
+@pytest.mark.parametrize("scales", [(1, 1, 0.6, 0.7), (1, 1, 1.7, 0.45)])
+def test_resize_scales_not_whole(mode, coord, extra, scales):
+    """Scales whose output sizes are not whole: ONNX maps coordinates by the scale, which
+    the exact lowering (constant indices and weights per axis) follows."""
+    x = rng.standard_normal((1, 2, 7, 9)).astype("float32")
+    attrs = {"mode": mode, "coordinate_transformation_mode": coord, **extra}
+    check([node("Resize", ["x", "", "s"], **attrs)], {"x": x},
+          inits={"s": np.asarray(scales, "float32")}, opset=19, rtol=1e-4)
+
+
+@pytest.mark.parametrize("policy", ["stretch", "not_larger", "not_smaller"])
+@pytest.mark.parametrize("axes", [[2, 3], [3, 2], [3]])
+def test_resize_axes_and_aspect_policy(policy, axes):
+    sizes = {2: 5, 3: 8}
+    check([node("Resize", ["x", "", "", "z"], mode="nearest", axes=axes, keep_aspect_ratio_policy=policy)],
+          {"x": X}, inits={"z": I64([sizes[a] for a in axes], "int64")}, opset=19)
+
+
+def test_resize_tf_crop_and_resize_extrapolates():
+    check([node("Resize", ["x", "r", "", "z"], mode="linear", coordinate_transformation_mode="tf_crop_and_resize",
+                extrapolation_value=-7.0)], {"x": X},
+          inits={"r": np.asarray([0, 0, -0.2, 0.3, 1, 1, 0.8, 1.4], "float32"), "z": I64([2, 3, 6, 4], "int64")},
+          opset=13)

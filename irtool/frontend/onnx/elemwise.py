@@ -15,6 +15,9 @@ Semantics follow the ONNX specs (and onnxruntime, the reference tests compare wi
 
 from __future__ import annotations
 
+import numpy as np
+
+from ...ir.types import ANY
 from . import converter
 
 # ONNX op -> (Relay op, the opset the ONNX op starts at), for ops that map one to one
@@ -250,7 +253,34 @@ def _reduce(ctx, relay_op: str, x, axes, keepdims: int, noop_with_empty_axes: in
         axes = None
     else:
         axes = tuple(int(a) for a in axes)
+    if relay_op in ("max", "min"):
+        empty = _empty_extremum(ctx, relay_op, x, axes, keepdims)
+        if empty is not None:
+            return empty
     return ctx.call(relay_op, x, axis=axes, keepdims=bool(keepdims))
+
+
+def _empty_extremum(ctx, relay_op: str, x, axes, keepdims: int):
+    """ReduceMax/ReduceMin over a statically empty set: onnx's identity value (-inf/+inf
+    for floats, the type's lowest/highest value for integers, False/True for bool) in the
+    output shape, as a constant; None when the reduced set is not known to be empty."""
+    shape = ctx.shape_of(x)
+    ndim = len(shape)
+    reduced = set(range(ndim)) if axes is None else {a + ndim if a < 0 else a for a in axes}
+    if ANY in shape or not any(shape[a] == 0 for a in reduced):
+        return None
+    out = [1 if a in reduced else d for a, d in enumerate(shape) if keepdims or a not in reduced]
+    dtype = ctx.type_of(x).dtype
+    if dtype == "bool":
+        value = relay_op == "min"
+    elif dtype.startswith(("int", "uint")):
+        info = np.iinfo(dtype)
+        value = info.min if relay_op == "max" else info.max
+    elif dtype in ("float16", "float32", "float64"):
+        value = -np.inf if relay_op == "max" else np.inf
+    else:
+        return None
+    return ctx.const(np.full(out, value, dtype=dtype), dtype)
 
 
 def _reduce_attr(relay_op: str):

@@ -298,6 +298,11 @@ def _split(ctx, inputs, attrs):
     value = ctx.value(inputs[0])
     if value is not None:
         return [ctx.const(v) for v in np.split(value, indices, axis=axis)]
+    if sizes is not None and 0 in sizes:
+        # the split op rejects empty parts: slice each part out (an empty one is begin == end)
+        bounds = [0, *np.cumsum(sizes).tolist()]
+        return [_call(ctx, "strided_slice", inputs[0], begin=[b], end=[e], strides=[1], axes=[axis])
+                for b, e in zip(bounds[:-1], bounds[1:])]
     out = _call(ctx, "split", inputs[0], indices_or_sections=indices, axis=axis)
     n = indices if isinstance(indices, int) else len(indices) + 1
     return [ctx.typed(TupleGetItem(out, i)) for i in range(n)]
@@ -387,14 +392,18 @@ def _pad(ctx, inputs, attrs):
                 else _axes(ctx, _ints(ctx, inputs[3], "the axes"), ndim))
     if len(pads) != 2 * len(axes):
         raise ctx.error(f"Pad needs {2 * len(axes)} pads, got {len(pads)}")
-    if mode not in ("constant", "edge", "reflect"):
-        raise ctx.error(f"Pad mode \"{mode}\" is not supported (constant, edge, reflect are)")
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        raise ctx.error(f"Pad mode \"{mode}\" is not supported (constant, edge, reflect, wrap are)")
     width = [[0, 0] for _ in range(ndim)]
     for i, a in enumerate(axes):
         width[a] = [pads[i], pads[i + len(axes)]]
     grow = [[max(b, 0), max(e, 0)] for b, e in width]
     out = inputs[0]
-    if any(v for pair in grow for v in pair):
+    if mode == "wrap":
+        for a, (b, e) in enumerate(grow):
+            if b or e:
+                out = _wrap_axis(ctx, out, a, b, e)
+    elif any(v for pair in grow for v in pair):
         out = _call(ctx, "nn.pad", out, pad_val, pad_width=grow, pad_mode=mode)
     if any(b < 0 or e < 0 for b, e in width):  # negative pads crop
         padded = ctx.shape_of(out)
@@ -406,20 +415,130 @@ def _pad(ctx, inputs, attrs):
     return out
 
 
+def _wrap_axis(ctx, x, axis: int, before: int, after: int):
+    """Pad "wrap" along one axis: the input repeated cyclically, `before` elements ahead of
+    it and `after` behind, as a concatenation of the contiguous runs (strided slices)."""
+    dim = ctx.shape_of(x)[axis]
+    if dim is ANY:
+        raise ctx.error("Pad mode \"wrap\" needs static dimensions on the padded axes")
+    if dim == 0:
+        raise ctx.error("Pad mode \"wrap\" cannot pad an empty axis")
+    index = np.arange(-before, dim + after) % dim
+    cuts = np.flatnonzero(np.diff(index) != 1) + 1  # where a run restarts at 0
+    parts = []
+    for run in np.split(index, cuts):
+        b, e = int(run[0]), int(run[-1]) + 1
+        parts.append(x if (b, e) == (0, dim) else
+                     _call(ctx, "strided_slice", x, begin=[b], end=[e], strides=[1], axes=[axis]))
+    return parts[0] if len(parts) == 1 else _call(ctx, "concatenate", Tuple(parts), axis=axis)
+
+
 _RESIZE_METHODS = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cubic"}
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+_COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+                "tf_crop_and_resize")
 
 
-@converter("Resize", 10, 11, 13)
+def _source_coords(coord: str, n_in: int, n_out: int, scale: float, roi) -> np.ndarray:
+    """ONNX's mapping of output positions 0..n_out-1 to (fractional) input positions."""
+    y = np.arange(n_out, dtype="float64")
+    width = scale * n_in  # the "real" output width, whole or not
+    if coord == "align_corners":
+        return np.zeros(n_out) if width == 1 else y * (n_in - 1) / (width - 1)
+    if coord == "asymmetric":
+        return y / scale
+    if coord == "tf_crop_and_resize":
+        lo, hi = roi
+        x = np.full(n_out, (hi - lo) * (n_in - 1) / 2) if width == 1 else y * (hi - lo) * (n_in - 1) / (width - 1)
+        return x + lo * (n_in - 1)
+    if coord == "pytorch_half_pixel":
+        return np.full(n_out, -0.5) if width == 1 else (y + 0.5) / scale - 0.5
+    x = (y + 0.5) / scale - 0.5
+    if coord == "half_pixel_symmetric":  # keeps the centre of the input on the centre of the output
+        x = x + n_in / 2 * (1 - n_out / width)
+    return x
+
+
+def _cubic_kernel(t: np.ndarray, a: float) -> np.ndarray:
+    t = np.abs(t)
+    near = ((a + 2) * t - (a + 3)) * t * t + 1
+    far = ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+    return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
+
+
+def _resize_taps(mode: str, coord: str, nearest: str, n_in: int, n_out: int, scale: float, roi,
+                 cubic_a: float, exclude_outside: bool, antialias: bool):
+    """Per output position along one axis: the input indices it reads (n_out, k), their
+    weights (n_out, k), and which positions are outside the roi (extrapolated) or None.
+
+    ONNX resizes one axis at a time, each output a weighted sum of the nearest input
+    samples (edge-clamped), so these constants give the exact reference result."""
+    x = _source_coords(coord, n_in, n_out, scale, roi)
+    outside = ((x < 0) | (x > n_in - 1)) if coord == "tf_crop_and_resize" else None
+    base = np.floor(x)
+    whole = x == base
+    # onnx takes the neighbours left of x: a whole x is read as `x - 1` with ratio 1
+    left = np.where(whole, base - 1, base).astype("int64")
+    ratio = np.where(whole, 1.0, x - base)
+    if mode == "nearest":
+        if nearest == "round_prefer_floor":
+            up = ratio > 0.5
+        elif nearest == "round_prefer_ceil":
+            up = ratio >= 0.5
+        else:
+            up = np.full(n_out, nearest == "ceil")
+        up = up | whole
+        idx = (left + up)[:, None]
+        weights = np.ones((n_out, 1))
+    else:
+        s = min(scale, 1.0) if antialias else 1.0
+        reach = 1.0 if mode == "linear" else 2.0  # the kernel's support, in output samples
+        start = int(np.floor(-reach / s) + 1)
+        offsets = np.arange(start, 2 - start)  # linear [0, 1], cubic [-1, 0, 1, 2] without antialias
+        idx = left[:, None] + offsets[None, :]
+        dist = (offsets[None, :] - ratio[:, None]) * s
+        if mode == "linear":
+            weights = np.clip(1 - np.abs(dist), 0, 1)
+        else:
+            weights = _cubic_kernel(dist, cubic_a)
+        if antialias:
+            weights = weights / weights.sum(axis=1, keepdims=True)
+    if exclude_outside:
+        weights = np.where((idx < 0) | (idx >= n_in), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    return np.clip(idx, 0, n_in - 1), weights, outside
+
+
+def _resize_axis(ctx, data, axis: int, idx: np.ndarray, weights: np.ndarray, outside, fill: float, dtype: str):
+    ndim = len(ctx.shape_of(data))
+    trail = (1,) * (ndim - axis - 1)
+    if np.all((weights == 0) | (weights == 1)) and np.all(weights.sum(axis=1) == 1):  # one sample each
+        pick = idx[np.arange(len(idx)), weights.argmax(axis=1)]
+        out = _call(ctx, "take", data, ctx.const(pick, "int64"), axis=axis)
+    else:
+        taken = _call(ctx, "take", data, ctx.const(idx, "int64"), axis=axis)  # [..., n_out, k, ...]
+        scaled = _call(ctx, "multiply", taken, ctx.const(weights.reshape(weights.shape + trail), dtype))
+        out = _call(ctx, "sum", scaled, axis=[axis + 1], keepdims=False)
+    if outside is not None and outside.any():
+        out = _call(ctx, "where", ctx.const(outside.reshape(outside.shape + trail)), ctx.const(fill, dtype), out)
+    return out
+
+
+@converter("Resize", 10, 11, 13, 18, 19)
 def _resize(ctx, inputs, attrs):
     data = inputs[0]
     shape = ctx.shape_of(data)
-    if len(shape) != 4:
-        raise ctx.error(f"Resize supports 4-D (NCHW) inputs only, got rank {len(shape)}")
+    ndim = len(shape)
+    dtype = _dtype(ctx, data)
     mode = attrs.get("mode", "nearest")
     if mode not in _RESIZE_METHODS:
         raise ctx.error(f"Resize mode \"{mode}\" is not supported")
-    if attrs.get("antialias", 0) or "axes" in attrs or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise ctx.error("Resize antialias, axes and keep_aspect_ratio_policy are not supported")
+    antialias = bool(attrs.get("antialias", 0))
+    policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+    if policy not in ("stretch", "not_larger", "not_smaller"):
+        raise ctx.error(f"Resize keep_aspect_ratio_policy \"{policy}\" is not supported")
+    axes = list(range(ndim)) if attrs.get("axes") is None else _axes(ctx, attrs["axes"], ndim)
     if ctx.opset < 11:
         roi, scales, sizes = None, inputs[1], None
         coord, rounding = "asymmetric", "floor"
@@ -427,31 +546,54 @@ def _resize(ctx, inputs, attrs):
         roi, scales, sizes = _optional(inputs, 1), _optional(inputs, 2), _optional(inputs, 3)
         coord = attrs.get("coordinate_transformation_mode", "half_pixel")
         rounding = attrs.get("nearest_mode", "round_prefer_floor")
-    scale_v = None if scales is None else np.asarray(ctx.required_value(scales, "the scales"), "float64")
+    if coord not in _COORD_MODES:
+        raise ctx.error(f"Resize coordinate_transformation_mode \"{coord}\" is not supported")
+    if mode == "nearest" and rounding not in _NEAREST_MODES:
+        raise ctx.error(f"Resize nearest_mode \"{rounding}\" is not supported")
+    if mode == "nearest" and antialias:
+        raise ctx.error("Resize antialias needs mode linear or cubic")
+    scale_v = None if scales is None else np.asarray(ctx.required_value(scales, "the scales"), "float64").reshape(-1)
     size_v = None if sizes is None else _ints(ctx, sizes, "the sizes")
+    dims = [shape[a] for a in axes]
+    kept = scale_v is not None and scale_v.size == len(axes) and not size_v and coord != "tf_crop_and_resize"
+    for d, i in zip(dims, range(len(axes))):
+        if d is ANY and not (kept and scale_v[i] == 1):
+            raise ctx.error(f"Resize needs static dimensions on the resized axes, got {list(shape)}")
     if size_v:
-        if len(size_v) != 4:
-            raise ctx.error(f"Resize sizes {size_v} must have 4 values")
-        out = size_v[2:]
+        if len(size_v) != len(axes):
+            raise ctx.error(f"Resize sizes {size_v} must have {len(axes)} values")
+        factors = [o / i if i else 1.0 for o, i in zip(size_v, dims)]
+        out = list(size_v)
+        if policy != "stretch":
+            pick = min(factors) if policy == "not_larger" else max(factors)
+            factors = [pick] * len(axes)
+            out = [int(pick * d + 0.5) for d in dims]
     elif scale_v is not None and scale_v.size:
-        if scale_v.size != 4 or scale_v[0] != 1 or scale_v[1] != 1:
-            raise ctx.error(f"Resize scales {scale_v.tolist()} must have 4 values and keep N and C")
-        if ANY in shape[2:]:
-            raise ctx.error("Resize by scales needs static spatial dimensions")
-        out = [int(math.floor(d * s)) for d, s in zip(shape[2:], scale_v[2:])]
+        if scale_v.size != len(axes):
+            raise ctx.error(f"Resize scales {scale_v.tolist()} must have {len(axes)} values")
+        if np.any(scale_v <= 0):
+            raise ctx.error(f"Resize scales {scale_v.tolist()} must be positive")
+        factors = [float(s) for s in scale_v]
+        out = [d if d is ANY else int(math.floor(d * s)) for d, s in zip(dims, factors)]
     else:
         raise ctx.error("Resize needs scales or sizes")
-    if size_v and (size_v[0] != shape[0] or size_v[1] != shape[1]):
-        raise ctx.error(f"Resize sizes {size_v} must keep N and C")
-    roi_v = [0.0, 0.0, 1.0, 1.0]
+    roi_v = [(0.0, 1.0)] * len(axes)
     if coord == "tf_crop_and_resize":
         r = np.asarray(ctx.required_value(roi, "the roi"), "float64").reshape(-1)
-        if r.size != 8:
-            raise ctx.error("Resize roi must have 8 values")
-        roi_v = [float(v) for v in (r[2], r[3], r[6], r[7])]
-    return _call(ctx, "image.resize2d", data, size=out, roi=roi_v, layout="NCHW", method=_RESIZE_METHODS[mode],
-                    coordinate_transformation_mode=coord, rounding_method=rounding if mode == "nearest" else "",
-                    cubic_alpha=float(attrs.get("cubic_coeff_a", -0.75)),
-                    cubic_exclude=int(attrs.get("exclude_outside", 0)),
-                    extrapolation_value=float(attrs.get("extrapolation_value", 0.0)))
-
+        if r.size != 2 * len(axes):
+            raise ctx.error(f"Resize roi must have {2 * len(axes)} values")
+        roi_v = [(float(r[i]), float(r[i + len(axes)])) for i in range(len(axes))]
+    if mode != "nearest" and not dtype.startswith(("float", "bfloat")):
+        raise ctx.error(f"Resize mode \"{mode}\" needs a floating-point input, got {dtype}")
+    fill = float(attrs.get("extrapolation_value", 0.0))
+    result = data
+    for a, n_in, n_out, factor, r in zip(axes, dims, out, factors, roi_v):
+        if n_in is ANY or n_out == n_in and factor == 1.0 and (coord != "tf_crop_and_resize" or r == (0.0, 1.0)):
+            continue  # the identity along this axis
+        if n_out == 0 or n_in == 0:
+            raise ctx.error("Resize to or from an empty axis is not supported")
+        idx, weights, outside = _resize_taps(mode, coord, rounding, n_in, n_out, factor, r,
+                                             float(attrs.get("cubic_coeff_a", -0.75)),
+                                             bool(attrs.get("exclude_outside", 0)), antialias)
+        result = _resize_axis(ctx, result, a, idx, weights, outside, fill, dtype)
+    return result
