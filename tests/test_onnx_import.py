@@ -136,6 +136,15 @@ def test_missing_input_shape(tmp_path) -> None:
     np.testing.assert_array_equal(irtool.interpret(mod, [x]), np.maximum(x, 0))
 
 
+def test_unsupported_input_element_type(tmp_path) -> None:
+    # regression: a float8 graph input was silently typed float32
+    m = _model([helper.make_node("Identity", ["x"], ["y"])], [_vi("x", (2,), TensorProto.FLOAT8E4M3FN)],
+               [_vi("y", (2,), TensorProto.FLOAT8E4M3FN)])
+    with pytest.raises(OnnxImportError, match="element type irtool does not support"):
+        from_onnx(m)
+    _one_error(*_cli([_save(m, tmp_path / "m.onnx")])[::2], "`x`")
+
+
 def test_unknown_dimension_warns_and_shape_overrides(tmp_path) -> None:
     m = relu_model(("N", 3))
     with pytest.warns(UserWarning, match="unknown dimension `N`"):
