@@ -162,7 +162,7 @@ class RelaxInterpreter:
             return ShapeValue(int(eval_prim(v, shape_env)) for v in e.values)
         if isinstance(e, rx.PrimValue):
             return eval_prim(e.value, shape_env)
-        if isinstance(e, (rx.StringImm, rx.DataTypeImm)):
+        if isinstance(e, rx.StringImm):  # and DataTypeImm
             return e.value
         if isinstance(e, rx.If):
             cond = self.eval(e.cond, env, shape_env)

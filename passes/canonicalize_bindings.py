@@ -273,24 +273,12 @@ def _walk_vars(expr, bound: dict, used: dict) -> None:
             used[e] = None
             if isinstance(e.struct_info, rx.TensorStructInfo) and isinstance(e.struct_info.shape, rx.Var):
                 stack.append(e.struct_info.shape)
-        elif isinstance(e, rx.Call):
-            stack.append(e.op)
-            stack.extend(e.args)
-        elif isinstance(e, rx.Tuple):
-            stack.extend(e.fields_)
-        elif isinstance(e, rx.TupleGetItem):
-            stack.append(e.tuple_value)
-        elif isinstance(e, rx.If):
-            stack += [e.cond, e.true_branch, e.false_branch]
-        elif isinstance(e, rx.SeqExpr):
-            stack.append(e.body)
-            for block in e.blocks:
-                for b in block.bindings:
-                    bound[b.var] = None
-                    stack.append(b.value)
+            continue
+        if isinstance(e, rx.SeqExpr):
+            bound.update((b.var, None) for block in e.blocks for b in block.bindings)
         elif isinstance(e, rx.Function):
             bound.update(dict.fromkeys(e.params))
-            stack.append(e.body)
+        stack.extend(rx.sub_exprs(e))
 
 
 def free_vars(expr) -> list:
@@ -518,20 +506,7 @@ def _runtime_prim_vars(body) -> set:
         e = stack.pop()
         if isinstance(e, rx.PrimValue):
             _tir_vars(e.value, out)
-        elif isinstance(e, rx.Call):
-            stack.append(e.op)
-            stack.extend(e.args)
-        elif isinstance(e, rx.Tuple):
-            stack.extend(e.fields_)
-        elif isinstance(e, rx.TupleGetItem):
-            stack.append(e.tuple_value)
-        elif isinstance(e, rx.If):
-            stack += [e.cond, e.true_branch, e.false_branch]
-        elif isinstance(e, rx.SeqExpr):
-            stack.append(e.body)
-            stack.extend(b.value for block in e.blocks for b in block.bindings)
-        elif isinstance(e, rx.Function):
-            stack.append(e.body)
+        stack.extend(rx.sub_exprs(e))
     return out
 
 

@@ -140,20 +140,10 @@ def contains_impure_call(expr, mod: IRModule | None) -> bool:
     stack = [expr.body if isinstance(expr, rx.Function) else expr]
     while stack:
         e = stack.pop()
-        if isinstance(e, rx.Call):
-            if is_impure_call(e, mod):
-                return True
-            stack.append(e.op)
-            stack.extend(e.args)
-        elif isinstance(e, rx.Tuple):
-            stack.extend(e.fields_)
-        elif isinstance(e, rx.TupleGetItem):
-            stack.append(e.tuple_value)
-        elif isinstance(e, rx.If):
-            stack += [e.cond, e.true_branch, e.false_branch]
-        elif isinstance(e, rx.SeqExpr):
-            stack.append(e.body)
-            stack.extend(b.value for block in e.blocks for b in block.bindings)
+        if isinstance(e, rx.Call) and is_impure_call(e, mod):
+            return True
+        if not isinstance(e, rx.Function):  # a nested function's calls do not run here
+            stack.extend(rx.sub_exprs(e))
     return False
 
 

@@ -7,11 +7,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import warnings
 
 from ..diagnostics import DiagnosticError
+from . import report_internal_error, run_main
 
 
 def _shape(text: str) -> tuple[str, tuple]:
@@ -76,20 +76,11 @@ def run(argv: list[str] | None = None, stdout=None, stderr=None) -> int:
     except Exception as err:  # an internal error: say so, never a raw traceback
         if args.debug:
             raise
-        stderr.write(f"irtool-import: internal error: {type(err).__name__}: {err}\n"
-                     "(this is a bug in irtool; rerun with --debug to see the traceback)\n")
-        return 1
+        return report_internal_error("irtool-import", err, stderr)
 
 
 def main() -> None:
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
-    try:
-        code = run()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        code = 0
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    sys.exit(code)
+    run_main(run)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import tempfile
 import time
 
 from ..diagnostics import DiagnosticError
+from . import report_internal_error, run_main
 
 SPLIT_MARKER = "// -----"
 _SPLIT_RE = re.compile(r"^(?://|#) -----[ \t]*$", re.M)  # `# -----` in TVMScript files
@@ -367,20 +368,11 @@ def run(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None) -> 
     except Exception as err:  # an internal error: say so, never a raw traceback
         if args.debug:
             raise
-        stderr.write(f"irtool-opt: internal error: {type(err).__name__}: {err}\n"
-                     "(this is a bug in irtool; rerun with --debug to see the traceback)\n")
-        return 1
+        return report_internal_error("irtool-opt", err, stderr)
 
 
 def main() -> None:
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
-    try:
-        code = run()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        code = 0
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    sys.exit(code)
+    run_main(run)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import os
 import sys
 
 from ..diagnostics import DiagnosticError
+from . import report_internal_error, run_main
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
@@ -128,14 +129,11 @@ def run(argv: list[str] | None = None, stdout=None, stderr=None, stdin=None) -> 
     except Exception as err:
         if args.debug:
             raise
-        stderr.write(f"irtool-run: internal error: {type(err).__name__}: {err}\n"
-                     "(this is a bug in irtool; rerun with --debug to see the traceback)\n")
-        return 1
+        return report_internal_error("irtool-run", err, stderr)
 
 
 def main() -> None:
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
-    sys.exit(run())
+    run_main(run)
 
 
 if __name__ == "__main__":
