@@ -20,3 +20,8 @@ config.substitutions.append(("%python", sys.executable))
 # print -> parse -> print must be a fixed point and re-parse structurally equal.
 config.substitutions.append(("%roundtrip", "irtool-opt --verify-roundtrip"))
 config.substitutions.append(("FileCheck", "filecheck"))
+
+# `IRTOOL_PARSER_ENGINE=compiled make lit` runs the whole suite through the compiled Lark engine
+# that large inputs take (see irtool/text/relay_parser.py); both engines must pass.
+if "IRTOOL_PARSER_ENGINE" in os.environ:
+    config.environment["IRTOOL_PARSER_ENGINE"] = os.environ["IRTOOL_PARSER_ENGINE"]

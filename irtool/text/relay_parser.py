@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import os
 import threading
 
 from lark import Lark, Token, Transformer
@@ -40,6 +41,11 @@ def _numpy():
 
         _np = numpy
     return _np
+
+
+def _is_metadata(child) -> bool:
+    # Lark's Token is a str subclass; lark_cython's is not, so test the type name, not the class.
+    return getattr(child, "type", None) == "METADATA" and hasattr(child, "value")
 
 
 class _Scope:
@@ -93,8 +99,7 @@ class _Builder(Transformer):
     # ------------------------------------------------------------------ module
 
     def module(self, children) -> tuple:
-        metadata = children[-1] if children and isinstance(children[-1], Token) and \
-            children[-1].type == "METADATA" else None
+        metadata = children[-1] if children and _is_metadata(children[-1]) else None
         functions: dict[str, Function] = {}
         for child in children:
             if isinstance(child, tuple):
@@ -109,8 +114,8 @@ class _Builder(Transformer):
         return IRModule(functions, self.global_vars), None
 
     def bare_expr(self, children) -> tuple:
-        metadata = children[-1] if isinstance(children[-1], Token) and children[-1].type == "METADATA" else None
-        body = next(c for c in children if c is not None and not isinstance(c, Token))
+        metadata = children[-1] if _is_metadata(children[-1]) else None
+        body = children[-2] if metadata is not None else children[-1]
         self.fill_metadata(metadata)
         return None, body
 
@@ -523,7 +528,12 @@ class _Parser:
 
     Small inputs use pure-Python Lark (cheapest to load: start-up matters); large ones
     use Lark's compiled engine from `lark_cython` when it is installed (same tables,
-    same callbacks, about twice as fast per token)."""
+    same callbacks, about twice as fast per token). `IRTOOL_PARSER_ENGINE=python` or
+    `=compiled` forces one engine for every input, so tests can run everything through both.
+
+    The two must behave identically. Where they cannot (lark_cython's syntax errors lack
+    the interactive parser that lists the acceptable tokens), a failed compiled parse is
+    re-run with the pure-Python engine, which raises the same diagnostic a small input gets."""
 
     LARGE_INPUT = 200_000  # characters
 
@@ -531,26 +541,32 @@ class _Parser:
         self.grammar = importlib.resources.files("irtool.grammar").joinpath("relay.lark").read_text()
         self.builder = _Builder(SourceFile("<input>", ""))
         self.lock = threading.Lock()
-        self._small: Lark | None = None
-        self._large: Lark | None = None
+        self._python: Lark | None = None
+        self._compiled: Lark | None = None
 
     def _make(self, **extra) -> Lark:
         return Lark(self.grammar, parser="lalr", lexer="basic", maybe_placeholders=False, cache=True,
                     transformer=self.builder, **extra)
 
+    def python_engine(self) -> Lark:
+        if self._python is None:
+            self._python = self._make()
+        return self._python
+
+    def compiled_engine(self) -> Lark | None:
+        if self._compiled is None:
+            try:
+                import lark_cython
+            except ImportError:
+                return None
+            self._compiled = self._make(_plugins=lark_cython.plugins)
+        return self._compiled
+
     def for_text(self, text: str) -> Lark:
-        if len(text) >= self.LARGE_INPUT:
-            if self._large is None:
-                try:
-                    import lark_cython
-                except ImportError:
-                    self._large = self.for_text("")
-                else:
-                    self._large = self._make(_plugins=lark_cython.plugins)
-            return self._large
-        if self._small is None:
-            self._small = self._make()
-        return self._small
+        engine = os.environ.get("IRTOOL_PARSER_ENGINE", "auto")
+        if engine == "compiled" or (engine != "python" and len(text) >= self.LARGE_INPUT):
+            return self.compiled_engine() or self.python_engine()
+        return self.python_engine()
 
 
 @functools.lru_cache(maxsize=1)
@@ -610,7 +626,14 @@ def parse_relay(text: str, source_name: str = "<input>"):
         parser.builder.__init__(source)
         lark = parser.for_text(text)
         try:
-            return lark.parse(text)
+            try:
+                return lark.parse(text)
+            except UnexpectedInput:
+                if lark is parser.python_engine():
+                    raise
+            parser.builder.__init__(source)
+            lark = parser.python_engine()
+            return lark.parse(text)  # raises the pure-Python engine's error for the same input
         except UnexpectedInput as err:
             raise _convert_error(err, source, lark) from None
         finally:

@@ -219,10 +219,10 @@ def _input_type(value_info, shape: dict | None, dtype) -> TensorType:
                               f"(or `--shape {name}=...`)")
     dims = []
     for d in ttype.shape.dim:
-        if d.HasField("dim_value"):
+        if d.HasField("dim_value") and d.dim_value >= 0:
             dims.append(int(d.dim_value))
-        else:
-            label = d.dim_param or "?"
+        else:  # no value, a named dim, or an exporter's -1: unknown
+            label = d.dim_param or (str(d.dim_value) if d.HasField("dim_value") else "?")
             warnings.warn(f"graph input `{name}` has an unknown dimension `{label}`; it becomes `?` "
                           f"(give shape={{'{name}': (...)}} to fix it)", stacklevel=3)
             dims.append(ANY)
