@@ -1,0 +1,901 @@
+"""TIR -> LLVM IR (llvmlite.ir), one LLVM function per PrimFunc.
+
+Every PrimFunc `f` becomes two functions:
+
+    define internal i32 @f.impl(ptr noalias %A, ptr noalias %B, i64 %n, ...)   the body
+    define i32 @f(ptr %args)                                                    packed entry
+
+The packed entry reads `args[i]` (a data pointer for a buffer parameter, a pointer to an
+8-byte slot for a scalar parameter, then one pointer to an i64 slot per symbolic size the
+buffers define, in `PackedSignature.size_vars` order) and calls the body, which LLVM then
+inlines. The body returns 0, or -1 after storing a message in `@__irtool_last_error`
+(a failed `T.assert`).
+
+Statements map one to one: loops are counted loops with the loop variable as a phi
+(`T.unroll` and `T.vectorized` add LLVM loop hints; `T.parallel` outlines its body into
+a task run by the thread pool, see runtime.py); a block binds its iterators to their
+values, runs its `T.init()` when every reduction iterator is at its minimum, and guards
+its body with its predicate; intermediate buffers live on the stack when small and
+constant-sized, otherwise in `malloc`ed memory freed at the end of their scope.
+Buffers are flattened here: an access is `data[elem_offset + sum(index * stride)]`, with
+row-major strides unless the buffer has its own. Arithmetic follows TVM's semantics (and
+the TIR interpreter's): integer `/` and truncdiv truncate, floordiv/floormod round toward
+-inf, min/max are selects, `if_then_else` and `and`/`or` only evaluate what they need.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import llvmlite.ir as ir
+
+from ..diagnostics import DiagnosticError
+from ..ir import tir
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+STACK_LIMIT = 16 * 1024  # bytes: larger (or symbolic) allocations go to the heap
+
+_FLOATS = {"float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType()}
+
+
+class CodegenError(DiagnosticError):
+    """A construct the native backend cannot lower (points at it when it has a span)."""
+
+
+def _split(dtype: str) -> tuple[str, int]:
+    base, sep, lanes = dtype.partition("x")
+    return (base, int(lanes)) if sep and lanes.isdigit() else (dtype, 1)
+
+
+def scalar_type(dtype: str) -> ir.Type:
+    if dtype == "bool":
+        return I1
+    if dtype in _FLOATS:
+        return _FLOATS[dtype]
+    if dtype.startswith("uint") and dtype[4:].isdigit():
+        return ir.IntType(int(dtype[4:]))
+    if dtype.startswith("int") and dtype[3:].isdigit():
+        return ir.IntType(int(dtype[3:]))
+    if dtype == "handle":
+        return PTR
+    raise CodegenError(f"the native backend does not support dtype `{dtype}`")
+
+
+def llvm_type(dtype: str) -> ir.Type:
+    base, lanes = _split(dtype)
+    t = scalar_type(base)
+    return t if lanes == 1 else ir.VectorType(t, lanes)
+
+
+def _kind(dtype: str) -> str:
+    base, _ = _split(dtype)
+    if base == "bool":
+        return "bool"
+    if base.startswith("float"):
+        return "float"
+    if base.startswith("uint"):
+        return "uint"
+    if base == "handle":
+        return "handle"
+    return "int"
+
+
+# LLVM intrinsics over floats (scalar or vector), by TIR intrinsic name
+_LLVM_FLOAT_INTRINSICS = {
+    "exp": "llvm.exp", "exp2": "llvm.exp2", "exp10": "llvm.exp10", "log": "llvm.log", "log2": "llvm.log2",
+    "log10": "llvm.log10", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
+    "round": "llvm.round", "nearbyint": "llvm.nearbyint", "trunc": "llvm.trunc", "fabs": "llvm.fabs",
+    "abs": "llvm.fabs", "pow": "llvm.pow", "sin": "llvm.sin", "cos": "llvm.cos", "tan": "llvm.tan",
+    "copysign": "llvm.copysign", "asin": "llvm.asin", "acos": "llvm.acos", "atan": "llvm.atan",
+    "sinh": "llvm.sinh", "cosh": "llvm.cosh", "tanh": "llvm.tanh", "atan2": "llvm.atan2",
+    "ldexp": "llvm.ldexp",
+}
+# libm functions (float32 name, float64 name), called lane by lane on vectors
+_LIBM = {
+    "erf": ("erff", "erf"), "expm1": ("expm1f", "expm1"), "log1p": ("log1pf", "log1p"),
+    "asinh": ("asinhf", "asinh"), "acosh": ("acoshf", "acosh"), "atanh": ("atanhf", "atanh"),
+    "hypot": ("hypotf", "hypot"), "fmod": ("fmodf", "fmod"), "nextafter": ("nextafterf", "nextafter"),
+}
+_ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_FCMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+@dataclass
+class PackedSignature:
+    """How the packed entry reads its arguments (the caller builds `args` to match)."""
+
+    name: str
+    params: list = field(default_factory=list)  # ("buffer", Buffer) | ("scalar", Var)
+    size_vars: list = field(default_factory=list)  # symbolic sizes bound from buffer shapes
+
+
+def _size_vars(func: tir.PrimFunc) -> list[tir.Var]:
+    """Variables in buffer shapes/strides/offsets that are not parameters: bound from the arguments."""
+    params = set(func.params)
+    out: list[tir.Var] = []
+    for _, buf in func.buffer_map:
+        for e in (*buf.shape, *buf.strides, *([buf.elem_offset] if buf.elem_offset is not None else [])):
+            if isinstance(e, tir.Var) and e not in params and e not in out:
+                out.append(e)
+    return out
+
+
+def signature(func: tir.PrimFunc, name: str) -> PackedSignature:
+    sig = PackedSignature(name)
+    for p in func.params:
+        buf = func.buffer_of(p)
+        sig.params.append(("buffer", buf) if buf is not None else ("scalar", p))
+    sig.size_vars = _size_vars(func)
+    return sig
+
+
+class ModuleBuilder:
+    """Accumulates PrimFuncs into one llvmlite module."""
+
+    def __init__(self, name: str = "irtool") -> None:
+        self.module = ir.Module(name=name)
+        self.error_slot = ir.GlobalVariable(self.module, PTR, "__irtool_last_error")
+        self.error_slot.initializer = ir.Constant(PTR, None)
+        self.strings: dict[str, ir.GlobalVariable] = {}
+        self.signatures: dict[str, PackedSignature] = {}
+        self._ids = itertools.count()
+        self.parallel_runtime = None  # set by runtime.py when a parallel loop appears
+
+    def declare(self, name: str, ret: ir.Type, args: list[ir.Type], var_arg: bool = False) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args, var_arg=var_arg), name)
+        return fn
+
+    def string(self, text: str) -> ir.GlobalVariable:
+        g = self.strings.get(text)
+        if g is None:
+            data = bytearray(text.encode("utf-8")) + b"\0"
+            g = ir.GlobalVariable(self.module, ir.ArrayType(I8, len(data)), f".str.{len(self.strings)}")
+            g.initializer = ir.Constant(ir.ArrayType(I8, len(data)), data)
+            g.global_constant = True
+            g.linkage = "private"
+            self.strings[text] = g
+            self.strings[text] = g
+        return g
+
+    def unique(self, prefix: str) -> str:
+        return f"{prefix}.{next(self._ids)}"
+
+    def add(self, func: tir.PrimFunc, name: str) -> PackedSignature:
+        sig = signature(func, name)
+        _FunctionBuilder(self, func, sig).build()
+        self.signatures[name] = sig
+        return sig
+
+
+# ----------------------------------------------------------------------------- functions
+
+
+class _Buffer:
+    __slots__ = ("buffer", "data")
+
+    def __init__(self, buffer: tir.Buffer, data: ir.Value) -> None:
+        self.buffer, self.data = buffer, data
+
+
+class _FunctionBuilder:
+    def __init__(self, mb: ModuleBuilder, func: tir.PrimFunc, sig: PackedSignature) -> None:
+        self.mb, self.func, self.sig = mb, func, sig
+        self.vars: dict[tir.Var, ir.Value] = {}
+        self.data: dict[tir.Var, ir.Value] = {}  # buffer data handles -> pointers
+        self.frees: list[list[ir.Value]] = []  # heap allocations per scope
+        self.builder: ir.IRBuilder | None = None
+        self.fn: ir.Function | None = None
+
+    # -------------------------------------------------------------- signature and entry
+    def build(self) -> None:
+        func, sig = self.func, self.sig
+        arg_types, names = [], []
+        for kind, obj in sig.params:
+            if kind == "buffer":
+                arg_types.append(PTR)
+                names.append(obj.name)
+            else:
+                arg_types.append(scalar_type(obj.dtype))
+                names.append(obj.name)
+        for v in sig.size_vars:
+            arg_types.append(scalar_type(v.dtype))
+            names.append(v.name)
+        impl = ir.Function(self.mb.module, ir.FunctionType(I32, arg_types), f"{sig.name}.impl")
+        impl.linkage = "internal"
+        noalias = bool(func.attr("tirx.noalias") or func.attr("tir.noalias"))
+        for arg, name, (kind, _) in zip(impl.args, names, [*sig.params, *[("size", None)] * len(sig.size_vars)]):
+            arg.name = _ident(name)
+            if kind == "buffer" and noalias:
+                arg.add_attribute("noalias")
+        self.fn = impl
+        entry = impl.append_basic_block("entry")
+        self.builder = ir.IRBuilder(entry)
+        for arg, (kind, obj) in zip(impl.args, sig.params):
+            if kind == "buffer":
+                self.data[obj.data] = arg
+            else:
+                self.vars[obj] = arg
+        for arg, v in zip(impl.args[len(sig.params):], sig.size_vars):
+            self.vars[v] = arg
+        self.frees.append([])
+        self.stmt(func.body)
+        if not self.builder.block.is_terminated:
+            self.release(self.frees.pop())
+            self.builder.ret(I32(0))
+        self._packed_entry(impl)
+
+    def _packed_entry(self, impl: ir.Function) -> None:
+        sig = self.sig
+        fn = ir.Function(self.mb.module, ir.FunctionType(I32, [PTR]), sig.name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        args = []
+        slots = [k for k, _ in sig.params] + ["size"] * len(sig.size_vars)
+        for i, (kind, t) in enumerate(zip(slots, impl.function_type.args)):
+            slot = b.load(b.gep(fn.args[0], [I64(i)], source_etype=PTR), typ=PTR)
+            args.append(slot if kind == "buffer" else b.load(slot, typ=t))
+        b.ret(b.call(impl, args))
+
+    # -------------------------------------------------------------- helpers
+    def error(self, message: str, node=None) -> CodegenError:
+        return CodegenError(f"cannot compile to native code: {message}", getattr(node, "span", None))
+
+    def new_block(self, name: str) -> ir.Block:
+        return self.fn.append_basic_block(name)
+
+    def release(self, ptrs: list) -> None:
+        if ptrs:
+            free = self.mb.declare("free", ir.VoidType(), [PTR])
+            for p in reversed(ptrs):
+                self.builder.call(free, [p])
+
+    def fail(self, message: str) -> None:
+        """Store the message, free what is allocated, return -1."""
+        b = self.builder
+        b.store(self.mb.string(message), self.mb.error_slot)
+        for scope in reversed(self.frees):
+            self.release(scope)
+        b.ret(I32(-1))
+
+    # -------------------------------------------------------------- statements
+    def stmt(self, s) -> None:
+        if s is None:
+            return
+        method = getattr(self, f"s_{type(s).__name__}", None)
+        if method is None:
+            raise self.error(f"unsupported statement `{type(s).__name__}`", s)
+        if self.builder.block.is_terminated:  # code after a failing assert path is unreachable
+            self.builder.position_at_end(self.new_block("dead"))
+        method(s)
+
+    def s_SeqStmt(self, s: tir.SeqStmt) -> None:
+        for x in s.seq:
+            self.stmt(x)
+
+    def s_Evaluate(self, s: tir.Evaluate) -> None:
+        if isinstance(s.value, tir.Call):
+            self.expr(s.value)
+
+    def s_LetStmt(self, s: tir.LetStmt) -> None:
+        self.vars[s.var] = self.expr(s.value)
+        if s.var.dtype == "handle":
+            self.data[s.var] = self.vars[s.var]
+        self.stmt(s.body)
+
+    def s_AttrStmt(self, s: tir.AttrStmt) -> None:
+        self.stmt(s.body)  # storage_alignment, pragmas...: hints the native backend needs not
+
+    def s_DeclBuffer(self, s: tir.DeclBuffer) -> None:
+        if s.buffer.data not in self.data:
+            raise self.error(f"buffer `{s.buffer.name}` views data `{s.buffer.data.name}` that is not allocated", s)
+        self.stmt(s.body)
+
+    def s_AssertStmt(self, s: tir.AssertStmt) -> None:
+        cond = self.as_bool(self.expr(s.condition))
+        ok, bad = self.new_block("assert_ok"), self.new_block("assert_fail")
+        self.builder.cbranch(cond, ok, bad)
+        self.builder.position_at_end(bad)
+        text = "".join(str(p.value if isinstance(p, tir.StringImm) else p) for p in s.message_parts)
+        self.fail(f"{s.error_kind}: {text}" if s.error_kind else text)
+        self.builder.position_at_end(ok)
+        self.stmt(s.body)
+
+    def s_IfThenElse(self, s: tir.IfThenElse) -> None:
+        cond = self.as_bool(self.expr(s.condition))
+        then, end = self.new_block("then"), self.new_block("endif")
+        other = self.new_block("else") if s.else_case is not None else end
+        self.builder.cbranch(cond, then, other)
+        self.builder.position_at_end(then)
+        self.stmt(s.then_case)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(end)
+        if s.else_case is not None:
+            self.builder.position_at_end(other)
+            self.stmt(s.else_case)
+            if not self.builder.block.is_terminated:
+                self.builder.branch(end)
+        self.builder.position_at_end(end)
+
+    def s_While(self, s: tir.While) -> None:
+        head, body, end = self.new_block("while"), self.new_block("while_body"), self.new_block("while_end")
+        self.builder.branch(head)
+        self.builder.position_at_end(head)
+        self.builder.cbranch(self.as_bool(self.expr(s.condition)), body, end)
+        self.builder.position_at_end(body)
+        self.stmt(s.body)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(head)
+        self.builder.position_at_end(end)
+
+    def s_For(self, s: tir.For) -> None:
+        if s.kind == "thread_binding":
+            raise self.error("GPU thread bindings have no CPU meaning", s)
+        if s.kind == "parallel" and self.mb.parallel_runtime is not None:
+            self.mb.parallel_runtime.parallel_for(self, s)
+            return
+        self.counted_loop(s.loop_var, s.min, s.extent, lambda: self.stmt(s.body), s.kind)
+
+    def counted_loop(self, var: tir.Var, lo, extent, body, kind: str = "serial") -> None:
+        b = self.builder
+        t = scalar_type(var.dtype)
+        start = self.cast_to(self.expr(lo), lo.dtype, var.dtype)
+        stop = b.add(start, self.cast_to(self.expr(extent), extent.dtype, var.dtype))
+        pre = b.block
+        head, loop, end = self.new_block("for"), self.new_block("for_body"), self.new_block("for_end")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(t, name=_ident(var.name))
+        i.add_incoming(start, pre)
+        b.cbranch(b.icmp_signed("<", i, stop), loop, end)
+        b.position_at_end(loop)
+        self.vars[var] = i
+        body()
+        if not b.block.is_terminated:
+            nxt = b.add(i, ir.Constant(t, 1))
+            i.add_incoming(nxt, b.block)
+            latch = b.branch(head)
+            hint = {"unroll": [("llvm.loop.unroll.enable", None)],
+                    "vectorized": [("llvm.loop.vectorize.enable", True)]}.get(kind)
+            if hint:
+                latch.set_metadata("llvm.loop", self.loop_metadata(hint))
+        b.position_at_end(end)
+
+    def loop_metadata(self, hints) -> ir.MDValue:
+        m = self.mb.module
+        ops = []
+        for name, value in hints:
+            ops.append(m.add_metadata([ir.MetaDataString(m, name)] + ([] if value is None else [I1(int(value))])))
+        node = m.add_metadata([None, *ops])  # placeholder for the self reference LLVM requires
+        node.operands = (node, *ops)
+        return node
+
+    def s_BufferStore(self, s: tir.BufferStore) -> None:
+        value = self.expr(s.value)
+        ptr, lanes, index = self.address(s.buffer, s.indices, s)
+        if lanes == 1 or index is None:
+            self.builder.store(self.to_memory(value, s.buffer.dtype), ptr)
+        else:
+            for k in range(lanes):
+                p = self.builder.gep(ptr, [self.builder.extract_element(index, I32(k))],
+                                     source_etype=self.mem_type(s.buffer.dtype))
+                self.builder.store(self.to_memory(self.builder.extract_element(value, I32(k)), s.buffer.dtype), p)
+
+    def s_Allocate(self, s: tir.Allocate) -> None:
+        self.data[s.buffer_var] = self.allocate(s.dtype, s.extents, s)
+        self.stmt(s.body)
+
+    def allocate(self, dtype: str, extents, node) -> ir.Value:
+        b = self.builder
+        t = self.mem_type(dtype)
+        count = I64(1)
+        static = 1
+        for e in extents:
+            v = self.cast_to(self.expr(e), e.dtype, "int64")
+            count = b.mul(count, v)
+            static = static * e.value if static is not None and isinstance(e, tir.IntImm) else None
+        size = max(1, (t.width if isinstance(t, ir.IntType) else {"half": 16, "float": 32, "double": 64}[str(t)]) // 8)
+        if static is not None and static * size <= STACK_LIMIT:
+            with b.goto_entry_block():
+                return b.alloca(t, size=I64(max(static, 1)))
+        malloc = self.mb.declare("malloc", PTR, [I64])
+        p = b.call(malloc, [b.mul(count, I64(size))])
+        self.frees[-1].append(p)
+        return p
+
+    def s_SBlockRealize(self, s: tir.SBlockRealize) -> None:
+        block = s.block
+        for iv, value in zip(block.iter_vars, s.iter_values):
+            self.vars[iv.var] = self.cast_to(self.expr(value), value.dtype, iv.var.dtype)
+        self.frees.append([])
+        for buf in block.alloc_buffers:
+            self.data[buf.data] = self.allocate(buf.dtype, buf.shape, block)
+        for mb in block.match_buffers:
+            self.match_buffer(mb)
+
+        def run() -> None:
+            if block.init is not None:
+                reduce_vars = [iv for iv in block.iter_vars if iv.iter_type == tir.COMM_REDUCE]
+                cond = None
+                for iv in reduce_vars:
+                    at_min = tir.BinOp("eq", iv.var, iv.dom.min)
+                    cond = at_min if cond is None else tir.BinOp("and", cond, at_min)
+                if cond is None:
+                    self.stmt(block.init)
+                else:
+                    self.stmt(tir.IfThenElse(cond, block.init))
+            self.stmt(block.body)
+
+        if _is_true(s.predicate):
+            run()
+        else:
+            cond = self.as_bool(self.expr(s.predicate))
+            then, end = self.new_block("pred"), self.new_block("pred_end")
+            self.builder.cbranch(cond, then, end)
+            self.builder.position_at_end(then)
+            run()
+            if not self.builder.block.is_terminated:
+                self.builder.branch(end)
+            self.builder.position_at_end(end)
+        if not self.builder.block.is_terminated:
+            self.release(self.frees.pop())
+        else:
+            self.frees.pop()
+
+    def s_SBlock(self, s: tir.SBlock) -> None:
+        self.s_SBlockRealize(tir.SBlockRealize([], tir.IntImm(1, "bool"), s))
+
+    def match_buffer(self, mb: tir.MatchBufferRegion) -> None:
+        """`T.match_buffer(A[i:i+4, j])`: the new buffer starts at the region's first element."""
+        src = mb.source
+        ptr, _, _ = self.address(src.buffer, [r.min for r in src.region], mb)
+        self.data[mb.buffer.data] = ptr
+        if mb.buffer.strides or mb.buffer.elem_offset is not None:
+            for e in (*mb.buffer.strides, *([mb.buffer.elem_offset] if mb.buffer.elem_offset is not None else [])):
+                if isinstance(e, tir.Var) and e not in self.vars:
+                    raise self.error(f"match_buffer `{mb.buffer.name}` with symbolic strides/offset", mb)
+
+    def s_Return(self, s: tir.Return) -> None:
+        raise self.error("`T.ret` (PrimFuncs returning a value)", s)
+
+    # -------------------------------------------------------------- addresses
+    def mem_type(self, dtype: str) -> ir.Type:
+        base, _ = _split(dtype)
+        return I8 if base == "bool" else scalar_type(base)
+
+    def to_memory(self, value: ir.Value, dtype: str) -> ir.Value:
+        return self.builder.zext(value, I8) if _split(dtype)[0] == "bool" else value
+
+    def from_memory(self, value: ir.Value, dtype: str) -> ir.Value:
+        if _split(dtype)[0] != "bool":
+            return value
+        zero = ir.Constant(value.type, None)
+        return self.builder.icmp_unsigned("!=", value, zero)
+
+    def address(self, buf: tir.Buffer, indices, node):
+        """(pointer, lanes, per-lane index vector or None when contiguous/scalar)."""
+        b = self.builder
+        data = self.data.get(buf.data)
+        if data is None:
+            raise self.error(f"buffer `{buf.name}` is not allocated here", node)
+        if buf.strides:
+            if len(buf.strides) != len(indices):
+                raise self.error(f"buffer `{buf.name}` accessed with {len(indices)} indices", node)
+            strides = list(buf.strides)
+        else:
+            if len(buf.shape) != len(indices) and not (len(indices) == 1 and not buf.shape):
+                raise self.error(f"buffer `{buf.name}` has {len(buf.shape)} dimensions, "
+                                 f"accessed with {len(indices)} indices", node)
+            strides = _row_major(buf.shape)
+        lanes = max([_split(i.dtype)[1] for i in indices] or [1])
+        index_terms = [_as_i64(i) if _is_one(st) else tir.BinOp("mul", _as_i64(i), _as_i64(st))
+                       for i, st in zip(indices, strides)]
+        offset_terms = [] if buf.elem_offset is None or _is_zero(buf.elem_offset) else [_as_i64(buf.elem_offset)]
+        etype = self.mem_type(buf.dtype)
+        last = indices[-1] if indices else None
+        if lanes == 1 or (isinstance(last, tir.Ramp) and _is_one(last.stride) and _is_one(strides[-1])
+                          and all(_split(i.dtype)[1] == 1 for i in indices[:-1])):
+            # scalar, or contiguous: the address of the first lane
+            terms = [*index_terms, *offset_terms] if lanes == 1 else \
+                [*index_terms[:-1], *offset_terms, _as_i64(last.base)]
+            offset = None
+            for term in terms:
+                v = self.expr(term)
+                offset = v if offset is None else b.add(offset, v)
+            return b.gep(data, [offset if offset is not None else I64(0)], source_etype=etype), lanes, None
+        vec = None
+        for term in (*index_terms, *offset_terms):
+            v = self.broadcast_to(self.expr(term), term.dtype, lanes)
+            vec = v if vec is None else b.add(vec, v)
+        return data, lanes, vec
+
+    def broadcast_to(self, v: ir.Value, dtype: str, lanes: int) -> ir.Value:
+        if _split(dtype)[1] == lanes:
+            return v
+        b = self.builder
+        vt = ir.VectorType(v.type, lanes)
+        undef = ir.Constant(vt, ir.Undefined)
+        one = b.insert_element(undef, v, I32(0))
+        return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+
+    # -------------------------------------------------------------- expressions
+    def expr(self, e) -> ir.Value:
+        method = getattr(self, f"e_{type(e).__name__}", None)
+        if method is None:
+            raise self.error(f"unsupported expression `{type(e).__name__}`", e)
+        return method(e)
+
+    def e_IntImm(self, e: tir.IntImm) -> ir.Value:
+        return ir.Constant(llvm_type(e.dtype), e.value)
+
+    def e_FloatImm(self, e: tir.FloatImm) -> ir.Value:
+        return ir.Constant(llvm_type(e.dtype), e.value)
+
+    def e_StringImm(self, e: tir.StringImm) -> ir.Value:
+        return self.mb.string(e.value or "")
+
+    def e_Var(self, e: tir.Var) -> ir.Value:
+        v = self.vars.get(e)
+        if v is None:
+            v = self.data.get(e)
+        if v is None:
+            raise self.error(f"variable `{e.name}` is not defined", e)
+        return v
+
+    def e_Let(self, e: tir.Let) -> ir.Value:
+        self.vars[e.var] = self.expr(e.value)
+        return self.expr(e.body)
+
+    def e_Cast(self, e: tir.Cast) -> ir.Value:
+        return self.cast_to(self.expr(e.value), e.value.dtype, e.dtype)
+
+    def e_Not(self, e: tir.Not) -> ir.Value:
+        return self.builder.not_(self.as_bool(self.expr(e.a)))
+
+    def e_Ramp(self, e: tir.Ramp) -> ir.Value:
+        b = self.builder
+        base, stride = self.expr(e.base), self.expr(e.stride)
+        out = ir.Constant(ir.VectorType(base.type, e.lanes), ir.Undefined)
+        for k in range(e.lanes):
+            lane = b.add(base, b.mul(stride, ir.Constant(base.type, k))) if k else base
+            out = b.insert_element(out, lane, I32(k))
+        return out
+
+    def e_Broadcast(self, e: tir.Broadcast) -> ir.Value:
+        return self.broadcast_to(self.expr(e.value), e.value.dtype, e.lanes)
+
+    def e_Select(self, e: tir.Select) -> ir.Value:
+        cond = self.expr(e.condition)
+        a, c = self.expr(e.true_value), self.expr(e.false_value)
+        return self.builder.select(self.as_bool(cond), a, c)
+
+    def e_BufferLoad(self, e: tir.BufferLoad) -> ir.Value:
+        b = self.builder
+        ptr, lanes, index = self.address(e.buffer, e.indices, e)
+        etype = self.mem_type(e.buffer.dtype)
+        if lanes == 1:
+            return self.from_memory(b.load(ptr, typ=etype), e.buffer.dtype)
+        if index is None:
+            return self.from_memory(b.load(ptr, typ=ir.VectorType(etype, lanes)), e.buffer.dtype)
+        out = ir.Constant(ir.VectorType(etype, lanes), ir.Undefined)
+        for k in range(lanes):
+            p = b.gep(ptr, [b.extract_element(index, I32(k))], source_etype=etype)
+            out = b.insert_element(out, b.load(p, typ=etype), I32(k))
+        return self.from_memory(out, e.buffer.dtype)
+
+    def e_BinOp(self, e: tir.BinOp) -> ir.Value:
+        b = self.builder
+        if e.op in ("and", "or"):
+            return self.logical(e)
+        a, c = self.expr(e.a), self.expr(e.b)
+        kind = _kind(e.a.dtype)
+        op = e.op
+        if kind == "float":
+            if op in _FCMP:
+                return b.fcmp_unordered(_FCMP[op], a, c) if op == "ne" else b.fcmp_ordered(_FCMP[op], a, c)
+            if op == "add":
+                return b.fadd(a, c)
+            if op == "sub":
+                return b.fsub(a, c)
+            if op == "mul":
+                return b.fmul(a, c)
+            if op == "div":
+                return b.fdiv(a, c)
+            if op in ("min", "max"):
+                return b.select(b.fcmp_ordered("<" if op == "min" else ">", a, c), a, c)
+            if op == "floordiv":
+                return self.call_intrinsic("llvm.floor", [b.fdiv(a, c)])
+            if op == "floormod":
+                return b.fsub(a, b.fmul(self.call_intrinsic("llvm.floor", [b.fdiv(a, c)]), c))
+            if op == "truncdiv":
+                return self.call_intrinsic("llvm.trunc", [b.fdiv(a, c)])
+            if op == "truncmod":
+                return b.frem(a, c)
+            raise self.error(f"operator `{op}` on floats", e)
+        signed = kind == "int"
+        if op in _ICMP:
+            return b.icmp_signed(_ICMP[op], a, c) if signed else b.icmp_unsigned(_ICMP[op], a, c)
+        if op == "add":
+            return b.add(a, c)
+        if op == "sub":
+            return b.sub(a, c)
+        if op == "mul":
+            return b.mul(a, c)
+        if op in ("min", "max"):
+            cmp = b.icmp_signed if signed else b.icmp_unsigned
+            return b.select(cmp("<" if op == "min" else ">", a, c), a, c)
+        if op in ("div", "truncdiv"):
+            return b.sdiv(a, c) if signed else b.udiv(a, c)
+        if op == "truncmod":
+            return b.srem(a, c) if signed else b.urem(a, c)
+        if op in ("floordiv", "floormod"):
+            if not signed:
+                return b.udiv(a, c) if op == "floordiv" else b.urem(a, c)
+            q, r = b.sdiv(a, c), b.srem(a, c)
+            zero = ir.Constant(a.type, 0) if not isinstance(a.type, ir.VectorType) else \
+                self.broadcast_to(ir.Constant(a.type.element, 0), "int", a.type.count)
+            # the remainder's sign differs from the divisor's: round toward -inf
+            adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("!=", b.icmp_signed("<", r, zero),
+                                                                          b.icmp_signed("<", c, zero)))
+            if op == "floordiv":
+                return b.sub(q, b.zext(adjust, a.type))
+            return b.select(adjust, b.add(r, c), r)
+        raise self.error(f"operator `{op}` on integers", e)
+
+    def logical(self, e: tir.BinOp) -> ir.Value:
+        """`and`/`or`, evaluating the right operand only when needed (it may load)."""
+        b = self.builder
+        a = self.as_bool(self.expr(e.a))
+        if isinstance(a.type, ir.VectorType) or not _may_trap(e.b):
+            c = self.as_bool(self.expr(e.b))
+            return b.and_(a, c) if e.op == "and" else b.or_(a, c)
+        start = b.block
+        rhs, end = self.new_block("rhs"), self.new_block("logic_end")
+        if e.op == "and":
+            b.cbranch(a, rhs, end)
+        else:
+            b.cbranch(a, end, rhs)
+        b.position_at_end(rhs)
+        c = self.as_bool(self.expr(e.b))
+        rhs_end = b.block
+        b.branch(end)
+        b.position_at_end(end)
+        phi = b.phi(I1)
+        phi.add_incoming(I1(0 if e.op == "and" else 1), start)
+        phi.add_incoming(c, rhs_end)
+        return phi
+
+    def as_bool(self, v: ir.Value) -> ir.Value:
+        t = v.type.element if isinstance(v.type, ir.VectorType) else v.type
+        if t == I1:
+            return v
+        zero = ir.Constant(v.type, None)
+        if isinstance(t, ir.IntType):
+            return self.builder.icmp_unsigned("!=", v, zero)
+        return self.builder.fcmp_unordered("!=", v, zero)
+
+    def cast_to(self, v: ir.Value, src: str, dst: str) -> ir.Value:
+        b = self.builder
+        sk, dk = _kind(src), _kind(dst)
+        st, dt = llvm_type(src), llvm_type(dst)
+        if str(st) == str(dt) and sk == dk:
+            return v
+        if dk == "bool":
+            return self.as_bool(v)
+        if sk == "bool":
+            return b.uitofp(v, dt) if dk == "float" else b.zext(v, dt)
+        if sk in ("int", "uint") and dk in ("int", "uint"):
+            sw, dw = _width(st), _width(dt)
+            if sw == dw:
+                return v
+            if sw > dw:
+                return b.trunc(v, dt)
+            return b.sext(v, dt) if sk == "int" else b.zext(v, dt)
+        if sk in ("int", "uint") and dk == "float":
+            return b.sitofp(v, dt) if sk == "int" else b.uitofp(v, dt)
+        if sk == "float" and dk in ("int", "uint"):
+            return b.fptosi(v, dt) if dk == "int" else b.fptoui(v, dt)
+        if sk == "float" and dk == "float":
+            return b.fpext(v, dt) if _fwidth(st) < _fwidth(dt) else b.fptrunc(v, dt)
+        if sk == "handle" or dk == "handle":
+            return v
+        raise self.error(f"cast from {src} to {dst}")
+
+    def call_intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
+        t = args[0].type
+        suffix = _intrinsic_suffix(t)
+        arg_types = [a.type for a in args]
+        fn = self.mb.declare(f"{name}.{suffix}", t, arg_types)
+        return self.builder.call(fn, args)
+
+    def call_libm(self, names: tuple[str, str], args: list[ir.Value], dtype: str) -> ir.Value:
+        b = self.builder
+        base, lanes = _split(dtype)
+        if base not in ("float32", "float64"):  # float16: compute in float32
+            wide = [b.fpext(a, ir.FloatType() if lanes == 1 else ir.VectorType(ir.FloatType(), lanes)) for a in args]
+            return b.fptrunc(self.call_libm(names, wide, "float32" if lanes == 1 else f"float32x{lanes}"),
+                             llvm_type(dtype))
+        name = names[0] if base == "float32" else names[1]
+        st = scalar_type(base)
+        fn = self.mb.declare(name, st, [st] * len(args))
+        if lanes == 1:
+            return b.call(fn, args)
+        out = ir.Constant(ir.VectorType(st, lanes), ir.Undefined)
+        for k in range(lanes):
+            out = b.insert_element(out, b.call(fn, [b.extract_element(a, I32(k)) for a in args]), I32(k))
+        return out
+
+    def e_Call(self, e: tir.Call) -> ir.Value:
+        b = self.builder
+        op = e.op
+        short = op.split(".", 1)[1] if op.startswith(("tirx.", "tir.")) else op
+        if short == "if_then_else":
+            return self.if_then_else(e)
+        if short == "likely":
+            return self.expr(e.args[0])
+        if short in ("max_value", "min_value"):
+            return self.limit(e.dtype, short == "max_value")
+        if short == "reinterpret":
+            return b.bitcast(self.expr(e.args[0]), llvm_type(e.dtype))
+        if short in ("isnan", "isinf", "isfinite"):
+            x = self.expr(e.args[0])
+            if _kind(e.args[0].dtype) != "float":
+                return I1(1 if short == "isfinite" else 0)
+            if short == "isnan":
+                return b.fcmp_unordered("uno", x, x)
+            inf = ir.Constant(x.type, float("inf"))
+            mag = self.call_intrinsic("llvm.fabs", [x])
+            return b.fcmp_ordered("==", mag, inf) if short == "isinf" else b.fcmp_ordered("<", mag, inf)
+        args = [self.expr(a) for a in e.args if not isinstance(a, str)]
+        kind = _kind(e.dtype)
+        if kind == "float":
+            if short == "sigmoid":
+                one = self.constant(1.0, e.dtype)
+                return b.fdiv(one, b.fadd(one, self.call_intrinsic("llvm.exp", [b.fneg(args[0])])))
+            if short == "rsqrt":
+                return b.fdiv(self.constant(1.0, e.dtype), self.call_intrinsic("llvm.sqrt", args))
+            if short in _LIBM:
+                return self.call_libm(_LIBM[short], args, e.dtype)
+            if short in _LLVM_FLOAT_INTRINSICS:
+                if short in ("tanh", "sinh", "cosh", "tan", "asin", "acos", "atan", "atan2", "exp10"):
+                    return self.call_libm((short + "f", short), args, e.dtype)  # not every LLVM lowers these
+                return self.call_intrinsic(_LLVM_FLOAT_INTRINSICS[short], args)
+        elif kind in ("int", "uint"):
+            signed = kind == "int"
+            simple = {"bitwise_and": b.and_, "bitwise_or": b.or_, "bitwise_xor": b.xor, "shift_left": b.shl}
+            if short in simple:
+                return simple[short](args[0], args[1])
+            if short == "bitwise_not":
+                return b.not_(args[0])
+            if short == "shift_right":
+                return b.ashr(args[0], args[1]) if signed else b.lshr(args[0], args[1])
+            if short in ("abs", "fabs"):
+                neg = b.icmp_signed("<", args[0], ir.Constant(args[0].type, 0))
+                return b.select(neg, b.neg(args[0]), args[0]) if signed else args[0]
+            if short in ("floor", "ceil", "round", "nearbyint", "trunc"):
+                return args[0]
+            if short == "popcount":
+                return self.call_intrinsic("llvm.ctpop", args)
+        raise self.error(f"intrinsic `{op}` returning {e.dtype}", e)
+
+    def constant(self, value: float, dtype: str) -> ir.Value:
+        base, lanes = _split(dtype)
+        c = ir.Constant(scalar_type(base), value)
+        return c if lanes == 1 else ir.Constant(ir.VectorType(scalar_type(base), lanes), [value] * lanes)
+
+    def limit(self, dtype: str, maximum: bool) -> ir.Value:
+        kind, (base, _) = _kind(dtype), _split(dtype)
+        t = scalar_type(base)
+        if kind == "float":
+            import numpy as np
+
+            info = np.finfo(base)
+            return ir.Constant(t, float(info.max if maximum else info.min))
+        if kind == "bool":
+            return I1(int(maximum))
+        bits = t.width
+        if kind == "uint":
+            return ir.Constant(t, (1 << bits) - 1 if maximum else 0)
+        return ir.Constant(t, (1 << (bits - 1)) - 1 if maximum else -(1 << (bits - 1)))
+
+    def if_then_else(self, e: tir.Call) -> ir.Value:
+        b = self.builder
+        cond_e, then_e, else_e = e.args
+        if _split(cond_e.dtype)[1] > 1 or not (_may_trap(then_e) or _may_trap(else_e)):
+            return b.select(self.as_bool(self.expr(cond_e)), self.expr(then_e), self.expr(else_e))
+        cond = self.as_bool(self.expr(cond_e))
+        then, other, end = self.new_block("ite_then"), self.new_block("ite_else"), self.new_block("ite_end")
+        b.cbranch(cond, then, other)
+        b.position_at_end(then)
+        tv = self.expr(then_e)
+        then_end = b.block
+        b.branch(end)
+        b.position_at_end(other)
+        ev = self.expr(else_e)
+        else_end = b.block
+        b.branch(end)
+        b.position_at_end(end)
+        phi = b.phi(tv.type)
+        phi.add_incoming(tv, then_end)
+        phi.add_incoming(ev, else_end)
+        return phi
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+
+def _ident(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "_." else "_" for c in name) or "v"
+
+
+def _width(t: ir.Type) -> int:
+    return (t.element if isinstance(t, ir.VectorType) else t).width
+
+
+def _fwidth(t: ir.Type) -> int:
+    t = t.element if isinstance(t, ir.VectorType) else t
+    return {"half": 16, "float": 32, "double": 64}[str(t)]
+
+
+def _intrinsic_suffix(t: ir.Type) -> str:
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{_intrinsic_suffix(t.element)}"
+    if isinstance(t, ir.IntType):
+        return f"i{t.width}"
+    return {"half": "f16", "float": "f32", "double": "f64"}[str(t)]
+
+
+def _is_one(e) -> bool:
+    return isinstance(e, tir.IntImm) and e.value == 1
+
+
+def _is_zero(e) -> bool:
+    return isinstance(e, tir.IntImm) and e.value == 0
+
+
+def _is_true(e) -> bool:
+    return e is None or (isinstance(e, tir.IntImm) and e.value != 0)
+
+
+def _as_i64(e) -> tir.PrimExpr:
+    if isinstance(e, int):
+        return tir.IntImm(e, "int64")
+    base, lanes = _split(e.dtype)
+    if base == "int64":
+        return e
+    if isinstance(e, tir.IntImm):
+        return tir.IntImm(e.value, "int64")
+    return tir.Cast("int64" if lanes == 1 else f"int64x{lanes}", e)
+
+
+def _row_major(shape) -> list:
+    strides, acc = [], None
+    for dim in reversed(shape):
+        strides.append(acc if acc is not None else tir.IntImm(1, "int64"))
+        d = _as_i64(dim)
+        if acc is None:
+            acc = d
+        elif isinstance(acc, tir.IntImm) and isinstance(d, tir.IntImm):
+            acc = tir.IntImm(acc.value * d.value, "int64")
+        else:
+            acc = tir.BinOp("mul", acc, d)
+    return list(reversed(strides))
+
+
+def _may_trap(e) -> bool:
+    """Whether evaluating `e` may fault (it loads memory or divides): then it is not speculated."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, tir.BufferLoad):
+            return True
+        if isinstance(x, tir.BinOp):
+            if x.op in ("div", "floordiv", "floormod", "truncdiv", "truncmod") and _kind(x.dtype) != "float":
+                return True
+            stack += [x.a, x.b]
+        elif isinstance(x, tir.Node):
+            stack += [c for c in x.children() if isinstance(c, tir.PrimExpr)]
+            stack += [c for f in x.children() if isinstance(f, tuple) for c in f if isinstance(c, tir.PrimExpr)]
+    return False

@@ -1,0 +1,234 @@
+"""Native code for TIR: LLVM IR from llvm_codegen.py, optimised for the host and JIT-compiled.
+
+    lib = compile_tir(mod)                 # every PrimFunc of an IRModule (or one PrimFunc)
+    lib["add"](a, b, out)                  # NumPy arrays, as run_prim_func takes them
+    lib.llvm_ir, lib.assembly()            # what was generated
+
+The target is the host: LLVM's name for its CPU and the features it reports (AVX2,
+AVX-512... as present), never assumed. Optimisation is LLVM's O3 pipeline with loop and
+SLP vectorisation; fast-math is off unless asked for. Arguments are checked before the
+call (dtype, rank, static sizes, and symbolic sizes bound consistently), so a wrong input
+is a Python error, never a crash.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from ..ir import tir
+from ..ir.module import IRModule
+from .llvm_codegen import CodegenError, ModuleBuilder, PackedSignature
+
+
+class NativeError(RuntimeError):
+    """A failed check of a compiled function's arguments, or a failed `T.assert` inside it."""
+
+
+@functools.lru_cache(maxsize=1)
+def _load_libm() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    path = ctypes.util.find_library("m")
+    if path:
+        llvm.load_library_permanently(path)
+
+
+@functools.lru_cache(maxsize=1)
+def host_cpu() -> tuple[str, str]:
+    """LLVM's name for the host CPU and its feature string (`+avx2,+fma,...`)."""
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def target_machine(opt: int = 3, reloc: str = "pic") -> llvm.TargetMachine:
+    _load_libm()
+    cpu, features = host_cpu()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=cpu, features=features, opt=opt, reloc=reloc, codemodel="default",
+                                        jit=False)
+
+
+def optimize(llmod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> None:
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pto.loop_vectorization = level >= 2
+    pto.slp_vectorization = level >= 2
+    pto.loop_unrolling = level >= 2
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(llmod, pb)
+
+
+def _prim_funcs(mod) -> list[tuple[str, tir.PrimFunc]]:
+    if isinstance(mod, tir.PrimFunc):
+        return [(str(mod.attr("global_symbol") or "main"), mod)]
+    return [(name, fn) for name, fn in mod.functions.items() if isinstance(fn, tir.PrimFunc)]
+
+
+def generate_llvm(mod, module_name: str = "irtool") -> tuple[str, dict[str, PackedSignature]]:
+    """LLVM IR text (before optimisation) for every PrimFunc of `mod`, and their signatures."""
+    mb = ModuleBuilder(module_name)
+    for name, fn in _prim_funcs(mod):
+        mb.add(fn, name)
+    return str(mb.module), mb.signatures
+
+
+class NativeFunction:
+    """A compiled PrimFunc: call it with the arguments `run_prim_func` takes."""
+
+    def __init__(self, lib: NativeLibrary, sig: PackedSignature, address: int) -> None:
+        self.lib, self.sig = lib, sig
+        self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(address)
+
+    def __call__(self, *args) -> None:
+        sig = self.sig
+        if len(args) != len(sig.params):
+            raise NativeError(f"{sig.name} takes {len(sig.params)} arguments, got {len(args)}")
+        env: dict[tir.Var, int] = {}
+        slots = (ctypes.c_void_p * (len(sig.params) + len(sig.size_vars)))()
+        keep = []
+        pending = []
+        for i, ((kind, obj), arg) in enumerate(zip(sig.params, args)):
+            if kind == "buffer":
+                slots[i] = _check_array(arg, obj, env, sig.name, i, pending)
+                keep.append(arg)
+            else:
+                cell = _scalar_cell(arg, obj)
+                keep.append(cell)
+                slots[i] = ctypes.addressof(cell)
+        for expr, value, where in pending:  # dims computed from sizes bound by other arguments
+            expected = _eval_size(expr, env)
+            if expected is None or expected != value:
+                raise NativeError(f"{sig.name}: {where} is {value}, expected {_show(expr, env)}")
+        for k, v in enumerate(sig.size_vars):
+            if v not in env:
+                raise NativeError(f"{sig.name}: cannot bind symbolic size `{v.name}` from the arguments")
+            cell = ctypes.c_int64(env[v]) if v.dtype == "int64" else ctypes.c_int32(env[v])
+            keep.append(cell)
+            slots[len(sig.params) + k] = ctypes.addressof(cell)
+        status = self._cfunc(ctypes.addressof(slots))
+        if status != 0:
+            raise NativeError(f"{sig.name}: {self.lib.last_error()}")
+
+
+def _scalar_cell(value, var: tir.Var):
+    kinds = {"int64": ctypes.c_int64, "int32": ctypes.c_int32, "int16": ctypes.c_int16, "int8": ctypes.c_int8,
+             "uint64": ctypes.c_uint64, "uint32": ctypes.c_uint32, "uint16": ctypes.c_uint16, "uint8": ctypes.c_uint8,
+             "float64": ctypes.c_double, "float32": ctypes.c_float, "bool": ctypes.c_bool}
+    ctype = kinds.get(var.dtype)
+    if ctype is None:
+        raise NativeError(f"scalar parameter `{var.name}` of dtype {var.dtype} is not supported natively")
+    cell = (ctypes.c_int64 * 1)()  # 8 bytes, aligned, whatever the scalar
+    ctype.from_buffer(cell).value = value.item() if isinstance(value, np.generic) else value
+    return cell
+
+
+def _eval_size(e, env: dict) -> int | None:
+    if isinstance(e, int):
+        return e
+    if isinstance(e, tir.IntImm):
+        return e.value
+    if isinstance(e, tir.Var):
+        return env.get(e)
+    if isinstance(e, tir.Cast):
+        return _eval_size(e.value, env)
+    if isinstance(e, tir.BinOp):
+        a, b = _eval_size(e.a, env), _eval_size(e.b, env)
+        if a is None or b is None:
+            return None
+        ops = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
+               "floordiv": lambda: a // b if b else None, "floormod": lambda: a % b if b else None,
+               "min": lambda: min(a, b), "max": lambda: max(a, b)}
+        f = ops.get(e.op)
+        return f() if f else None
+    return None
+
+
+def _show(e, env) -> str:
+    from ..text.tvmscript_printer import print_tvmscript  # noqa: F401  (names only)
+
+    value = _eval_size(e, env)
+    return str(value) if value is not None else getattr(e, "name", "an expression of the sizes")
+
+
+def _check_array(arr, buf: tir.Buffer, env: dict, fname: str, index: int, pending: list) -> int:
+    where = f"argument {index} (`{buf.name}`)"
+    if not isinstance(arr, np.ndarray):
+        raise NativeError(f"{fname}: {where} must be a NumPy array, got {type(arr).__name__}")
+    expected = np.dtype("bool") if buf.dtype == "bool" else np.dtype(buf.dtype)
+    if arr.dtype != expected:
+        raise NativeError(f"{fname}: {where} has dtype {arr.dtype}, expected {buf.dtype}")
+    if arr.ndim != len(buf.shape):
+        raise NativeError(f"{fname}: {where} has rank {arr.ndim}, expected {len(buf.shape)}")
+    if not buf.strides and not arr.flags.c_contiguous:
+        raise NativeError(f"{fname}: {where} must be C-contiguous")
+    for axis, (dim, size) in enumerate(zip(buf.shape, arr.shape)):
+        what = f"{where} dimension {axis}"
+        if isinstance(dim, tir.IntImm):
+            if dim.value != size:
+                raise NativeError(f"{fname}: {what} is {size}, expected {dim.value}")
+        elif isinstance(dim, tir.Var):
+            bound = env.setdefault(dim, size)
+            if bound != size:
+                raise NativeError(f"{fname}: {what} is {size}, but `{dim.name}` is already {bound}")
+        else:
+            pending.append((dim, size, what))
+    for axis, stride in enumerate(buf.strides):
+        actual = arr.strides[axis] // arr.itemsize
+        if isinstance(stride, tir.Var):
+            bound = env.setdefault(stride, actual)
+            if bound != actual:
+                raise NativeError(f"{fname}: {where} stride {axis} is {actual}, expected {bound}")
+        else:
+            pending.append((stride, actual, f"{where} stride {axis}"))
+    if isinstance(buf.elem_offset, tir.Var):
+        env.setdefault(buf.elem_offset, 0)
+    return arr.ctypes.data
+
+
+class NativeLibrary:
+    """Every PrimFunc of a module, compiled together and loaded into this process."""
+
+    def __init__(self, mod, opt_level: int = 3, module_name: str = "irtool") -> None:
+        _load_libm()
+        self.llvm_ir, self.signatures = generate_llvm(mod, module_name)
+        self.tm = target_machine(opt=opt_level)
+        llmod = llvm.parse_assembly(self.llvm_ir)
+        llmod.verify()
+        optimize(llmod, self.tm, opt_level)
+        self.optimized_ir = str(llmod)
+        self.engine = llvm.create_mcjit_compiler(llmod, self.tm)
+        self.engine.finalize_object()
+        self._error_slot = self.engine.get_global_value_address("__irtool_last_error")
+        self.functions = {name: NativeFunction(self, sig, self.engine.get_function_address(name))
+                          for name, sig in self.signatures.items()}
+
+    def __getitem__(self, name: str) -> NativeFunction:
+        return self.functions[name]
+
+    def last_error(self) -> str:
+        ptr = ctypes.c_void_p.from_address(self._error_slot).value
+        return ctypes.string_at(ptr).decode("utf-8", "replace") if ptr else "failed"
+
+    def assembly(self) -> str:
+        return self.tm.emit_assembly(llvm.parse_assembly(self.optimized_ir))
+
+    def object_code(self) -> bytes:
+        return self.tm.emit_object(llvm.parse_assembly(self.optimized_ir))
+
+
+def compile_tir(mod: IRModule | tir.PrimFunc, opt_level: int = 3) -> NativeLibrary:
+    """JIT-compile every PrimFunc of `mod` for the host CPU."""
+    return NativeLibrary(mod, opt_level)
+
+
+def run_prim_func_native(func: tir.PrimFunc, args: list) -> None:
+    """`run_prim_func`'s interface, natively (compiles each call: for tests)."""
+    lib = compile_tir(func)
+    next(iter(lib.functions.values()))(*args)
+
+
+__all__ = ["CodegenError", "NativeError", "NativeLibrary", "compile_tir", "generate_llvm", "host_cpu",
+           "run_prim_func_native"]
