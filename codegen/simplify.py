@@ -1,0 +1,157 @@
+"""The part of TVM's arithmetic simplifier (`arith::Analyzer::Simplify`) that CreatePrimFunc's
+results show, and its IndexDataTypeNormalizer for conditions.
+
+`simplify(e)` rebuilds `e` bottom-up with the folding constructors of `tir_build` and
+applies TVM's RewriteSimplifier rules that change what compute bodies print:
+
+    a >= b  ->  b <= a          a > b  ->  b < a          (TVM keeps only < and <=)
+    not (a < b) -> b <= a       not (a <= b) -> b < a     not (a == b) -> a != b
+    (x + c1) + c2 -> x + (c1 + c2)   (x - c1) + c2 -> x + (c2 - c1)   (integers)
+    select / if_then_else of a constant condition -> the chosen branch
+    cast to the operand's own dtype -> the operand
+
+It knows nothing of variable bounds (TVM's analyzer in CreatePrimFunc has none either).
+
+`normalize_index_dtype(e, "int64")`: inside the condition of a Select or if_then_else,
+comparisons between integers are done in the index dtype: int constants of 32+ bits are
+re-typed and narrower integer operands cast (`T.int64(0) <= T.Cast("int64", x[i])`).
+"""
+
+from __future__ import annotations
+
+from irtool.ir import tir
+
+from . import tir_build as tb
+
+_FOLD = {"add": tb.add, "sub": tb.sub, "mul": tb.mul, "div": tb.div, "floordiv": tb.floordiv,
+         "floormod": tb.floormod, "truncmod": tb.truncmod, "min": tb.min_, "max": tb.max_, "eq": tb.eq,
+         "ne": tb.ne, "lt": tb.lt, "le": tb.le, "gt": tb.gt, "ge": tb.ge,
+         "and": tb.logical_and, "or": tb.logical_or}
+
+_NEGATED = {"lt": ("le", True), "le": ("lt", True), "eq": ("ne", False), "ne": ("eq", False)}
+
+
+def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
+    """`e` as TVM's Simplify leaves it (see the module docstring)."""
+    if isinstance(e, (tir.IntImm, tir.FloatImm, tir.Var, tir.StringImm)):
+        return e
+    if isinstance(e, tir.BinOp):
+        a, b = simplify(e.a), simplify(e.b)
+        if e.op == "ge":
+            return simplify_cmp("le", b, a)
+        if e.op == "gt":
+            return simplify_cmp("lt", b, a)
+        if e.op in ("add", "sub") and tb.is_int(e.dtype):
+            folded = _fold_offsets(e.op, a, b)
+            if folded is not None:
+                return folded
+        return _FOLD[e.op](a, b)
+    if isinstance(e, tir.Not):
+        a = simplify(e.a)
+        if isinstance(a, tir.Not):
+            return a.a
+        if isinstance(a, tir.BinOp) and a.op in _NEGATED:
+            op, swap = _NEGATED[a.op]
+            return simplify_cmp(op, a.b, a.a) if swap else simplify_cmp(op, a.a, a.b)
+        return tb.logical_not(a)
+    if isinstance(e, tir.Cast):
+        v = simplify(e.value)
+        return tb.cast(e.dtype, v)
+    if isinstance(e, tir.Select):
+        c, t, f = simplify(e.condition), simplify(e.true_value), simplify(e.false_value)
+        if isinstance(c, tir.IntImm):
+            return t if c.value else f
+        if c is e.condition and t is e.true_value and f is e.false_value:
+            return e
+        return tir.Select(c, t, f)
+    if isinstance(e, tir.Call):
+        args = tuple(simplify(a) if isinstance(a, tir.PrimExpr) else a for a in e.args)
+        if e.op == "tirx.if_then_else" and isinstance(args[0], tir.IntImm):
+            return args[1] if args[0].value else args[2]
+        if all(a is b for a, b in zip(args, e.args)):
+            return e
+        return tir.Call(e.dtype, e.op, args, type_annotation=e.type_annotation)
+    if isinstance(e, tir.BufferLoad):
+        indices = tuple(simplify(i) for i in e.indices)
+        return e if all(a is b for a, b in zip(indices, e.indices)) else tir.BufferLoad(e.buffer, indices)
+    return e
+
+
+def simplify_cmp(op: str, a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr:
+    return _FOLD[op](a, b)
+
+
+def _fold_offsets(op: str, a, b):
+    """(x + c1) + c2 and friends: constants gathered into one, as TVM's canonical form."""
+    if not isinstance(b, tir.IntImm) or not isinstance(a, tir.BinOp) or a.op not in ("add", "sub") \
+            or not isinstance(a.b, tir.IntImm):
+        return None
+    inner = a.b.value if a.op == "add" else -a.b.value
+    total = inner + (b.value if op == "add" else -b.value)
+    if total == 0:
+        return a.a
+    return tb.add(a.a, total) if total > 0 else tb.sub(a.a, -total)
+
+
+# ----------------------------------------------------------------------------- index dtypes
+
+_CMP = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def normalize_index_dtype(e: tir.PrimExpr, index_dtype: str = "int64", in_condition: bool = False) -> tir.PrimExpr:
+    """TVM's IndexDataTypeNormalizer on an expression of a compute body (module docstring)."""
+    if isinstance(e, tir.Select):
+        c = normalize_index_dtype(e.condition, index_dtype, True)
+        t = normalize_index_dtype(e.true_value, index_dtype, in_condition)
+        f = normalize_index_dtype(e.false_value, index_dtype, in_condition)
+        if c is e.condition and t is e.true_value and f is e.false_value:
+            return e
+        return tir.Select(c, t, f)
+    if isinstance(e, tir.Call) and e.op == "tirx.if_then_else":
+        c = normalize_index_dtype(e.args[0], index_dtype, True)
+        t = normalize_index_dtype(e.args[1], index_dtype, in_condition)
+        f = normalize_index_dtype(e.args[2], index_dtype, in_condition)
+        if c is e.args[0] and t is e.args[1] and f is e.args[2]:
+            return e
+        return tir.Call(e.dtype, e.op, (c, t, f))
+    if isinstance(e, tir.BinOp) and e.op in _CMP and in_condition and _int(e.a.dtype) and _int(e.b.dtype):
+        a, b = _to_index(e.a, index_dtype), _to_index(e.b, index_dtype)
+        if a.dtype != b.dtype:
+            a, b = tb.match_types(a, b)
+        return e if a is e.a and b is e.b else tir.BinOp(e.op, a, b)
+    if isinstance(e, tir.BinOp):
+        a = normalize_index_dtype(e.a, index_dtype, in_condition)
+        b = normalize_index_dtype(e.b, index_dtype, in_condition)
+        return e if a is e.a and b is e.b else tir.BinOp(e.op, a, b)
+    if isinstance(e, tir.Not):
+        a = normalize_index_dtype(e.a, index_dtype, in_condition)
+        return e if a is e.a else tir.Not(a)
+    if isinstance(e, tir.Cast):
+        v = normalize_index_dtype(e.value, index_dtype, in_condition)
+        return e if v is e.value else tir.Cast(e.dtype, v)
+    if isinstance(e, tir.Call):
+        args = tuple(normalize_index_dtype(a, index_dtype, in_condition) if isinstance(a, tir.PrimExpr) else a
+                     for a in e.args)
+        return e if all(a is b for a, b in zip(args, e.args)) else tir.Call(e.dtype, e.op, args,
+                                                                         type_annotation=e.type_annotation)
+    return e
+
+
+def _int(dtype: str) -> bool:
+    return tb.is_int(dtype)
+
+
+def _to_index(e: tir.PrimExpr, index_dtype: str) -> tir.PrimExpr:
+    """An integer operand of a condition in the index dtype (constants and casts re-typed,
+    arithmetic rebuilt; loads keep their dtype and are cast by the comparison)."""
+    if isinstance(e, tir.IntImm) and tb.bits(e.dtype) >= 32:
+        return tb.const(e.value, index_dtype)
+    if isinstance(e, tir.Cast) and tb.is_int(e.dtype) and tb.bits(e.dtype) >= 32:
+        v = _to_index(e.value, index_dtype)
+        return v if v.dtype == index_dtype else tir.Cast(index_dtype, v)
+    if isinstance(e, tir.BinOp) and not tir.BINARY_OPS[e.op][2]:
+        a, b = _to_index(e.a, index_dtype), _to_index(e.b, index_dtype)
+        if a.dtype != b.dtype:
+            a, b = tb.match_types(a, b)
+        return e if a is e.a and b is e.b else tir.BinOp(e.op, a, b)
+    return e

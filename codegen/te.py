@@ -1,0 +1,471 @@
+"""A TE-like compute layer and TVM's CreatePrimFunc (`te.create_prim_func`).
+
+Describe a tensor by how each element is computed, then turn a list of tensors into a
+PrimFunc whose printed TVMScript is TVM 0.27's, byte for byte:
+
+    from irtool.codegen import te
+    from irtool.codegen import tir_build as tb
+
+    A = te.placeholder((n, 4), "float32", name="A")
+    B = te.compute(A.shape, lambda i, j: tb.exp(A(i, j)), name="compute")    # axes i, j
+    k = te.reduce_axis((0, 4), name="k")
+    C = te.compute((n,), lambda i: te.sum(A(i, k), axis=[k]), name="C")     # a reduction
+    func = te.create_prim_func([A, C])        # intermediates (B) become sblock_alloc_buffers
+
+`compute(shape, fcompute, name="compute", tag="", attrs=None)` names its axes as TVM's
+`te.compute` does: after `fcompute`'s parameters (`lambda i, j:`), `i0, i1, ...` for
+`lambda *i:`; `compute_ax(shape, f, name)` passes one list of axes named `ax0, ax1, ...`
+(TVM's C++ `te::compute`, which TOPI's C++ operators use: `T_add`'s `v_ax0`). A body is
+built with `irtool.codegen.tir_build` (TVM's folding operator functions) from `A(i, j)`
+loads; `sum`/`max`/`min` (or `comm_reducer`) make a reduction over `reduce_axis`es.
+
+`create_prim_func(args, index_dtype="int64")` follows src/te/operation/create_primfunc.cc:
+
+  1. the operations reachable from `args`, in post-DFS order (inputs before users);
+  2. per compute op: one loop nest (its axes, then its reduce axes, named after them) and an
+     sblock named after the op (made unique: `compute`, `compute_1`), block iterators
+     `v_<axis>` (`S` for axes, `R` for reduce axes) bound to the loops; the body
+     `out[v...] = body` simplified (`irtool.codegen.simplify`); a reduction stores
+     `combiner(out[v...], source)` and has `T.init()` storing the identity;
+  3. buffers: one per argument (parameters, in order) and one per other compute op (allocated
+     in the root block `T.sblock_alloc_buffer`);
+  4. reads/writes of each sblock detected as TVM's BlockReadWriteDetector does: regions in
+     order of first access, init before body, a reduction's output not among its reads;
+  5. attributes `s_tir` and `tirx.noalias`; index constants and comparisons in conditions
+     promoted to `index_dtype` (IndexDataTypeNormalizer).
+Scalar `tir.Var`s in `args` become scalar parameters (the symbolic sizes `call_te` passes).
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from irtool.ir import tir
+
+from . import tir_build as tb
+from .simplify import normalize_index_dtype, simplify
+
+# ----------------------------------------------------------------------------- tensors
+
+
+class Operation:
+    """A placeholder or a compute: produces `num_outputs` tensors."""
+
+    name: str
+
+
+class PlaceholderOp(Operation):
+    def __init__(self, shape: tuple, dtype: str, name: str) -> None:
+        self.name, self.shape, self.dtype = name, shape, dtype
+        self.output = Tensor(self, 0, shape, dtype)
+
+    def input_tensors(self) -> list[Tensor]:
+        return []
+
+
+@dataclass
+class Reducer:
+    """A commutative reducer (TVM's CommReducer): `combine(lhs, rhs)` and its identity."""
+
+    name: str
+    combine: Callable[[tir.PrimExpr, tir.PrimExpr], tir.PrimExpr]
+    identity: Callable[[str], tir.PrimExpr]
+
+
+class Reduce(tir.PrimExpr):
+    """`reducer(source)` over `axis` (TVM's tirx.Reduce); only inside a compute body."""
+
+    __slots__ = ("reducer", "source", "axis", "condition", "init")
+    fields = ("dtype", "source", "axis", "condition")
+
+    def __init__(self, reducer: Reducer, source: tir.PrimExpr, axis, condition=None, init=None) -> None:
+        self.reducer = reducer
+        self.source = source
+        self.axis = tuple(axis)
+        self.condition = condition
+        self.init = init
+        self.dtype = source.dtype
+        self.span = None
+
+
+class ProducerLoad(tir.PrimExpr):
+    """`A(i, j)`: an element of a TE tensor (becomes a BufferLoad in the PrimFunc)."""
+
+    __slots__ = ("tensor", "indices")
+    fields = ("dtype", "indices")
+
+    def __init__(self, tensor: Tensor, indices) -> None:
+        self.tensor = tensor
+        self.indices = tuple(indices)
+        self.dtype = tensor.dtype
+        self.span = None
+
+
+class Tensor:
+    """An output of an operation: shape (TIR expressions), dtype and the op."""
+
+    def __init__(self, op: Operation, index: int, shape: tuple, dtype: str) -> None:
+        self.op, self.value_index, self.shape, self.dtype = op, index, tuple(shape), dtype
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __call__(self, *indices) -> ProducerLoad:
+        if len(indices) == 1 and isinstance(indices[0], (list, tuple)):
+            indices = tuple(indices[0])
+        if len(indices) != len(self.shape):
+            raise ValueError(f"{self.name} has {len(self.shape)} dimensions, indexed with {len(indices)}")
+        return ProducerLoad(self, [tb.as_expr(i, "int64") for i in indices])
+
+    def __repr__(self) -> str:
+        return f"te.Tensor({self.name}, {self.dtype})"
+
+
+class ComputeOp(Operation):
+    def __init__(self, name: str, tag: str, attrs: dict, axis: list, reduce_axis: list, body: list) -> None:
+        self.name, self.tag, self.attrs = name, tag, dict(attrs or {})
+        self.axis, self.reduce_axis, self.body = axis, reduce_axis, body
+        shape = tuple(iv.dom.extent for iv in axis)
+        self.outputs = [Tensor(self, i, shape, b.dtype) for i, b in enumerate(body)]
+
+    def input_tensors(self) -> list[Tensor]:
+        """The tensors the body loads, in order of first appearance (post order)."""
+        seen: list[Tensor] = []
+        for b in self.body:
+            _collect_loads(b, seen)
+        return seen
+
+
+def _collect_loads(e, out: list) -> None:
+    if isinstance(e, ProducerLoad):
+        for i in e.indices:
+            _collect_loads(i, out)
+        if not any(t is e.tensor for t in out):
+            out.append(e.tensor)
+    elif isinstance(e, Reduce):
+        _collect_loads(e.source, out)
+        if e.condition is not None:
+            _collect_loads(e.condition, out)
+    elif isinstance(e, tir.Node):
+        for f in type(e).fields:
+            _collect_loads(getattr(e, f), out)
+    elif isinstance(e, (tuple, list)):
+        for x in e:
+            _collect_loads(x, out)
+
+
+def _dim(d) -> tir.PrimExpr:
+    return tb.as_expr(d, "int64") if not isinstance(d, tir.PrimExpr) else d
+
+
+def placeholder(shape: Sequence, dtype: str = "float32", name: str = "placeholder") -> Tensor:
+    """An input tensor (TVM's `te.placeholder`); dims are ints or int64 TIR expressions."""
+    return PlaceholderOp(tuple(_dim(d) for d in shape), dtype, name).output
+
+
+def _iter_var(name: str, extent, kind: int, dom_min=0) -> tir.IterVar:
+    extent = _dim(extent)
+    return tir.IterVar(tir.Var(name, extent.dtype), tir.Range(tb.as_expr(dom_min, extent.dtype), extent), kind)
+
+
+def reduce_axis(dom: tuple, name: str = "rv") -> tir.IterVar:
+    """A reduction axis over `dom` = (min, extent-end): TVM's `te.reduce_axis((0, n), "k")`."""
+    lo, hi = dom
+    hi = _dim(hi)
+    extent = tb.sub(hi, lo) if not (isinstance(lo, int) and lo == 0) else hi
+    return _iter_var(name, extent, tir.COMM_REDUCE, lo)
+
+
+def _arg_names(fcompute: Callable, ndim: int, varargs_names=None) -> list[str]:
+    spec = inspect.getfullargspec(fcompute)
+    if not spec.args and spec.varargs is None:
+        return [f"i{i}" for i in range(ndim)]
+    if spec.varargs is not None:
+        if varargs_names is not None:
+            return list(spec.args) + list(varargs_names)
+        return list(spec.args) + [f"i{i}" for i in range(ndim - len(spec.args))]
+    if len(spec.args) != ndim:
+        raise ValueError(f"fcompute takes {len(spec.args)} indices for a {ndim}-d shape")
+    return list(spec.args)
+
+
+def _make_compute(shape, names: list[str], body_of, name: str, tag: str, attrs) -> Tensor | tuple:
+    axis = [_iter_var(n, s, tir.DATA_PAR) for n, s in zip(names, shape)]
+    body = body_of([iv.var for iv in axis])
+    bodies = list(body) if isinstance(body, (list, tuple)) else [body]
+    bodies = [tb.as_expr(b) for b in bodies]
+    reduce_axes: list = []
+    if isinstance(bodies[0], Reduce):
+        reduce_axes = list(bodies[0].axis)
+    op = ComputeOp(name, tag, attrs, axis, reduce_axes, bodies)
+    return op.outputs[0] if len(op.outputs) == 1 else tuple(op.outputs)
+
+
+def compute(shape: Sequence, fcompute: Callable, name: str = "compute", tag: str = "",
+            attrs: dict | None = None, varargs_names: Sequence[str] | None = None) -> Tensor:
+    """TVM's Python `te.compute`: `fcompute(*axes)` gives the element at `axes`
+    (`varargs_names` names the axes a `*args` parameter receives)."""
+    shape = tuple(_dim(d) for d in shape)
+    names = _arg_names(fcompute, len(shape), varargs_names)
+    return _make_compute(shape, names, lambda vs: fcompute(*vs), name, tag, attrs)
+
+
+def compute_ax(shape: Sequence, fcompute: Callable, name: str = "compute", tag: str = "",
+               attrs: dict | None = None) -> Tensor:
+    """TVM's C++ `te::compute` (TOPI's C++ operators): `fcompute([ax0, ax1, ...])`."""
+    shape = tuple(_dim(d) for d in shape)
+    return _make_compute(shape, [f"ax{i}" for i in range(len(shape))], fcompute, name, tag, attrs)
+
+
+# ----------------------------------------------------------------------------- reducers
+
+
+def comm_reducer(name: str, combine: Callable, identity: Callable[[str], tir.PrimExpr]) -> Callable:
+    """A reduction function `f(expr, axis=[k, ...], where=None)` (TVM's `te.comm_reducer`)."""
+    reducer = Reducer(name, combine, identity)
+
+    def reduce(expr: tir.PrimExpr, axis, where=None) -> Reduce:
+        axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+        return Reduce(reducer, tb.as_expr(expr), axes, where)
+
+    reduce.__name__ = name
+    return reduce
+
+
+sum = comm_reducer("sum", tb.add, lambda dtype: tb.const(0, dtype))  # noqa: A001
+max = comm_reducer("max", tb.max_, tb.min_value)  # noqa: A001
+min = comm_reducer("min", tb.min_, tb.max_value)  # noqa: A001
+
+
+# ----------------------------------------------------------------------------- create_prim_func
+
+
+def _post_dfs(roots: list[Operation]) -> list[Operation]:
+    order: list[Operation] = []
+    seen: set[int] = set()
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            op, expanded = stack.pop()
+            if expanded:
+                order.append(op)
+                continue
+            if id(op) in seen:
+                continue
+            seen.add(id(op))
+            stack.append((op, True))
+            for t in reversed(op.input_tensors()):
+                if id(t.op) not in seen:
+                    stack.append((t.op, False))
+    return order
+
+
+class _NameSupply:
+    """TVM's UniqueNameSupply.FreshName with an underscore: `compute`, `compute_1`, ..."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, int] = {}
+
+    def fresh(self, name: str) -> str:
+        if name not in self.used:
+            self.used[name] = 0
+            return name
+        n = self.used[name]
+        candidate = name
+        while candidate in self.used:
+            n += 1
+            candidate = f"{name}_{n}"
+        self.used[name] = n
+        self.used[candidate] = 0
+        return candidate
+
+
+def _substitute(e, vmap: dict, buffers: dict):
+    """Replace variables (by identity) and ProducerLoads (by BufferLoads of `buffers`)."""
+    if isinstance(e, tir.Var):
+        return vmap.get(e, e)
+    if isinstance(e, ProducerLoad):
+        return tir.BufferLoad(buffers[id(e.tensor)], [_substitute(i, vmap, buffers) for i in e.indices])
+    if isinstance(e, (tir.IntImm, tir.FloatImm, tir.StringImm)):
+        return e
+    if isinstance(e, tir.Node):
+        changes = {}
+        for f in type(e).fields:
+            v = getattr(e, f)
+            nv = _substitute(v, vmap, buffers) if isinstance(v, (tir.Node, tuple)) else v
+            if nv is not v:
+                changes[f] = nv
+        return e.replace(**changes) if changes else e
+    if isinstance(e, tuple):
+        out = tuple(_substitute(x, vmap, buffers) for x in e)
+        return e if all(a is b for a, b in zip(out, e)) else out
+    return e
+
+
+def _decl_buffer(name: str, shape, dtype: str) -> tir.Buffer:
+    return tir.Buffer(name, shape, dtype)
+
+
+def _stmt_for_compute(op: ComputeOp, out_buffer: tir.Buffer, buffers: dict, names: _NameSupply,
+                      index_dtype: str) -> tir.Stmt:
+    axes = list(op.axis) + list(op.reduce_axis)
+    vmap: dict = {}
+    loop_vars, block_iters, bindings, store_indices = [], [], [], []
+    for iv in axes:
+        dtype = iv.var.dtype
+        loop_var = tir.Var(iv.var.name, dtype)
+        block_var = tir.Var("v_" + iv.var.name, dtype)
+        dom = tir.Range(simplify(iv.dom.min), simplify(iv.dom.extent))
+        loop_vars.append((loop_var, dom))
+        block_iters.append(tir.IterVar(block_var, dom, iv.iter_type))
+        bindings.append(loop_var)
+        if iv.iter_type != tir.COMM_REDUCE:
+            store_indices.append(block_var)
+        vmap[iv.var] = block_var
+    if not axes:  # a 0-d result: TVM's dummy block iterator
+        block_iters.append(tir.IterVar(tir.Var("vi", "int32"), tir.Range(tb.const(0, "int32"), tb.const(1, "int32")),
+                                       tir.DATA_PAR))
+        bindings.append(tb.const(0, "int32"))
+
+    body_expr = op.body[0]
+    init = None
+    if isinstance(body_expr, Reduce):
+        lhs = tir.BufferLoad(out_buffer, store_indices)
+        rhs = simplify(_substitute(body_expr.source, vmap, buffers))
+        combined = body_expr.reducer.combine(lhs, rhs)
+        if body_expr.condition is not None:
+            cond = simplify(_substitute(body_expr.condition, vmap, buffers))
+            combined = tb.select(cond, combined, lhs)
+        body: tir.Stmt = tir.BufferStore(out_buffer, normalize_index_dtype(combined, index_dtype), store_indices)
+        init = tir.BufferStore(out_buffer, body_expr.reducer.identity(out_buffer.dtype), store_indices)
+    else:
+        value = simplify(_substitute(body_expr, vmap, buffers))
+        body = tir.BufferStore(out_buffer, normalize_index_dtype(value, index_dtype), store_indices)
+    name = names.fresh(op.name)
+    reads, writes = detect_access(init, body)
+    block = tir.SBlock(name, block_iters, reads, writes, body, init,
+                       annotations=tuple((k, v) for k, v in op.attrs.items()))
+    stmt: tir.Stmt = tir.SBlockRealize(bindings, tb.const(True, "bool"), block)
+    for loop_var, dom in reversed(loop_vars):
+        stmt = tir.For(loop_var, dom.min, dom.extent, "serial", stmt)
+    return stmt
+
+
+def create_prim_func(args: Sequence, index_dtype: str = "int64") -> tir.PrimFunc:
+    """TVM's `te.create_prim_func(args, index_dtype_override)`: see the module docstring.
+    `args` are Tensors (buffer parameters) and scalar `tir.Var`s, in parameter order."""
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    order = _post_dfs([t.op for t in tensors])
+    buffers: dict[int, tir.Buffer] = {}
+    is_arg = {id(t) for t in tensors}
+    root_alloc: list[tir.Buffer] = []
+    names = _NameSupply()
+    stmts: list[tir.Stmt] = []
+    for op in order:
+        if isinstance(op, PlaceholderOp):
+            if id(op.output) not in is_arg:
+                raise ValueError(f"placeholder {op.name} is not an argument of the function")
+            buffers[id(op.output)] = _decl_buffer(op.name, op.shape, op.dtype)
+            continue
+        if len(op.outputs) != 1:
+            raise NotImplementedError("compute ops with several outputs")
+        out = op.outputs[0]
+        buf = _decl_buffer(op.name, out.shape, out.dtype)
+        buffers[id(out)] = buf
+        if id(out) not in is_arg:
+            root_alloc.append(buf)
+        stmts.append(_stmt_for_compute(op, buf, buffers, names, index_dtype))
+    params, buffer_map = [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            buf = buffers[id(a)]
+            handle = tir.Var("var_" + buf.name, "handle")
+            params.append(handle)
+            buffer_map.append((handle, buf))
+        else:
+            params.append(a)
+    root = tir.SBlock("root", (), (), (), tir.seq(stmts), alloc_buffers=root_alloc)
+    body = tir.SBlockRealize((), tb.const(True, "bool"), root)
+    return tir.PrimFunc(params, body, None, buffer_map, (("s_tir", True), ("tirx.noalias", True)), private=True)
+
+
+# ----------------------------------------------------------------------------- access regions
+
+
+def detect_access(init: tir.Stmt | None, body: tir.Stmt) -> tuple[tuple, tuple]:
+    """Read and write regions of a leaf sblock, as TVM's BlockReadWriteDetector finds them:
+    every access is a point (the block has no inner loops); accesses to one buffer at
+    different points cover the range between them (constant distance) or the whole
+    dimension; a reduction's output is not among its reads."""
+    reads: dict = {}
+    writes: dict = {}
+
+    def load(e) -> None:
+        if isinstance(e, tir.BufferLoad):
+            _update(reads, e.buffer, e.indices)
+            for i in e.indices:
+                load(i)
+        elif isinstance(e, tir.Node):
+            for f in type(e).fields:
+                load(getattr(e, f))
+        elif isinstance(e, tuple):
+            for x in e:
+                load(x)
+
+    for stmt in (init, body):
+        if stmt is None:
+            continue
+        _update(writes, stmt.buffer, stmt.indices)
+        load(stmt.value)
+        for i in stmt.indices:
+            load(i)
+    excluded = set(writes) if init is not None else set()
+    read_regions = tuple(_region(buf, pts) for key, (buf, pts) in reads.items() if key not in excluded)
+    write_regions = tuple(_region(buf, pts) for buf, pts in writes.values())
+    return read_regions, write_regions
+
+
+def _update(table: dict, buffer: tir.Buffer, indices) -> None:
+    entry = table.setdefault(id(buffer), (buffer, []))
+    if not any(_same_indices(p, indices) for p in entry[1]):
+        entry[1].append(tuple(indices))
+
+
+def _same_indices(a, b) -> bool:
+    from irtool.ir.node_structural import node_equal
+
+    return len(a) == len(b) and all(x is y or node_equal(x, y) for x, y in zip(a, b))
+
+
+def _region(buffer: tir.Buffer, points: list) -> tir.BufferRegion:
+    ranges = []
+    for dim, extent in enumerate(buffer.shape):
+        idx = [p[dim] for p in points]
+        first = idx[0]
+        offsets = [_const_offset(first, i) for i in idx]
+        if all(o == 0 for o in offsets):
+            ranges.append(tir.Range(first, tb.const(1, first.dtype)))
+        elif all(o is not None for o in offsets):
+            lo, hi = builtins.min(offsets), builtins.max(offsets)
+            ranges.append(tir.Range(simplify(tb.add(first, lo)), tb.const(hi - lo + 1, first.dtype)))
+        else:
+            ranges.append(tir.Range(tb.const(0, extent.dtype), extent))
+    return tir.BufferRegion(buffer, ranges)
+
+
+def _const_offset(a: tir.PrimExpr, b: tir.PrimExpr) -> int | None:
+    """b - a when it is a known constant."""
+    from irtool.ir.node_structural import node_equal
+
+    if a is b or node_equal(a, b):
+        return 0
+    diff = simplify(tb.sub(b, a))
+    return diff.value if isinstance(diff, tir.IntImm) else None

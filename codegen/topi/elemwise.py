@@ -1,0 +1,133 @@
+"""Unary elementwise operators, clip and cast: TOPI's python/tvm/topi/math.py.
+
+Each is `te.compute(x.shape, lambda *i: f(x(*i)))`: a `compute` block over `i0, i1, ...`
+(T_sign is TOPI's C++ op: `T_sign` over `ax0, ...`). UNARY is the table: Relax name ->
+(PrimFunc name as TVM's legalization names it, element rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import te
+from .. import tir_build as tb
+from . import register_legalize
+from .common import call_topi_without_attr, prim_value, try_convert_to_scalar_const
+
+
+def _intrin(name: str) -> Callable:
+    return lambda v: tb.call(name, v)
+
+
+def _abs(v):
+    """TVM's `tirx.abs`: Select on signed ints, fabs on floats, identity on unsigned."""
+    if tb.is_int(v.dtype):
+        return tb.select(tb.ge(v, tb.const(0, v.dtype)), v, tb.neg(v))
+    if tb.is_float(v.dtype):
+        return tb.call("fabs", v)
+    return v
+
+
+def _negative(v):
+    """Python's `-x` on a TIR expression: `x * -1` of its dtype."""
+    return tb.mul(v, tb.const(-1, v.dtype))
+
+
+def _sign(v):
+    zero, one, minus_one = (tb.const(c, v.dtype) for c in (0, 1, -1))
+    return tb.select(tb.gt(v, zero), one, tb.select(tb.lt(v, zero), minus_one, zero))
+
+
+# relax name -> (PrimFunc name, element rule); TVM prefixes "tir_" to avoid libc names
+UNARY: dict[str, tuple[str, Callable]] = {
+    "relax.abs":         ("tir_abs",         _abs),
+    "relax.acos":        ("tir_acos",        _intrin("acos")),
+    "relax.acosh":       ("tir_acosh",       _intrin("acosh")),
+    "relax.asin":        ("tir_asin",        _intrin("asin")),
+    "relax.asinh":       ("tir_asinh",       _intrin("asinh")),
+    "relax.atan":        ("tir_atan",        _intrin("atan")),
+    "relax.atanh":       ("tir_atanh",       _intrin("atanh")),
+    "relax.ceil":        ("tir_ceil",        _intrin("ceil")),
+    "relax.cos":         ("tir_cos",         _intrin("cos")),
+    "relax.cosh":        ("tir_cosh",        _intrin("cosh")),
+    "relax.exp":         ("tir_exp",         _intrin("exp")),
+    "relax.floor":       ("tir_floor",       _intrin("floor")),
+    "relax.isfinite":    ("tir_isfinite",    lambda v: tb.call("isfinite", v, dtype="bool")),
+    "relax.isinf":       ("tir_isinf",       lambda v: tb.call("isinf", v, dtype="bool")),
+    "relax.isnan":       ("tir_isnan",       lambda v: tb.call("isnan", v, dtype="bool")),
+    "relax.logical_not": ("tir_logical_not", tb.logical_not),
+    "relax.negative":    ("tir_negative",    _negative),
+    "relax.round":       ("tir_round",       _intrin("nearbyint")),
+    "relax.rsqrt":       ("tir_rsqrt",       _intrin("rsqrt")),
+    "relax.sigmoid":     ("tir_sigmoid",     _intrin("sigmoid")),
+    "relax.sin":         ("tir_sin",         _intrin("sin")),
+    "relax.sinh":        ("tir_sinh",        _intrin("sinh")),
+    "relax.square":      ("tir_square",      lambda v: tb.mul(v, v)),
+    "relax.sqrt":        ("tir_sqrt",        _intrin("sqrt")),
+    "relax.tan":         ("tir_tan",         _intrin("tan")),
+    "relax.tanh":        ("tir_tanh",        _intrin("tanh")),
+    "relax.trunc":       ("tir_trunc",       _intrin("trunc")),
+}
+
+
+def unary(rule: Callable, name: str = "compute") -> Callable:
+    """The TOPI function `f(x)` of an element rule."""
+    def fn(x: te.Tensor) -> te.Tensor:
+        return te.compute(x.shape, lambda *i: rule(x(*i)), name=name)
+
+    return fn
+
+
+def log(x: te.Tensor) -> te.Tensor:
+    """topi.log: integer inputs are first cast to float32 (a second compute)."""
+    if tb.is_int(x.dtype):
+        x = te.compute(x.shape, lambda *i: tb.cast("float32", x(*i)))
+    return te.compute(x.shape, lambda *i: tb.call("log", x(*i)))
+
+
+def sign(x: te.Tensor) -> te.Tensor:
+    return te.compute_ax(x.shape, lambda i: _sign(x(i)), name="T_sign")
+
+
+def erf(x: te.Tensor) -> te.Tensor:
+    """TVM's te_erf: float16 is computed in float32."""
+    if x.dtype == "float16":
+        x32 = te.compute(x.shape, lambda *i: tb.cast("float32", x(*i)))
+        e = te.compute(x.shape, lambda *i: tb.call("erf", x32(*i)))
+        return te.compute(e.shape, lambda *i: tb.cast("float16", e(*i)))
+    return te.compute(x.shape, lambda *i: tb.call("erf", x(*i)))
+
+
+def clip(x: te.Tensor, a_min, a_max) -> te.Tensor:
+    def element(*i):
+        v = x(*i)
+        lo = tb.cast(v.dtype, a_min) if not isinstance(a_min, (int, float)) else tb.const(a_min, v.dtype)
+        hi = tb.cast(v.dtype, a_max) if not isinstance(a_max, (int, float)) else tb.const(a_max, v.dtype)
+        return tb.max_(tb.min_(v, hi), lo)
+
+    return te.compute(x.shape, element)
+
+
+def cast(x: te.Tensor, dtype: str) -> te.Tensor:
+    return te.compute(x.shape, lambda *i: tb.cast(dtype, x(*i)))
+
+
+for _relax, (_fname, _rule) in UNARY.items():
+    register_legalize(_relax, call_topi_without_attr(unary(_rule), _fname))
+register_legalize("relax.log", lambda bb, call: bb.call_te(log, call.args[0], primfunc_name_hint="tir_log"))
+register_legalize("relax.sign", lambda bb, call: bb.call_te(sign, call.args[0], primfunc_name_hint="tir_sign"))
+register_legalize("relax.erf", lambda bb, call: bb.call_te(erf, call.args[0], primfunc_name_hint="erf"))
+register_legalize("relax.clip", lambda bb, call: bb.call_te(clip, call.args[0], prim_value(call.args[1]),
+                                                             prim_value(call.args[2]), primfunc_name_hint="tir_clip"))
+
+
+@register_legalize("relax.astype")
+def _astype(bb, call):
+    arg = try_convert_to_scalar_const(call.args[0])
+    dtype = call.attrs["dtype"]
+    if arg is not call.args[0]:  # a 0-d constant folds to a constant of the new dtype
+        import numpy as np
+
+        from irtool.ir import relax as rx
+        return rx.Constant(np.asarray(call.args[0].data).astype(dtype))
+    return bb.call_te(cast, arg, dtype)
