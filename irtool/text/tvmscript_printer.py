@@ -1540,14 +1540,17 @@ class _Printer:
         return _call(prefix, args, kwargs)
 
     def call_attr(self, op, key: str, value) -> _E:
-        """A call attribute; a dtype attribute left unset ("", TVM's void) prints `None`."""
-        if value == "" and isinstance(op, Op):
+        """A call attribute; a dtype attribute left unset ("", TVM's void) prints `None`, a
+        list of floats (resize2d's roi, TVM's Array<FloatImm>) `[T.float32(0.0), ...]`."""
+        if (value == "" or isinstance(value, tuple)) and isinstance(op, Op):
             from ..ops import relax as relax_ops
 
             spec = relax_ops.lookup(op.name)
             spec = spec.attr_spec(key) if spec is not None else None
-            if spec is not None and spec.kind in ("dtype", "dtype?"):
+            if value == "" and spec is not None and spec.kind in ("dtype", "dtype?"):
                 return _E("None")
+            if isinstance(value, tuple) and spec is not None and spec.kind == "floats":
+                return _list([self.value(TypedScalar(float(v), "float32")) for v in value])
         return self.value(value)
 
     def call_tir(self, c: rx.Call, name: str) -> _E:

@@ -1,0 +1,702 @@
+"""relay-to-relax: lower Relay functions to Relax, as TVM's former relay_translator did.
+
+TVM <= 0.19 shipped `relax.testing.relay_translator.from_relay`: it walked a Relay
+function in post-DFS order (`relay.analysis.post_order_visit`) inside one
+`bb.dataflow()` block of a Relax BlockBuilder, and bound every Relay call to a new
+dataflow variable. We do the same walk, but emit each Relay operator as its Relax
+operator (the translator emitted TOPI PrimFuncs):
+
+    def @main(%x: Tensor[(2, 4), float32],       @R.function
+              %w: Tensor[(3, 4), float32]) {     def main(x: R.Tensor((2, 4), "float32"), w: ...):
+      %0 = nn.dense(%x, %w, units=3);              with R.dataflow():
+      nn.relu(%0)                          ==>         lv = R.permute_dims(w, axes=None)
+    }                                                  lv1 = R.matmul(x, lv, out_dtype=None)
+                                                       gv = R.nn.relu(lv1)
+                                                       R.output(gv)
+                                                   return gv
+
+    parameters   each becomes a Relax parameter of the same name; a Relay type becomes
+                 struct info, each `?` dimension a new symbolic variable `d` (int64)
+    post order   each Relay call is converted by the table below into a Relax
+                 expression, and `emit`ted: TVM's normaliser binds every nested call
+                 first (left to right), so one Relay call may give several bindings;
+                 names are TVM's: lv, lv1, lv2, ... in the block, gv for the output
+    leaves       constants become Relax constants (R.const / metadata); tuples stay
+                 unbound Relax tuples (operands of R.concat); a projection `%t.0` is bound
+    the root     the function body is emitted with `emit_output` (bound to gv);
+                 `let %v = value; body` chains are walked value by value
+    result       Function(params, SeqExpr([DataflowBlock], gv)), its return struct
+                 info the output's: `bb.emit_func_output(gv, params)`
+
+The operator table (`DIRECT`, one line per operator) maps arguments one to one and
+copies attributes by name (`renamed` where the names differ; `ignored` Relay attributes
+that mean nothing in Relax). The others are small converter functions (`SPECIAL`):
+nn.dense -> R.matmul(x, R.permute_dims(w)), nn.bias_add -> R.add with the bias reshaped
+to broadcast, Relay's reshape codes (0, -1, -2, -3, -4) resolved to the result shape,
+reductions with `exclude`, argmax's int32 result, clip's bounds as prim values, ... as
+TVM's relay_translator and Relax frontends write them. A Relay operator without a Relax
+counterpart (`NO_COUNTERPART`), an attribute value Relax cannot express, and constructs
+Relax dataflow blocks cannot hold (if, closures, calls of functions, references to
+global functions) are diagnostics at the offending expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from irtool.analysis import struct_info as si
+from irtool.analysis.type_infer import infer_types
+from irtool.diagnostics import DiagnosticError
+from irtool.ir import expr as relay
+from irtool.ir import relax as rx
+from irtool.ir import tir
+from irtool.ir.expr import Op
+from irtool.ir.module import IRModule
+from irtool.ir.relax_visitor import deduce_struct_info
+from irtool.ir.types import ANY, TensorType, TupleType
+from irtool.ir.visitor import post_order
+from irtool.ops import registry
+from irtool.ops import relax as relax_ops
+from irtool.ops.transform import reshape_shape
+from irtool.transform import ModulePass, register
+
+# ----------------------------------------------------------------------------- building Relax
+
+
+def call(name: str, *args, **attrs) -> rx.Call:
+    """`R.<name>(args…)` with TVM's full attributes (defaults filled in, print order)."""
+    op = relax_ops.get(name)
+    try:
+        full = relax_ops.make_call_attrs(op, attrs)
+    except registry.AttrError as err:
+        raise _Unsupported(str(err)) from None
+    return rx.Call(Op.get(name), args, full)
+
+
+def shape_expr(values) -> rx.ShapeExpr:
+    return rx.ShapeExpr(tuple(values))
+
+
+def prims(values) -> rx.Tuple:
+    """A tuple of int64 prim values (strided_slice's axes, begin, end, strides)."""
+    return rx.Tuple([rx.PrimValue(tir.IntImm(int(v), "int64")) for v in values])
+
+
+def f64(value: float) -> rx.PrimValue:
+    """A Python float as TVM's Python API makes it a prim value: float64."""
+    return rx.PrimValue(tir.FloatImm(float(value), "float64"))
+
+
+_LEAVES = (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.ExternFunc, Op, relay.GlobalVar)
+
+
+class _Unsupported(Exception):
+    """A Relay call Relax cannot express; becomes a diagnostic at the call."""
+
+
+class BlockBuilder:
+    """The part of TVM's relax.BlockBuilder the translator uses: one dataflow block,
+    `emit` / `emit_output` with TVM's normalisation (nested calls and projections in
+    arguments are bound first, left to right) and TVM's names (lv, lv1, ...; gv)."""
+
+    def __init__(self) -> None:
+        self.bindings: list[rx.VarBinding] = []
+        self._used: dict[str, int] = {}
+
+    def _name(self, base: str) -> str:
+        n = self._used.get(base, 0)
+        self._used[base] = n + 1
+        return base if n == 0 else f"{base}{n}"
+
+    def _deduce(self, e):
+        sinfo = deduce_struct_info(e, None)
+        if sinfo is None:
+            try:  # ask again for the message
+                si.deduce_call(e.op.name, [a.struct_info for a in e.args], e.attrs, list(e.args))
+            except si.StructInfoError as err:
+                raise _Unsupported(f"R.{e.op.name[len('relax.'):]}: {err}") from None
+            raise _Unsupported("cannot deduce the struct info of the Relax expression")
+        return sinfo
+
+    def normalize_arg(self, e):
+        if isinstance(e, _LEAVES):
+            return e
+        if isinstance(e, rx.Tuple):
+            return self.tuple_of([self.normalize_arg(f) for f in e.fields_])
+        return self.emit(e)
+
+    def tuple_of(self, fields) -> rx.Tuple:
+        t = rx.Tuple(fields)
+        t.struct_info = rx.TupleStructInfo([f.struct_info for f in fields])
+        return t
+
+    def normalize(self, e):
+        """Bind what must be bound inside `e` and give `e` its struct info."""
+        if isinstance(e, _LEAVES):
+            return e
+        if isinstance(e, rx.Call):
+            e = rx.Call(e.op, [self.normalize_arg(a) for a in e.args], e.attrs, e.sinfo_args)
+        elif isinstance(e, rx.TupleGetItem):
+            e = rx.TupleGetItem(self.normalize_arg(e.tuple_value), e.index)
+        elif isinstance(e, rx.Tuple):
+            return self.normalize_arg(e)
+        e.struct_info = self._deduce(e)
+        return e
+
+    def emit(self, e, output: bool = False) -> rx.Var:
+        e = self.normalize(e)
+        if output:
+            var = rx.Var(self._name("gv"), e.struct_info)
+        else:
+            var = rx.DataflowVar(self._name("lv"), e.struct_info)
+        self.bindings.append(rx.VarBinding(var, e))
+        return var
+
+
+# ----------------------------------------------------------------------------- types
+
+
+def struct_info_of_type(t, span=None) -> rx.StructInfo:
+    """A Relay parameter type as struct info; each `?` a new symbolic `d`, as the translator."""
+    if isinstance(t, TensorType):
+        dims = tuple(tir.Var("d", "int64") if d is ANY else int(d) for d in t.shape)
+        return rx.TensorStructInfo(dims, t.dtype)
+    if isinstance(t, TupleType):
+        return rx.TupleStructInfo([struct_info_of_type(f, span) for f in t.fields])
+    raise DiagnosticError(f"relay-to-relax: parameters must be tensors or tuples of tensors, got {t!r}", span)
+
+
+def _dims(e) -> tuple:
+    sinfo = e.struct_info
+    if not isinstance(sinfo, rx.TensorStructInfo) or not isinstance(sinfo.shape, tuple):
+        raise _Unsupported("the operand's shape is not known")
+    return sinfo.shape
+
+
+def _static_dims(e, why: str) -> tuple:
+    dims = _dims(e)
+    if not all(isinstance(d, int) for d in dims):
+        raise _Unsupported(f"{why} needs a static shape, got a symbolic one")
+    return dims
+
+
+def _ndim(e) -> int:
+    return len(_dims(e))
+
+
+def _dtype(e) -> str:
+    return e.struct_info.dtype
+
+
+def _axis(axis: int, ndim: int) -> int:
+    return axis + ndim if axis < 0 else axis
+
+
+# ----------------------------------------------------------------------------- the table
+# Operators whose arguments map one to one; attributes are copied by Relax name.
+#   relay op                  relax op                       renamed {relax: relay}     ignored Relay attributes
+
+
+@dataclass(frozen=True)
+class Direct:
+    relax: str
+    renamed: tuple[tuple[str, str], ...] = ()
+    ignored: tuple[str, ...] = ()
+
+
+_CONV_IGNORED = ("channels", "kernel_size")
+
+DIRECT: dict[str, Direct] = {
+    **{relay_name: Direct(relax_name) for relax_name, relay_name, _ in relax_ops.UNARY},
+    **{name: Direct(f"relax.{name}") for name in relax_ops.BINARY},
+    "zeros_like":             Direct("relax.zeros_like"),
+    "ones_like":              Direct("relax.ones_like"),
+    "cast":                   Direct("relax.astype"),
+    "transpose":              Direct("relax.permute_dims"),
+    "squeeze":                Direct("relax.squeeze"),
+    "concatenate":            Direct("relax.concat"),
+    "stack":                  Direct("relax.stack"),
+    "split":                  Direct("relax.split"),
+    "tile":                   Direct("relax.tile",                 (("repeats", "reps"),)),
+    "repeat":                 Direct("relax.repeat"),
+    "nn.conv2d":              Direct("relax.nn.conv2d",            (), _CONV_IGNORED),
+    "nn.conv2d_transpose":    Direct("relax.nn.conv2d_transpose",  (), _CONV_IGNORED),
+    "nn.max_pool2d":          Direct("relax.nn.max_pool2d"),
+    "nn.avg_pool2d":          Direct("relax.nn.avg_pool2d"),
+    "nn.softmax":             Direct("relax.nn.softmax"),
+    "nn.log_softmax":         Direct("relax.nn.log_softmax"),
+    "nn.leaky_relu":          Direct("relax.nn.leakyrelu"),
+    "nn.prelu":               Direct("relax.nn.prelu"),
+    "nn.dropout":             Direct("relax.nn.dropout"),
+    "nn.batch_flatten":       Direct("relax.nn.batch_flatten"),
+}
+
+# Relay operators with no Relax operator and no exact composition of Relax operators.
+NO_COUNTERPART = {
+    "nn.lrn": "Relax has no LRN operator (TVM's ONNX frontend composes it from R.nn.avg_pool3d, which irtool's "
+              "Relax table lacks)",
+}
+
+Converter = Callable[["_Translator", relay.Call, list], object]
+SPECIAL: dict[str, Converter] = {}
+
+
+def special(*names: str) -> Callable[[Converter], Converter]:
+    def add(fn: Converter) -> Converter:
+        for name in names:
+            SPECIAL[name] = fn
+        return fn
+    return add
+
+
+def _relay_attr_default(op_name: str, attr: str):
+    for spec in registry.get(op_name).attrs:
+        if spec.name == attr:
+            return spec.default
+    return None
+
+
+def _require_default(c: relay.Call, *attrs: str) -> None:
+    for attr in attrs:
+        value = c.attrs.get(attr) if c.attrs is not None else None
+        default = _relay_attr_default(c.op.name, attr)
+        if value is not None and value != default:
+            raise _Unsupported(f"`{attr}={_show(value)}` has no Relax counterpart")
+
+
+def _show(value) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
+
+def convert_direct(entry: Direct, c: relay.Call, args: list) -> rx.Call:
+    op = relax_ops.get(entry.relax)
+    renamed = dict(entry.renamed)
+    relay_attrs = dict(c.attrs.items()) if c.attrs is not None else {}
+    attrs = {}
+    for spec in op.attrs:
+        key = renamed.get(spec.name, spec.name)
+        if key in relay_attrs:
+            attrs[spec.name] = relay_attrs.pop(key)
+    for key in entry.ignored:
+        relay_attrs.pop(key, None)
+    _require_default(c, *relay_attrs)
+    return call(entry.relax, *args, **attrs)
+
+
+# ----------------------------------------------------------------------------- converters
+
+
+@special("copy", "annotation.stop_fusion")
+def _identity(t, c, args):
+    # Relax values are immutable (copy) and fusion is decided on Relax (stop_fusion)
+    return args[0]
+
+
+@special("sum", "mean", "max", "min", "prod")
+def _reduce(t, c, args):
+    return call(f"relax.{c.op.name}", args[0], axis=_reduce_axes(c, _ndim(args[0])), keepdims=c.attrs["keepdims"])
+
+
+def _reduce_axes(c, ndim: int):
+    """Relay's axis/exclude as Relax's axis: None (or Relay's []) reduces everything."""
+    axis, exclude = c.attrs["axis"], c.attrs.get("exclude", False)
+    if not exclude:
+        return None if not axis else tuple(axis)
+    named = {_axis(a, ndim) for a in axis or ()}
+    return tuple(i for i in range(ndim) if i not in named)
+
+
+@special("argmax", "argmin")
+def _arg_reduce(t, c, args):
+    _require_default(c, "select_last_index")
+    axes = _reduce_axes(c, _ndim(args[0]))
+    if axes is not None and len(axes) != 1:
+        raise _Unsupported(f"R.{c.op.name} reduces one axis or all, not {list(axes)}")
+    found = call(f"relax.{c.op.name}", args[0], axis=None if axes is None else axes[0],
+                 keepdims=c.attrs["keepdims"])
+    return call("relax.astype", found, dtype="int32")  # Relay's index dtype; Relax gives int64
+
+
+@special("variance")
+def _variance(t, c, args):
+    data, mean = args
+    axes = _reduce_axes(c, _ndim(data))
+    if not c.attrs.get("unbiased", False) and _is_mean_of(c.args[1], c.args[0], c.attrs):
+        return call("relax.variance", data, axis=axes, keepdims=c.attrs["keepdims"])
+    # a mean operand that is not the data's own mean: Relay's formula as written
+    diff = t.bb.emit(call("relax.subtract", data, mean))  # bound once: it is used twice
+    total = call("relax.sum", call("relax.multiply", diff, diff), axis=axes, keepdims=c.attrs["keepdims"])
+    dims = _static_dims(data, "variance of a given mean")
+    count = int(np.prod([dims[i] for i in (axes if axes is not None else range(len(dims)))]))
+    count -= 1 if c.attrs.get("unbiased", False) else 0
+    return call("relax.divide", total, rx.Constant(np.array(count, _dtype(data))))
+
+
+def _is_mean_of(mean: relay.Expr, data: relay.Expr, attrs) -> bool:
+    return (isinstance(mean, relay.Call) and isinstance(mean.op, Op) and mean.op.name == "mean"
+            and mean.args[0] is data and mean.attrs["keepdims"]
+            and mean.attrs["axis"] == attrs["axis"] and mean.attrs.get("exclude") == attrs.get("exclude"))
+
+
+@special("clip")
+def _clip(t, c, args):
+    return call("relax.clip", args[0], f64(c.attrs["a_min"]), f64(c.attrs["a_max"]))
+
+
+@special("where")
+def _where(t, c, args):
+    cond = args[0] if _dtype(args[0]) == "bool" else call("relax.astype", args[0], dtype="bool")
+    return call("relax.where", cond, args[1], args[2])
+
+
+@special("gather")
+def _gather(t, c, args):
+    if c.attrs["axis"] is None:
+        raise _Unsupported("R.gather_elements needs an axis")
+    return call("relax.gather_elements", args[0], args[1], axis=c.attrs["axis"])
+
+
+@special("reshape")
+def _reshape(t, c, args):
+    return call("relax.reshape", args[0], shape_expr(_new_shape(_dims(args[0]), c.attrs["newshape"],
+                                                                  c.attrs.get("allowzero", False))))
+
+
+def _new_shape(dims: tuple, newshape: tuple, allowzero: bool) -> tuple:
+    """Relay's newshape codes resolved against the input dimensions (ints or symbolic)."""
+    if all(isinstance(d, int) for d in dims):
+        try:
+            return reshape_shape(dims, tuple(newshape), allowzero)
+        except registry.TypeRelError as err:
+            raise _Unsupported(str(err)) from None
+    if any(v < -2 for v in newshape):
+        raise _Unsupported(f"newshape {list(newshape)}: -3 and -4 need a static input shape")
+    out, src, infer = [], 0, None
+    for v in newshape:
+        if v > 0 or (v == 0 and allowzero):
+            out.append(v)
+            src += 1
+        elif v == 0:
+            out.append(dims[src])
+            src += 1
+        elif v == -1:
+            infer = len(out)
+            out.append(1)
+            src += 1
+        else:  # -2
+            out.extend(dims[src:])
+            src = len(dims)
+    if infer is not None:
+        out[infer] = _quotient(dims, [d for i, d in enumerate(out) if i != infer])
+    return tuple(out)
+
+
+def _quotient(dims, known) -> tir.PrimExpr:
+    """prod(dims) / prod(known) when it is a product of dims with an integer factor."""
+    syms = [d for d in dims if not isinstance(d, int)]
+    for k in known:
+        if not isinstance(k, int):
+            if any(k is s for s in syms):
+                syms = [s for s in syms if s is not k]
+                continue
+            raise _Unsupported("reshape -1 next to a symbolic dimension that is not copied")
+    factor = int(np.prod([d for d in dims if isinstance(d, int)]))
+    divisor = int(np.prod([k for k in known if isinstance(k, int)]))
+    if divisor == 0 or factor % divisor:
+        raise _Unsupported("reshape -1 of a symbolic shape that the other dimensions do not divide")
+    factor //= divisor
+    if not syms:
+        return factor
+    e = syms[0]
+    for s in syms[1:]:
+        e = tir.BinOp("mul", e, s)
+    return e if factor == 1 else tir.BinOp("mul", e, tir.IntImm(factor, "int64"))
+
+
+@special("expand_dims")
+def _expand_dims(t, c, args):
+    count = c.attrs["num_newaxis"]
+    if count == 0:
+        return args[0]
+    first = _axis(c.attrs["axis"], _ndim(args[0]) + 1)
+    return call("relax.expand_dims", args[0], axis=tuple(range(first, first + count)))
+
+
+@special("strided_slice")
+def _strided_slice(t, c, args):
+    dims = _dims(args[0])
+    begin, end, strides, axes = (c.attrs[k] for k in ("begin", "end", "strides", "axes"))
+    axes = tuple(axes) if axes is not None else tuple(range(len(begin)))
+    strides = tuple(strides or ())
+    strides = strides + (strides[-1] if len(strides) == 1 and len(axes) > 1 else 1,) * (len(axes) - len(strides))
+    if c.attrs["slice_mode"] == "size":
+        sized = []
+        for a, b, size in zip(axes, begin, end):
+            d = dims[_axis(a, len(dims))]
+            if size >= 0:
+                sized.append(b + size)
+            elif isinstance(d, int):
+                sized.append(d)
+            else:
+                raise _Unsupported("slice_mode=\"size\" with size -1 needs a static dimension")
+        end, strides = tuple(sized), (1,) * len(axes)
+    return call("relax.strided_slice", args[0], prims(axes), prims(begin), prims(end), prims(strides))
+
+
+@special("take")
+def _take(t, c, args):
+    _require_default(c, "batch_dims")
+    data, axis = args[0], c.attrs["axis"]
+    if axis is None:  # Relay takes from the flattened data; Relax from a 1-D one
+        dims = _dims(data)
+        if len(dims) != 1:
+            data = call("relax.reshape", data, shape_expr(_new_shape(dims, (-1,), False)))
+        axis = 0
+    return call("relax.take", data, args[1], axis=axis, mode=c.attrs["mode"])
+
+
+@special("broadcast_to")
+def _broadcast_to(t, c, args):
+    return call("relax.broadcast_to", args[0], shape_expr(c.attrs["shape"]))
+
+
+@special("full")
+def _full(t, c, args):
+    return call("relax.full", shape_expr(c.attrs["shape"]), args[0], dtype=c.attrs["dtype"] or _dtype(args[0]))
+
+
+@special("zeros", "ones")
+def _init(t, c, args):
+    return call(f"relax.{c.op.name}", shape_expr(c.attrs["shape"]), dtype=c.attrs["dtype"] or "float32")
+
+
+@special("arange")
+def _arange(t, c, args):
+    values = [_scalar_constant(a, "arange's start, stop and step") for a in c.args]
+    dtype = c.attrs["dtype"]
+    pv = [rx.PrimValue(tir.IntImm(int(v), "int64")) if float(v).is_integer() and dtype.startswith(("int", "uint"))
+          else f64(v) for v in values]
+    return call("relax.arange", *pv, dtype=dtype)
+
+
+@special("shape_of")
+def _shape_of(t, c, args):
+    # Relay's shape_of is a tensor; a static shape is that constant (Relax's R.shape_of is a shape value)
+    dims = _static_dims(args[0], "shape_of")
+    return rx.Constant(np.array(dims, dtype=c.attrs["dtype"] or "int32"))
+
+
+def _scalar_constant(e: relay.Expr, what: str):
+    if not isinstance(e, relay.Constant) or e.data is None or e.data.size != 1:
+        raise _Unsupported(f"{what} must be scalar constants")
+    return e.data.reshape(()).item()
+
+
+@special("nn.pad")
+def _pad(t, c, args):
+    modes = {"constant": "constant", "edge": "replicate", "reflect": "reflect"}
+    mode = c.attrs["pad_mode"]
+    if mode not in modes:
+        raise _Unsupported(f'pad_mode="{mode}" has no Relax counterpart')
+    value = _scalar_constant(c.args[1], "the pad value")
+    flat = tuple(int(v) for pair in c.attrs["pad_width"] for v in pair)
+    return call("relax.nn.pad", args[0], pad_width=flat, pad_value=float(value), pad_mode=modes[mode])
+
+
+@special("nn.batch_norm")
+def _batch_norm(t, c, args):
+    # Relay's batch_norm is inference: normalise with (and return) the moving statistics
+    return call("relax.nn.batch_norm", *args, axis=c.attrs["axis"], epsilon=c.attrs["epsilon"],
+                center=c.attrs["center"], scale=c.attrs["scale"], training=False)
+
+
+@special("nn.layer_norm")
+def _layer_norm(t, c, args):
+    return call("relax.nn.layer_norm", *args, axes=(c.attrs["axis"],), epsilon=c.attrs["epsilon"],
+                center=c.attrs["center"], scale=c.attrs["scale"])
+
+
+@special("nn.bias_add")
+def _bias_add(t, c, args):
+    data, bias = args
+    ndim = _ndim(data)
+    axis = _axis(c.attrs["axis"], ndim)
+    if axis != ndim - 1:  # broadcast the bias along `axis`, as TVM's frontends reshape it
+        bias = call("relax.reshape", bias, shape_expr((1,) * axis + _dims(bias) + (1,) * (ndim - axis - 1)))
+    return call("relax.add", data, bias)
+
+
+@special("nn.dense")
+def _dense(t, c, args):
+    return call("relax.matmul", args[0], call("relax.permute_dims", args[1]), out_dtype=c.attrs["out_dtype"])
+
+
+@special("nn.matmul")
+def _matmul(t, c, args):
+    a, b = args
+    a = call("relax.permute_dims", a) if c.attrs["transpose_a"] else a
+    b = call("relax.permute_dims", b) if c.attrs["transpose_b"] else b
+    return call("relax.matmul", a, b, out_dtype=c.attrs["out_dtype"])
+
+
+@special("nn.batch_matmul")
+def _batch_matmul(t, c, args):
+    a, b = args
+    a = call("relax.permute_dims", a, axes=(0, 2, 1)) if c.attrs["transpose_a"] else a
+    b = call("relax.permute_dims", b, axes=(0, 2, 1)) if c.attrs["transpose_b"] else b
+    return call("relax.matmul", a, b, out_dtype=c.attrs["out_dtype"])
+
+
+@special("nn.global_avg_pool2d", "nn.global_max_pool2d")
+def _global_pool(t, c, args):
+    layout, out_layout = c.attrs["layout"], c.attrs["out_layout"]
+    if out_layout and out_layout != layout:
+        raise _Unsupported(f'out_layout="{out_layout}" differs from the layout "{layout}"')
+    if "H" not in layout or "W" not in layout:
+        raise _Unsupported(f'layout "{layout}" has no H and W axes')
+    reduce = "relax.mean" if c.op.name == "nn.global_avg_pool2d" else "relax.max"
+    return call(reduce, args[0], axis=(layout.index("H"), layout.index("W")), keepdims=True)
+
+
+@special("nn.adaptive_avg_pool2d")
+def _adaptive_avg_pool2d(t, c, args):
+    return call("relax.nn.adaptive_avg_pool2d", args[0], output_size=tuple(c.attrs["output_size"]) or None,
+                layout=c.attrs["layout"], out_layout=c.attrs["out_layout"])
+
+
+@special("image.resize2d")
+def _resize2d(t, c, args):
+    at = c.attrs
+    if at["size"] is None:
+        raise _Unsupported("image.resize2d needs its size")
+    return call("relax.image.resize2d", args[0], shape_expr(at["size"]), roi=tuple(at["roi"] or (0.0,) * 4),
+                layout=at["layout"], method=at["method"],
+                coordinate_transformation_mode=at["coordinate_transformation_mode"],
+                rounding_method=at["rounding_method"], cubic_alpha=at["cubic_alpha"],
+                cubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"],
+                out_dtype=at["out_dtype"])
+
+
+def translated_ops() -> list[str]:
+    """The Relay operators this pass translates."""
+    return sorted(set(DIRECT) | set(SPECIAL))
+
+
+# ----------------------------------------------------------------------------- the walk
+
+
+class _Translator:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.bb = BlockBuilder()
+        self.env: dict[int, object] = {}  # id(Relay node) -> Relax expression
+
+    def function(self, fn: relay.Function) -> rx.Function:
+        params = []
+        for p in fn.params:
+            var = rx.Var(p.name_hint, struct_info_of_type(p.type_annotation or p.checked_type, p.span))
+            self.env[id(p)] = var
+            params.append(var)
+        body = fn.body
+        while isinstance(body, relay.Let):  # let chains: value by value, in program order
+            if isinstance(body.value, relay.Function):
+                raise DiagnosticError("relay-to-relax: a let-bound function (closure) has no Relax dataflow "
+                                      "counterpart", body.span)
+            self.env[id(body.var)] = self.graph(body.value, is_root=False)
+            body = body.body
+        gv = self.bb.emit(self.graph(body, is_root=True), output=True)
+        seq = rx.SeqExpr([rx.DataflowBlock(self.bb.bindings)], gv)
+        seq.struct_info = gv.struct_info
+        return rx.Function(params, seq, gv.struct_info)
+
+    def graph(self, root: relay.Expr, is_root: bool):
+        """Convert the dataflow graph under `root` in post-DFS order. The root's value is
+        returned unbound when `is_root` (the caller emits it as the output)."""
+        for node in post_order(root, enter_functions=False):
+            if id(node) in self.env or type(node) in (Op, relay.GlobalVar):  # callees: see `call`
+                continue
+            value = self.node(node)
+            if node is not root or not is_root:
+                if not isinstance(value, (*_LEAVES, rx.Tuple)):
+                    value = self.bb.emit(value)
+            self.env[id(node)] = value
+        return self.env[id(root)]
+
+    def node(self, node: relay.Expr):
+        kind = type(node)
+        if kind is relay.Call:
+            return self.call(node)
+        if kind is relay.Constant:
+            if node.data is None:
+                raise DiagnosticError("relay-to-relax: the constant has no data (the file has no #[metadata] "
+                                      "section)", node.span)
+            return rx.Constant(node.data)
+        if kind is relay.Tuple:
+            return self.bb.tuple_of([self.env[id(f)] for f in node.fields])
+        if kind is relay.TupleGetItem:
+            return rx.TupleGetItem(self.env[id(node.tuple_value)], node.index)
+        what = {relay.Var: f"the free variable %{getattr(node, 'name_hint', '')}",
+                relay.GlobalVar: f"the global function @{getattr(node, 'name_hint', '')}",
+                relay.Function: "a function expression (closure)", relay.If: "`if`",
+                relay.Let: "a let inside an expression"}.get(kind, kind.__name__)
+        raise DiagnosticError(f"relay-to-relax: {what} has no Relax dataflow counterpart (the translator "
+                              f"takes one function of operator calls)", node.span)
+
+    def call(self, c: relay.Call):
+        if type(c.op) is not Op:
+            callee = f"@{c.op.name_hint}" if isinstance(c.op, relay.GlobalVar) else "a function value"
+            if isinstance(c.op, relay.GlobalVar) and c.op.name_hint == self.name:
+                raise DiagnosticError(f"relay-to-relax: @{self.name} calls itself: recursion has no Relax "
+                                      "dataflow counterpart", c.span)
+            raise DiagnosticError(f"relay-to-relax: calls of {callee} are not supported (only operator calls)",
+                                  c.span)
+        name = c.op.name
+        for a in c.args:
+            if id(a) not in self.env:  # a global function as a value
+                raise DiagnosticError(f"relay-to-relax: @{a.name_hint} as a value has no Relax dataflow "
+                                      "counterpart", c.span)
+        args = [self.env[id(a)] for a in c.args]
+        try:
+            if name in NO_COUNTERPART:
+                raise _Unsupported(f"no Relax counterpart: {NO_COUNTERPART[name]}")
+            if name in SPECIAL:
+                return SPECIAL[name](self, c, args)
+            if name in DIRECT:
+                return convert_direct(DIRECT[name], c, args)
+            raise _Unsupported("no Relax counterpart is known for this operator")
+        except _Unsupported as err:
+            raise DiagnosticError(f"relay-to-relax: `{name}`: {err}", c.span) from None
+
+
+def translate_function(fn: relay.Function, name: str = "main") -> rx.Function:
+    """The Relay function `@name` (types inferred) as a Relax function."""
+    try:
+        return _Translator(name).function(fn)
+    except _Unsupported as err:  # raised while binding (struct info), not at a call
+        raise DiagnosticError(f"relay-to-relax: {err}", fn.span) from None
+
+
+@register
+@dataclass(frozen=True)
+class RelayToRelax(ModulePass):
+    name = "relay-to-relax"
+    tvm_name = "RelayToRelax"
+    opt_level = 0
+    summary = "lower Relay functions to Relax dataflow blocks (TVM's former relay_translator)"
+
+    def transform_module(self, mod: IRModule, ctx) -> IRModule:
+        relay_fns = {name: fn for name, fn in mod.functions.items() if isinstance(fn, relay.Function)}
+        if not relay_fns:
+            return mod
+        infer_types(mod)
+        functions = dict(mod.functions)
+        for name, fn in relay_fns.items():
+            functions[name] = translate_function(fn, name)
+        return mod.with_functions(functions)
