@@ -107,7 +107,7 @@ class PackedSignature:
     """How the packed entry reads its arguments (the caller builds `args` to match)."""
 
     name: str
-    params: list = field(default_factory=list)  # ("buffer", Buffer) | ("scalar", Var)
+    params: list = field(default_factory=list)  # ("buffer", Buffer) | ("handle", Var) | ("scalar", Var)
     size_vars: list = field(default_factory=list)  # symbolic sizes bound from buffer shapes
 
 
@@ -126,7 +126,10 @@ def signature(func: tir.PrimFunc, name: str) -> PackedSignature:
     sig = PackedSignature(name)
     for p in func.params:
         buf = func.buffer_of(p)
-        sig.params.append(("buffer", buf) if buf is not None else ("scalar", p))
+        if buf is not None:
+            sig.params.append(("buffer", buf))
+        else:
+            sig.params.append(("handle" if p.dtype == "handle" else "scalar", p))
     sig.size_vars = _size_vars(func)
     return sig
 
@@ -219,6 +222,8 @@ class _FunctionBuilder:
                 self.data[obj.data] = arg
             else:
                 self.vars[obj] = arg
+                if kind == "handle":
+                    self.data[obj] = arg
         for arg, v in zip(impl.args[len(sig.params):], sig.size_vars):
             self.vars[v] = arg
         self.frees.append([])
@@ -236,7 +241,7 @@ class _FunctionBuilder:
         slots = [k for k, _ in sig.params] + ["size"] * len(sig.size_vars)
         for i, (kind, t) in enumerate(zip(slots, impl.function_type.args)):
             slot = b.load(b.gep(fn.args[0], [I64(i)], source_etype=PTR), typ=PTR)
-            args.append(slot if kind == "buffer" else b.load(slot, typ=t))
+            args.append(slot if kind in ("buffer", "handle") else b.load(slot, typ=t))
         b.ret(b.call(impl, args))
 
     # -------------------------------------------------------------- helpers
@@ -289,8 +294,11 @@ class _FunctionBuilder:
         self.stmt(s.body)  # storage_alignment, pragmas...: hints the native backend needs not
 
     def s_DeclBuffer(self, s: tir.DeclBuffer) -> None:
-        if s.buffer.data not in self.data:
-            raise self.error(f"buffer `{s.buffer.name}` views data `{s.buffer.data.name}` that is not allocated", s)
+        data = s.buffer.data
+        if data not in self.data:
+            if isinstance(data, tir.Var) and data not in self.vars:
+                raise self.error(f"buffer `{s.buffer.name}` views data `{data.name}` that is not allocated", s)
+            self.data[data] = self.expr(data)  # a handle variable or expression
         self.stmt(s.body)
 
     def s_AssertStmt(self, s: tir.AssertStmt) -> None:
@@ -626,14 +634,16 @@ class _FunctionBuilder:
         if op in ("min", "max"):
             cmp = b.icmp_signed if signed else b.icmp_unsigned
             return b.select(cmp("<" if op == "min" else ">", a, c), a, c)
+        if op in ("div", "truncdiv", "truncmod", "floordiv", "floormod"):
+            c = self.checked_divisor(c, e)
         if op in ("div", "truncdiv"):
-            return b.sdiv(a, c) if signed else b.udiv(a, c)
+            return self.safe_div(a, c, b.sdiv, negate=True) if signed else b.udiv(a, c)
         if op == "truncmod":
-            return b.srem(a, c) if signed else b.urem(a, c)
+            return self.safe_div(a, c, b.srem, negate=False) if signed else b.urem(a, c)
         if op in ("floordiv", "floormod"):
             if not signed:
                 return b.udiv(a, c) if op == "floordiv" else b.urem(a, c)
-            q, r = b.sdiv(a, c), b.srem(a, c)
+            q, r = self.safe_div(a, c, b.sdiv, negate=True), self.safe_div(a, c, b.srem, negate=False)
             zero = ir.Constant(a.type, 0) if not isinstance(a.type, ir.VectorType) else \
                 self.broadcast_to(ir.Constant(a.type.element, 0), "int", a.type.count)
             # the remainder's sign differs from the divisor's: round toward -inf
@@ -643,6 +653,34 @@ class _FunctionBuilder:
                 return b.sub(q, b.zext(adjust, a.type))
             return b.select(adjust, b.add(r, c), r)
         raise self.error(f"operator `{op}` on integers", e)
+
+    def checked_divisor(self, c: ir.Value, node) -> ir.Value:
+        """Integer division by zero traps on the CPU: it fails the call with a message instead."""
+        if isinstance(c, ir.Constant) or isinstance(c.type, ir.VectorType):
+            if isinstance(c, ir.Constant) and not isinstance(c.type, ir.VectorType) and c.constant == 0:
+                raise self.error("integer division by the constant zero", node)
+            return c
+        b = self.builder
+        ok, bad = self.new_block("div_ok"), self.new_block("div_by_zero")
+        b.cbranch(b.icmp_signed("!=", c, ir.Constant(c.type, 0)), ok, bad)
+        b.position_at_end(bad)
+        self.fail("division by zero")
+        b.position_at_end(ok)
+        return c
+
+    def safe_div(self, a: ir.Value, c: ir.Value, divide, negate: bool) -> ir.Value:
+        """Signed division or remainder where INT_MIN / -1 (which traps) wraps, as TVM's semantics say."""
+        b = self.builder
+        if isinstance(c, ir.Constant) and not isinstance(c.type, ir.VectorType) and c.constant != -1:
+            return divide(a, c)
+        minus_one = ir.Constant(c.type, -1) if not isinstance(c.type, ir.VectorType) else \
+            ir.Constant(c.type, [-1] * c.type.count)
+        one = ir.Constant(c.type, 1) if not isinstance(c.type, ir.VectorType) else \
+            ir.Constant(c.type, [1] * c.type.count)
+        is_minus_one = b.icmp_signed("==", c, minus_one)
+        result = divide(a, b.select(is_minus_one, one, c))
+        fallback = b.neg(a) if negate else ir.Constant(a.type, None)
+        return b.select(is_minus_one, fallback, result)
 
     def logical(self, e: tir.BinOp) -> ir.Value:
         """`and`/`or`, evaluating the right operand only when needed (it may load)."""

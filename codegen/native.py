@@ -68,11 +68,46 @@ def _prim_funcs(mod) -> list[tuple[str, tir.PrimFunc]]:
 
 
 def generate_llvm(mod, module_name: str = "irtool") -> tuple[str, dict[str, PackedSignature]]:
-    """LLVM IR text (before optimisation) for every PrimFunc of `mod`, and their signatures."""
-    mb = ModuleBuilder(module_name)
-    for name, fn in _prim_funcs(mod):
-        mb.add(fn, name)
-    return str(mb.module), mb.signatures
+    """LLVM IR text (before optimisation) for every PrimFunc of `mod`, and their signatures.
+
+    The builder recurses along expression nesting; deeply nested TIR (a 100k-term sum) gets
+    a thread with a large stack and a matching recursion limit instead of a RecursionError."""
+    def build():
+        mb = ModuleBuilder(module_name)
+        for name, fn in _prim_funcs(mod):
+            mb.add(fn, name)
+        return str(mb.module), mb.signatures
+
+    return _with_deep_stack(build)
+
+
+def _with_deep_stack(fn):
+    import sys
+    import threading
+
+    result, error = [], []
+
+    def run():
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 200_000))
+        try:
+            result.append(fn())
+        except BaseException as err:  # re-raised in the caller's thread
+            error.append(err)
+        finally:
+            sys.setrecursionlimit(old)
+
+    old_size = threading.stack_size()
+    threading.stack_size(512 * 1024 * 1024)
+    try:
+        worker = threading.Thread(target=run, name="irtool-codegen")
+        worker.start()
+    finally:
+        threading.stack_size(old_size)
+    worker.join()
+    if error:
+        raise error[0]
+    return result[0]
 
 
 class NativeFunction:
@@ -93,6 +128,11 @@ class NativeFunction:
         for i, ((kind, obj), arg) in enumerate(zip(sig.params, args)):
             if kind == "buffer":
                 slots[i] = _check_array(arg, obj, env, sig.name, i, pending)
+                keep.append(arg)
+            elif kind == "handle":  # a raw pointer parameter: the array's data
+                if not isinstance(arg, np.ndarray):
+                    raise NativeError(f"{sig.name}: argument {i} (`{obj.name}`) must be a NumPy array")
+                slots[i] = arg.ctypes.data
                 keep.append(arg)
             else:
                 cell = _scalar_cell(arg, obj)
@@ -196,6 +236,8 @@ class NativeLibrary:
         self.llvm_ir, self.signatures = generate_llvm(mod, module_name)
         self.tm = target_machine(opt=opt_level)
         llmod = llvm.parse_assembly(self.llvm_ir)
+        llmod.triple = self.tm.triple
+        llmod.data_layout = str(self.tm.target_data)
         llmod.verify()
         optimize(llmod, self.tm, opt_level)
         self.optimized_ir = str(llmod)
