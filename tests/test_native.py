@@ -17,9 +17,9 @@ import os
 
 import numpy as np
 import pytest
+import test_tir_interpreter as interp_tests
 
 import irtool
-import test_tir_interpreter as interp_tests
 from irtool.codegen.llvm_codegen import CodegenError
 from irtool.codegen.native import NativeError, compile_tir, generate_llvm
 from irtool.ir import tir
