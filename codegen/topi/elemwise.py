@@ -1,7 +1,7 @@
 """Unary elementwise operators, clip and cast: TOPI's python/tvm/topi/math.py.
 
 Each is `te.compute(x.shape, lambda *i: f(x(*i)))`: a `compute` block over `i0, i1, ...`
-(T_sign is TOPI's C++ op: `T_sign` over `ax0, ...`). UNARY is the table: Relax name ->
+(sign and logical_not are TOPI's C++ ops: `T_sign` over `ax0, ...`; CPP_UNARY). UNARY is the table: Relax name ->
 (PrimFunc name as TVM's legalization names it, element rule).
 """
 
@@ -70,10 +70,16 @@ UNARY: dict[str, tuple[str, Callable]] = {
 }
 
 
-def unary(rule: Callable, name: str = "compute") -> Callable:
+# the ones TOPI implements in C++: a `T_<name>` block over ax0, ax1, ...
+CPP_UNARY = {"relax.logical_not": "T_logical_not"}
+
+
+def unary(rule: Callable, cpp_name: str | None = None) -> Callable:
     """The TOPI function `f(x)` of an element rule."""
     def fn(x: te.Tensor) -> te.Tensor:
-        return te.compute(x.shape, lambda *i: rule(x(*i)), name=name)
+        if cpp_name is not None:
+            return te.compute_ax(x.shape, lambda i: rule(x(i)), name=cpp_name)
+        return te.compute(x.shape, lambda *i: rule(x(*i)))
 
     return fn
 
@@ -113,7 +119,7 @@ def cast(x: te.Tensor, dtype: str) -> te.Tensor:
 
 
 for _relax, (_fname, _rule) in UNARY.items():
-    register_legalize(_relax, call_topi_without_attr(unary(_rule), _fname))
+    register_legalize(_relax, call_topi_without_attr(unary(_rule, CPP_UNARY.get(_relax)), _fname))
 register_legalize("relax.log", lambda bb, call: bb.call_te(log, call.args[0], primfunc_name_hint="tir_log"))
 register_legalize("relax.sign", lambda bb, call: bb.call_te(sign, call.args[0], primfunc_name_hint="tir_sign"))
 register_legalize("relax.erf", lambda bb, call: bb.call_te(erf, call.args[0], primfunc_name_hint="erf"))
