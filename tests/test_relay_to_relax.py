@@ -133,6 +133,27 @@ CASES = [
     ("copy", "copy(%x)", "x=2,3", "x"),
     ("annotation.stop_fusion", "annotation.stop_fusion(%x)", "x=2,3", "x"),
     ("tuple-output", "%0 = exp(%x); (%0, %x)", "x=2,3", "e = R.exp(x); relax.Tuple([e, x])"),
+    # whole graphs (the lit file's cases)
+    ("conv-bias-relu", "%0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]); %1 = nn.bias_add(%0, %b); %2 = nn.relu(%1); "
+     "%3 = multiply(%0, 0.5f); add(%2, %3)", "x=1,3,8,8 w=4,3,3,3 b=4",
+     "c = R.nn.conv2d(x, w, padding=[1, 1, 1, 1]); r = R.nn.relu(R.add(c, R.reshape(b, (1, 4, 1, 1)))); "
+     'R.add(r, R.multiply(c, relax.const(0.5, "float32")))'),
+    ("mlp", "%0 = nn.dense(%x, %w1, units=16); %1 = nn.bias_add(%0, %b1); %2 = nn.relu(%1); "
+     "%3 = nn.dense(%2, %w2, units=4); nn.softmax(%3)", "x=2,8 w1=16,8 b1=16 w2=4,16",
+     "h = R.nn.relu(R.add(R.matmul(x, R.permute_dims(w1)), b1)); R.nn.softmax(R.matmul(h, R.permute_dims(w2)))"),
+    ("conv-bn-pool", "%0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]); %1 = nn.batch_norm(%0, %g, %beta, %mean, %var); "
+     "%2 = nn.relu(%1.0); %3 = nn.global_avg_pool2d(%2); nn.batch_flatten(%3)",
+     "x=1,3,8,8 w=4,3,3,3 g=4 beta=4 mean=4 var=4",
+     "c = R.nn.conv2d(x, w, padding=[1, 1, 1, 1]); t = R.nn.batch_norm(c, g, beta, mean, var, axis=1, "
+     "training=False); r = R.nn.relu(t[0]); R.nn.batch_flatten(R.mean(r, axis=[2, 3], keepdims=True))"),
+    ("dynamic-batch", "%0 = reshape(%x, newshape=[0, -1]); %1 = transpose(%0, axes=[1, 0]); "
+     "sum(%1, axis=[0], exclude=True)", "x=?,3,4",
+     "r = R.reshape(x, (-1, 12)); p = R.permute_dims(r, [1, 0]); R.sum(p, axis=[1])"),
+    ("split-concat", "%0 = split(%x, indices_or_sections=3, axis=1); %1 = %0.0; %2 = %0.2; "
+     "%3 = concatenate((%2, %1), axis=1); (%3, %0.1)", "x=4,6",
+     "s = R.split(x, 3, axis=1); a = s[2]; b = s[0]; c = R.concat([a, b], axis=1); e = s[1]; relax.Tuple([c, e])"),
+    ("lets", "let %a = clip(%x, a_min=0f, a_max=6f); let %b = argmax(%a, axis=[1]); %b", "x=2,3",
+     'a = R.clip(x, 0.0, 6.0); b = R.astype(R.argmax(a, axis=1), "int32"); b'),
 ]
 
 CASE_IDS = [c[0] for c in CASES]
