@@ -330,10 +330,10 @@ def _stmt_for_compute(op: ComputeOp, out_buffer: tir.Buffer, buffers: dict, name
         if iv.iter_type != tir.COMM_REDUCE:
             store_indices.append(block_var)
         vmap[iv.var] = block_var
-    if not axes:  # a 0-d result: TVM's dummy block iterator
-        block_iters.append(tir.IterVar(tir.Var("vi", "int32"), tir.Range(tb.const(0, "int32"), tb.const(1, "int32")),
-                                       tir.DATA_PAR))
-        bindings.append(tb.const(0, "int32"))
+    if not axes:  # a 0-d result: TVM's dummy block iterator (int32, then of the index dtype)
+        dt = index_dtype or "int32"
+        block_iters.append(tir.IterVar(tir.Var("vi", dt), tir.Range(tb.const(0, dt), tb.const(1, dt)), tir.DATA_PAR))
+        bindings.append(tb.const(0, dt))
 
     body_expr = op.body[0]
     init = None

@@ -130,6 +130,95 @@ def test_legalized_matches_reference(case):
     assert structural_equal(parse(to_text(out)), out)
 
 
+# ----------------------------------------------------------------------------- whole modules
+
+# A PrimFunc named `add` already in the module: TVM's names continue with add1, add2; two
+# Relax functions share the structurally equal `add1`; a 0-d result gets TVM's dummy block
+# iterator; a tensor of unknown shape (ndim=2) is left to R.exp.
+MODULE_WITH_NAMES = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def add(A: T.Buffer((T.int64(4),), "float32"), B: T.Buffer((T.int64(4),), "float32"), C: T.Buffer((T.int64(4),), "float32")):
+        for i in range(T.int64(4)):
+            with T.sblock("C"):
+                vi = T.axis.spatial(T.int64(4), i)
+                C[vi] = A[vi] + B[vi]
+
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32"), y: R.Tensor((), dtype="float32"), z: R.Tensor(ndim=2, dtype="float32")):
+        cls = Module
+        with R.dataflow():
+            a = R.add(x, x)
+            b = R.call_tir(cls.add, (a, x), out_ty=R.Tensor((4,), dtype="float32"))
+            c = R.multiply(y, y)
+            d = R.exp(z)
+            e = R.add(b, c)
+            R.output(a, b, c, d, e)
+        return e
+
+    @R.function
+    def other(x: R.Tensor((4,), dtype="float32")):
+        with R.dataflow():
+            a = R.add(x, x)
+            b = R.subtract(a, x)
+            R.output(b)
+        return b
+"""
+
+
+def test_names_dedup_and_untouched_calls():
+    out = legalize(parse(MODULE_WITH_NAMES))
+    assert sorted(out.functions) == ["add", "add1", "add2", "main", "multiply", "other", "subtract"]
+    text = to_text(out)
+    assert "a = R.call_tir(cls.add1, (x, x)" in text and text.count("def add1(") == 1
+    assert 'd: R.Tensor(dtype="float32", ndim=2) = R.exp(z)' in text
+    assert "vi = T.axis.spatial(T.int64(1), T.int64(0))" in text
+
+
+UNARY_CHAIN = ["exp", "tanh", "sigmoid", "negative", "abs", "nn.relu", "floor", "round", "sin"]
+BINARY_CHAIN = ["add", "subtract", "multiply", "maximum", "minimum", "divide"]
+
+
+def random_program(seed: int) -> str:
+    """A dataflow block of random unary/binary ops over (2, 3) and (3,) tensors and scalar
+    constants: exercises naming, sharing and broadcasting together."""
+    rng = np.random.default_rng(seed)
+    pool = [("x", 2), ("y", 1)]
+    lines = []
+    for i in range(int(rng.integers(3, 9))):
+        if rng.random() < 0.4:
+            op, (a, ra) = UNARY_CHAIN[rng.integers(len(UNARY_CHAIN))], pool[rng.integers(len(pool))]
+            lines.append(f"v{i} = R.{op}({a})")
+            pool.append((f"v{i}", ra))
+        else:
+            op = BINARY_CHAIN[rng.integers(len(BINARY_CHAIN))]
+            (a, ra), (b, rb) = pool[rng.integers(len(pool))], pool[rng.integers(len(pool))]
+            if rng.random() < 0.25:
+                b, rb = f'R.const({float(rng.integers(1, 4))}, "float32")', 0
+            lines.append(f"v{i} = R.{op}({a}, {b})")
+            pool.append((f"v{i}", max(ra, rb)))
+    body = "".join(f"            {line}\n" for line in lines)
+    return ("# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n"
+            "    @R.function\n"
+            '    def main(x: R.Tensor((2, 3), dtype="float32"), y: R.Tensor((3,), dtype="float32")):\n'
+            f"        with R.dataflow():\n{body}            R.output({pool[-1][0]})\n        return {pool[-1][0]}\n")
+
+
+RANDOM_SEEDS = range(12)
+
+
+@pytest.mark.parametrize("seed", RANDOM_SEEDS)
+def test_random_programs_run_as_the_references(seed):
+    mod = parse(random_program(seed))
+    out = legalize(mod)
+    inputs = _inputs(mod.functions["main"], np.random.default_rng(seed))
+    np.testing.assert_allclose(run_relax(out, inputs), run_relax(mod, inputs), rtol=1e-5, atol=1e-5)
+
+
 _TVM_RUNNER = """
 import sys, tvm
 from tvm import relax
@@ -146,9 +235,11 @@ def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     runner = tmp_path / "runner.py"
     runner.write_text(_TVM_RUNNER)
     paths = []
-    for name, params, call in CASES:
+    texts = [(name, case_text(params, call)) for name, params, call in CASES]
+    texts += [("module_with_names", MODULE_WITH_NAMES)] + [(f"random{s}", random_program(s)) for s in RANDOM_SEEDS]
+    for name, text in texts:
         path = tmp_path / f"{name}.py"
-        path.write_text(case_text(params, call))
+        path.write_text(text)
         paths.append(str(path))
     proc = subprocess.run([tvm_python, str(runner), *paths], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
