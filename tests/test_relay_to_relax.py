@@ -384,6 +384,80 @@ def test_onnx_model_translates_and_runs_like_relay():
     assert irtool.structural_equal(irtool.parse(text, "onnx.py"), relax_mod)
 
 
+# ----------------------------------------------------------------------------- random graphs
+
+_RANDOM_UNARY = [("exp", "R.exp"), ("tanh", "R.tanh"), ("negative", "R.negative"), ("nn.relu", "R.nn.relu"),
+                 ("sigmoid", "R.sigmoid")]
+_RANDOM_BINARY = [("add", "R.add"), ("multiply", "R.multiply"), ("subtract", "R.subtract"), ("maximum", "R.maximum")]
+
+
+def random_graph(seed: int) -> tuple[str, str]:
+    """A random Relay DAG over x, y: (2, 3) (unary, broadcasting binary, keepdims sums, shared
+    nodes, a tuple of every unused node as the output) and the TVM BlockBuilder program that
+    emits its nodes in post-DFS order (the order's definition: a node after its operands,
+    operands left to right, each node once)."""
+    rng = np.random.default_rng(seed)
+    nodes = []  # (relay text, tvm expression, operand indices)  index -1 = x, -2 = y
+    for _ in range(int(rng.integers(3, 12))):
+        pick = rng.random()
+        pool = [-1, -2] + list(range(len(nodes)))
+        a, b = (int(v) for v in rng.choice(pool, 2))
+        if pick < 0.4:
+            relay_op, tvm_op = _RANDOM_UNARY[int(rng.integers(len(_RANDOM_UNARY)))]
+            nodes.append((f"{relay_op}({{0}})", f"{tvm_op}({{0}})", (a,)))
+        elif pick < 0.85:
+            relay_op, tvm_op = _RANDOM_BINARY[int(rng.integers(len(_RANDOM_BINARY)))]
+            nodes.append((f"{relay_op}({{0}}, {{1}})", f"{tvm_op}({{0}}, {{1}})", (a, b)))
+        else:
+            nodes.append(("sum({0}, axis=[1], keepdims=True)", "R.sum({0}, axis=[1], keepdims=True)", (a,)))
+    used = {o for _, _, ops in nodes for o in ops}
+    sinks = [i for i in range(len(nodes)) if i not in used]
+    relay_name = {-1: "%x", -2: "%y", **{i: f"%{i}" for i in range(len(nodes))}}
+    lines = [f"%{i} = {r.format(*(relay_name[o] for o in ops))};" for i, (r, _, ops) in enumerate(nodes)]
+    out = relay_name[sinks[0]] if len(sinks) == 1 else "(" + ", ".join(relay_name[i] for i in sinks) + ")"
+    order, seen = [], set()
+
+    def visit(i: int) -> None:
+        if i < 0 or i in seen:
+            return
+        seen.add(i)
+        for o in nodes[i][2]:
+            visit(o)
+        order.append(i)
+
+    for i in sinks:
+        visit(i)
+    tvm_name = {-1: "x", -2: "y", **{i: f"v{i}" for i in range(len(nodes))}}
+    stmts = [f"v{i} = {nodes[i][1].format(*(tvm_name[o] for o in nodes[i][2]))}" for i in order]
+    if len(sinks) == 1:
+        last = stmts.pop().split(" = ", 1)[1]
+    else:
+        last = "relax.Tuple([" + ", ".join(tvm_name[i] for i in sinks) + "])"
+    return " ".join(lines) + " " + out, "; ".join(stmts + [last])
+
+
+RANDOM_SEEDS = range(40)
+
+
+@pytest.mark.parametrize("seed", RANDOM_SEEDS[:10])
+def test_random_graphs_run_like_relay(seed):
+    body, _ = random_graph(seed)
+    relay_mod, relax_mod = translate(relay_text(body, "x=2,3 y=2,3"))
+    inputs = _inputs("x=2,3 y=2,3", np.random.default_rng(seed))
+    _assert_same(irtool.interpret(relax_mod, inputs), irtool.interpret(relay_mod, inputs))
+
+
+@pytest.mark.tvm
+def test_random_graphs_print_as_tvm_builds_them(tvm_python, tmp_path):
+    programs = {f"random{seed}": random_graph(seed) for seed in RANDOM_SEEDS}
+    theirs = _run_tvm(tvm_python, tmp_path, [
+        {"id": cid, "params": _params("x=2,3 y=2,3"), "program": program} for cid, (_, program) in programs.items()])
+    for cid, (body, _) in programs.items():
+        _, relax_mod = translate(relay_text(body, "x=2,3 y=2,3"))
+        ours = irtool.to_text(relax_mod, show_meta_data=False)
+        assert ours.rstrip("\n") == theirs[cid].rstrip("\n"), f"{cid}: {body}\nours:\n{ours}\nTVM:\n{theirs[cid]}"
+
+
 # ----------------------------------------------------------------------------- diagnostics
 
 ERRORS = [
