@@ -123,7 +123,7 @@ class Tensor:
             indices = tuple(indices[0])
         if len(indices) != len(self.shape):
             raise ValueError(f"{self.name} has {len(self.shape)} dimensions, indexed with {len(indices)}")
-        return ProducerLoad(self, [tb.as_expr(i, "int64") for i in indices])
+        return ProducerLoad(self, [i.var if isinstance(i, tir.IterVar) else tb.as_expr(i, "int64") for i in indices])
 
     def __repr__(self) -> str:
         return f"te.Tensor({self.name}, {self.dtype})"
@@ -467,5 +467,16 @@ def _const_offset(a: tir.PrimExpr, b: tir.PrimExpr) -> int | None:
 
     if a is b or node_equal(a, b):
         return 0
-    diff = simplify(tb.sub(b, a))
-    return diff.value if isinstance(diff, tir.IntImm) else None
+    (base_a, ca), (base_b, cb) = _split_offset(a), _split_offset(b)
+    if base_a is base_b or (base_a is not None and base_b is not None and node_equal(base_a, base_b)):
+        return cb - ca
+    return None
+
+
+def _split_offset(e: tir.PrimExpr) -> tuple:
+    """e as (base, c) with e = base + c (base None for a constant)."""
+    if isinstance(e, tir.IntImm):
+        return None, e.value
+    if isinstance(e, tir.BinOp) and e.op in ("add", "sub") and isinstance(e.b, tir.IntImm):
+        return e.a, e.b.value if e.op == "add" else -e.b.value
+    return e, 0
