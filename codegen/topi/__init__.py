@@ -63,6 +63,7 @@ def _load() -> None:
     if not _loaded:
         _loaded = True
         from . import broadcast, elemwise, linalg, nn  # noqa: F401  (they register their ops)
+        from . import creation, image, transform  # noqa: F401
 
 
 __all__ = ["LEGALIZE", "LegalizeFunc", "legalization", "register_legalize"]

@@ -1,0 +1,529 @@
+"""TVM's canonical simplifier (src/arith/canonical_simplify.cc) on integer index expressions.
+
+TOPI's index-shuffling operators (reshape's ravel/unravel, tile, repeat, strided_slice) build
+indices such as `((ax0 * 4 + ax1) // 6) % 2`; CreatePrimFunc's `Analyzer::Simplify` prints them
+in canonical form, `(ax0 * 4 + ax1) % 12 // 6`. `canonical_simplify(e)` reproduces that form:
+
+    SplitExpr  ((index % upper) // lower) * scale     one term
+    SumExpr    sum(terms) + base                      terms of one index kept together,
+                                                      larger lower factor first
+  - `+`, `-` and `* constant` gather terms into a SumExpr (same index and factors: scales add);
+  - `// c` splits a sum into its part divisible by c (divided exactly) and the rest (one
+    term `rest // c`); `% c` keeps the non-divisible rest and narrows its upper factor;
+    `(x % (c*s)) // c` and `(x // c) % s` are the same term (TVM's SplitDivConst/ModConst,
+    with the floordiv(floormod) identity of TVM 0.27);
+  - a sum prints as its positive terms by descending scale, then + base, then the negative
+    terms and base subtracted (SumExprNode::Normalize).
+
+Bounds: like the analyzer of CreatePrimFunc, nothing is known of variables; constant bounds
+come only from `x % c` (in [0, c)), constants and interval arithmetic over them.
+Non-index expressions are rebuilt from their simplified operands with TVM's folding operators.
+"""
+
+from __future__ import annotations
+
+from irtool.ir import tir
+
+from .. import tir_build as tb
+
+POS_INF = (1 << 63) - 1
+NEG_INF = -(1 << 63)
+FLOOR, TRUNC = "floor", "trunc"
+
+
+def _is_index(dtype: str) -> bool:
+    return dtype in ("int32", "int64")
+
+
+def _index_equal(a, b) -> bool:
+    """TVM's ExprDeepEqual: same structure, variables by identity."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or isinstance(a, tir.Var):
+        return False
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_index_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, tir.Node):
+        return all(_index_equal(getattr(a, f), getattr(b, f)) for f in type(a).fields)
+    return a == b
+
+
+class Split:
+    """((index % upper) // lower) * scale"""
+
+    __slots__ = ("index", "lower", "upper", "scale", "mode", "dtype")
+
+    def __init__(self, index, lower=1, upper=POS_INF, scale=1, mode=TRUNC, dtype=None) -> None:
+        self.index, self.lower, self.upper, self.scale, self.mode = index, lower, upper, scale, mode
+        self.dtype = dtype or index.dtype
+
+    def copy(self) -> Split:
+        return Split(self.index, self.lower, self.upper, self.scale, self.mode, self.dtype)
+
+    def compatible(self, mode: str) -> bool:
+        return self.mode == mode or (self.lower == 1 and self.upper == POS_INF)
+
+    def normalize_with_scale(self, sscale: int) -> tir.PrimExpr:
+        if self.scale == 0:
+            return tb.const(0, self.dtype)
+        res = self.index
+        if self.upper != POS_INF:
+            res = _mod(res, tb.const(self.upper, self.dtype), self.mode)
+        if self.lower != 1:
+            res = _div(res, tb.const(self.lower, self.dtype), self.mode)
+        sscale *= self.scale
+        if sscale != 1:
+            res = tb.mul(res, tb.const(sscale, self.dtype))
+        return res
+
+    def normalize(self) -> tir.PrimExpr:
+        return self.normalize_with_scale(1)
+
+
+class Sum:
+    """sum(args) + base"""
+
+    __slots__ = ("args", "base", "dtype")
+
+    def __init__(self, dtype: str, args=None, base: int = 0) -> None:
+        self.args: list[Split] = list(args or [])
+        self.base, self.dtype = base, dtype
+
+    def copy(self) -> Sum:
+        return Sum(self.dtype, [a.copy() for a in self.args], self.base)
+
+    def is_zero(self) -> bool:
+        return self.base == 0 and not self.args
+
+    def divide_by(self, c: int) -> None:
+        self.base //= c
+        for a in self.args:
+            a.scale //= c
+
+    def mul_to_self(self, c: int) -> None:
+        self.base *= c
+        for a in self.args:
+            a.scale *= c
+
+    def add_split(self, other: Split, scale: int) -> None:
+        if other.scale == 0:
+            return
+        other = other.copy()
+        start = 0
+        while start < len(self.args) and not _index_equal(self.args[start].index, other.index):
+            start += 1
+        for j in range(start, len(self.args)):
+            a = self.args[j]
+            if not _index_equal(a.index, other.index) or other.lower > a.lower:
+                other.scale *= scale
+                self.args.insert(j, other)
+                return
+            if other.lower == a.lower and other.upper == a.upper and other.compatible(a.mode):
+                a.scale += other.scale * scale
+                return
+        other.scale *= scale
+        self.args.append(other)
+
+    def add_sum(self, other: Sum, scale: int) -> None:
+        for a in other.args:
+            self.add_split(a, scale)
+        self.base += other.base * scale
+
+    def normalize(self) -> tir.PrimExpr:
+        if not self.args:
+            return tb.const(self.base, self.dtype)
+        args = _simplify_splits([a.copy() for a in self.args])
+        res = tb.const(0, self.dtype)
+        for a in args:
+            if a.scale > 0:
+                res = tb.add(res, a.normalize())
+        if self.base > 0:
+            res = tb.add(res, tb.const(self.base, self.dtype))
+        for a in args:
+            if a.scale < 0:
+                res = tb.sub(res, a.normalize_with_scale(-1))
+        if self.base < 0:
+            res = tb.sub(res, tb.const(-self.base, self.dtype))
+        return res
+
+
+def _simplify_splits(args: list[Split]) -> list[Split]:
+    """SumExprNode::SimplifySplitExprs: merge terms of one index, then sort by scale and factors."""
+    for i in range(len(args)):
+        if args[i].scale == 0:
+            continue
+        for j in range(i + 1, len(args)):
+            lhs, rhs = args[i], args[j]
+            if not _index_equal(lhs.index, rhs.index) or lhs.upper < rhs.lower:
+                break
+            if lhs.upper == rhs.upper and lhs.lower == rhs.lower and lhs.compatible(rhs.mode):
+                rhs.scale += lhs.scale
+                lhs.scale = 0
+            elif lhs.lower == rhs.upper and rhs.scale != 0 and lhs.scale % rhs.scale == 0 and \
+                    lhs.lower == (lhs.scale // rhs.scale) * rhs.lower and lhs.compatible(rhs.mode):
+                rhs.upper = lhs.upper
+                lhs.scale = 0
+                break
+    order = sorted(range(len(args)), key=lambda k: (-args[k].scale, -args[k].lower, -args[k].upper,
+                                                    0 if args[k].mode == TRUNC else -1, k))
+    return [args[k] for k in order]
+
+
+def _mod(a, b, mode):
+    return tb.floormod(a, b) if mode == FLOOR else tb.truncmod(a, b)
+
+
+def _div(a, b, mode):
+    return tb.floordiv(a, b) if mode == FLOOR else tb.div(a, b)
+
+
+def _normalize(e):
+    return e.normalize() if isinstance(e, (Sum, Split)) else e
+
+
+def _to_split(e) -> Split:
+    if isinstance(e, Split):
+        return e.copy()
+    if isinstance(e, Sum) and e.base == 0 and len(e.args) == 1:
+        return e.args[0].copy()
+    e = _normalize(e)
+    return Split(e, dtype=e.dtype)
+
+
+def _to_sum(e) -> Sum:
+    if isinstance(e, Sum):
+        return e.copy()
+    if isinstance(e, tir.IntImm):
+        return Sum(e.dtype, base=e.value)
+    s = _to_split(e)
+    return Sum(s.dtype, [s])
+
+
+def _convert_mode(s: Split, mode: str) -> Split:
+    if s.mode == mode:
+        return s
+    if s.compatible(mode):
+        s.mode = mode
+        return s
+    s = _to_split(s.normalize())
+    s.mode = mode
+    return s
+
+
+# ----------------------------------------------------------------------------- bounds
+
+
+def _clamp(v: int) -> int:
+    return max(NEG_INF, min(POS_INF, v))
+
+
+def const_int_bound(e) -> tuple[int, int]:
+    """A constant interval holding `e` (TVM's ConstIntBound, with unbounded variables)."""
+    e = _normalize(e)
+    if isinstance(e, tir.IntImm):
+        return e.value, e.value
+    if isinstance(e, tir.BinOp) and _is_index(e.dtype):
+        (a0, a1), (b0, b1) = const_int_bound(e.a), const_int_bound(e.b)
+        if e.op == "add":
+            return (NEG_INF if NEG_INF in (a0, b0) else _clamp(a0 + b0),
+                    POS_INF if POS_INF in (a1, b1) else _clamp(a1 + b1))
+        if e.op == "sub":
+            return (NEG_INF if a0 == NEG_INF or b1 == POS_INF else _clamp(a0 - b1),
+                    POS_INF if a1 == POS_INF or b0 == NEG_INF else _clamp(a1 - b0))
+        if e.op == "mul" and b0 == b1 and a0 not in (NEG_INF,) and a1 != POS_INF:
+            lo, hi = sorted((a0 * b0, a1 * b0))
+            return _clamp(lo), _clamp(hi)
+        if e.op == "floormod" and b0 == b1 and b0 > 0:
+            if a0 >= 0:
+                return 0, min(a1, b0 - 1)
+            return 0, b0 - 1
+        if e.op == "floordiv" and b0 == b1 and b0 > 0:
+            return (NEG_INF if a0 == NEG_INF else a0 // b0), (POS_INF if a1 == POS_INF else a1 // b0)
+    return NEG_INF, POS_INF
+
+
+def _provably_nonneg(e) -> bool:
+    return const_int_bound(e)[0] >= 0
+
+
+def _provably_less(e, c: int) -> bool:
+    return const_int_bound(e)[1] < c
+
+
+# ----------------------------------------------------------------------------- the visitor
+
+
+def canonical_simplify(e: tir.PrimExpr) -> tir.PrimExpr:
+    """`e` in TVM's canonical form (see the module docstring)."""
+    return _normalize(_mutate(e))
+
+
+def simplify_index(e: tir.PrimExpr) -> tir.PrimExpr:
+    """Analyzer::Simplify's canonical - rewrite - canonical, the rewrite step left out: a
+    second canonical pass sees terms the first one only produced (`x // 4 // 3` is `x // 12`)."""
+    return canonical_simplify(canonical_simplify(e))
+
+
+def _mutate(e):
+    """CanonicalMutate: a PrimExpr, or a Sum/Split still open to further folding."""
+    if isinstance(e, tir.BinOp) and _is_index(e.dtype):
+        handler = _HANDLERS.get(e.op)
+        if handler is not None:
+            return handler(e)
+    return _rebuild(e)
+
+
+def _rebuild(e):
+    """Any other node: its operands simplified, rebuilt with the folding operators."""
+    if isinstance(e, tir.BinOp):
+        a, b = canonical_simplify(e.a), canonical_simplify(e.b)
+        if a is e.a and b is e.b:
+            return e
+        return _FOLD[e.op](a, b)
+    if isinstance(e, tir.Cast):
+        v = canonical_simplify(e.value)
+        return e if v is e.value else tb.cast(e.dtype, v)
+    if isinstance(e, tir.Select):
+        c, t, f = (canonical_simplify(x) for x in (e.condition, e.true_value, e.false_value))
+        return tb.select(c, t, f)
+    if isinstance(e, tir.Call):
+        args = tuple(canonical_simplify(a) if isinstance(a, tir.PrimExpr) else a for a in e.args)
+        if all(a is b for a, b in zip(args, e.args)):
+            return e
+        return tir.Call(e.dtype, e.op, args, type_annotation=e.type_annotation)
+    if isinstance(e, tir.Not):
+        return tb.logical_not(canonical_simplify(e.a))
+    return e
+
+
+_FOLD = {"add": tb.add, "sub": tb.sub, "mul": tb.mul, "div": tb.div, "floordiv": tb.floordiv,
+         "floormod": tb.floormod, "truncmod": tb.truncmod, "min": tb.min_, "max": tb.max_, "eq": tb.eq,
+         "ne": tb.ne, "lt": tb.lt, "le": tb.le, "gt": tb.gt, "ge": tb.ge,
+         "and": tb.logical_and, "or": tb.logical_or}
+
+
+def _const(e) -> int | None:
+    return e.value if isinstance(e, tir.IntImm) else None
+
+
+def _add_sub(e: tir.BinOp, sign: int):
+    a, b = _mutate(e.a), _mutate(e.b)
+    ca, cb = _const(a), _const(b)
+    if ca is not None and cb is not None:
+        return tb.const(ca + sign * cb, e.dtype)
+    if cb == 0:
+        return a
+    if ca == 0 and sign == 1:
+        return b
+    ret = _to_sum(a)
+    if cb is not None:
+        ret.base += sign * cb
+    elif isinstance(b, Sum):
+        ret.add_sum(b, sign)
+    else:
+        ret.add_split(_to_split(b), sign)
+    return ret
+
+
+def _mul(e: tir.BinOp):
+    a, b = _mutate(e.a), _mutate(e.b)
+    ca, cb = _const(a), _const(b)
+    if ca is not None and cb is not None:
+        return tb.const(ca * cb, e.dtype)
+    if ca == 1 or cb == 0:
+        return b
+    if cb == 1 or ca == 0:
+        return a
+    if ca is not None:
+        a, b, cb = b, a, ca
+    if cb is not None:
+        if isinstance(a, Sum):
+            ret = a.copy()
+            ret.mul_to_self(cb)
+            return ret
+        ret = _to_split(a)
+        ret.scale *= cb
+        return ret
+    return tb.mul(_normalize(a), _normalize(b))
+
+
+def _separate(psum: Sum, c: int) -> tuple[Sum, Sum]:
+    divisible, rest = Sum(psum.dtype), Sum(psum.dtype)
+    if psum.base % c == 0:
+        divisible.base = psum.base
+    else:
+        rest.base = psum.base
+    for a in psum.args:
+        (divisible if a.scale % c == 0 else rest).args.append(a.copy())
+    return divisible, rest
+
+
+def _split_div_const(lhs: Split, c: int, mode: str) -> Split:
+    lhs = _convert_mode(lhs.copy(), mode)
+    if lhs.scale % c == 0:
+        lhs.scale //= c
+        return lhs
+    if c % lhs.scale == 0:
+        scaled = c // lhs.scale
+        if lhs.upper == POS_INF or lhs.upper % (lhs.lower * scaled) == 0:
+            lhs.scale = 1
+            lhs.lower *= scaled
+            return lhs
+        if lhs.upper <= lhs.lower * scaled:
+            return _to_split(tb.const(0, lhs.dtype))
+        lhs.index = _mod(lhs.index, tb.const(lhs.upper, lhs.dtype), mode)
+        lhs.upper = POS_INF
+        lhs.scale = 1
+        lhs.lower *= scaled
+        return lhs
+    lhs = _to_split(lhs.normalize())
+    lhs.lower *= c
+    lhs.mode = mode
+    return lhs
+
+
+def _split_mod_const(lhs: Split, c: int, mode: str) -> Split:
+    lhs = _convert_mode(lhs.copy(), mode)
+    if lhs.scale % c == 0:
+        lhs.scale = 0
+        return lhs
+    if c % lhs.scale == 0:
+        scaled = c // lhs.scale
+        new_upper = lhs.lower * scaled
+        if lhs.upper == POS_INF or lhs.upper % new_upper == 0:
+            if new_upper < lhs.upper and lhs.upper != POS_INF:
+                updated = _to_split(_mutate(_mod(lhs.index, tb.const(new_upper, lhs.dtype), mode)))
+                if lhs.lower != 1:
+                    ret = _split_div_const(updated, lhs.lower, mode)
+                    ret.scale *= lhs.scale
+                    return ret
+                updated.scale *= lhs.scale
+                return updated
+            lhs.upper = new_upper
+            return lhs
+        if new_upper % lhs.upper == 0:
+            return lhs
+    lhs = _to_split(lhs.normalize())
+    lhs.mode = mode
+    lhs.upper = c
+    return lhs
+
+
+def _floordiv_of_sum(psum: Sum, c: int) -> Sum:
+    lhs, extra = _separate(psum, c)
+    lhs.divide_by(c)
+    if extra.is_zero():
+        return lhs
+    temp = extra.normalize()
+    if isinstance(temp, tir.IntImm):
+        lhs.base += temp.value // c
+    elif not (_provably_less(temp, c) and _provably_nonneg(temp)):
+        lhs.add_split(_split_div_const(_to_split(temp), c, FLOOR), 1)
+    return lhs
+
+
+def _floordiv(e: tir.BinOp):
+    a, b = _mutate(e.a), _mutate(e.b)
+    ca, cb = _const(a), _const(b)
+    if ca is not None and cb is not None and cb != 0:
+        return tb.const(ca // cb, e.dtype)
+    if cb is not None and cb > 0:
+        if cb == 1:
+            return a
+        if isinstance(a, Sum):
+            return _floordiv_of_sum(a, cb)
+        lo, hi = const_int_bound(a)
+        if lo >= 0 and hi < cb:
+            return tb.const(0, e.dtype)
+        if isinstance(a, Split) and a.lower == 1 and a.scale == 1 and a.upper != POS_INF and \
+                a.upper % cb == 0 and a.compatible(FLOOR):
+            raw = _mutate(a.index)
+            if isinstance(raw, Sum) and not _separate(raw, cb)[0].is_zero():
+                div = _floordiv_of_sum(raw, cb).normalize()
+                return _mutate(tb.floormod(div, tb.const(a.upper // cb, e.dtype)))
+        return _split_div_const(_to_split(a), cb, FLOOR)
+    a, b = _normalize(a), _normalize(b)
+    simplified = _prod_div(a, b)
+    if simplified is not None:
+        return tb.floordiv(simplified[0], simplified[1])
+    return e if a is e.a and b is e.b else tir.BinOp("floordiv", a, b)
+
+
+def _floormod(e: tir.BinOp):
+    a, b = _mutate(e.a), _mutate(e.b)
+    ca, cb = _const(a), _const(b)
+    if ca is not None and cb is not None and cb != 0:
+        return tb.const(ca % cb, e.dtype)
+    if cb is not None and cb > 0:
+        if isinstance(a, Sum):
+            _, extra = _separate(a, cb)
+            temp = extra.normalize()
+            if isinstance(temp, tir.IntImm):
+                return tb.const(temp.value % cb, e.dtype)
+            if _provably_less(temp, cb) and _provably_nonneg(temp):
+                return temp
+            extra.base %= cb
+            return _split_mod_const(_to_split(extra), cb, FLOOR)
+        lo, hi = const_int_bound(a)
+        if lo >= 0 and hi < cb:
+            return a
+        return _split_mod_const(_to_split(a), cb, FLOOR)
+    a, b = _normalize(a), _normalize(b)
+    simplified = _prod_div(a, b)
+    if simplified is not None:
+        return tb.mul(tb.floormod(simplified[0], simplified[1]), simplified[2])
+    return e if a is e.a and b is e.b else tir.BinOp("floormod", a, b)
+
+
+def _unpack_mul(e, out: list) -> None:
+    if isinstance(e, tir.BinOp) and e.op == "mul":
+        _unpack_mul(e.a, out)
+        _unpack_mul(e.b, out)
+    else:
+        out.append(e)
+
+
+def _prod_div(lhs, rhs):
+    """ProdDivSimplify: common factors of two products cancelled; None when there are none."""
+    import math
+
+    if isinstance(rhs, tir.IntImm):
+        return None
+    lhs_prods: list = []
+    _unpack_mul(lhs, lhs_prods)
+    lscale = 1
+    kept: list = []
+    for v in lhs_prods:
+        if isinstance(v, tir.IntImm):
+            lscale *= v.value
+        else:
+            kept.append(v)
+    rhs_prods: list = []
+    _unpack_mul(rhs, rhs_prods)
+    rscale, eliminated = 1, 0
+    new_rhs = tb.const(1, rhs.dtype)
+    common = tb.const(1, rhs.dtype)
+    for v in rhs_prods:
+        if isinstance(v, tir.IntImm):
+            rscale *= v.value
+            continue
+        for i, w in enumerate(kept):
+            if w is not None and _index_equal(v, w):
+                kept[i] = None
+                eliminated += 1
+                common = tb.mul(common, v)
+                break
+        else:
+            new_rhs = tb.mul(new_rhs, v)
+    g = math.gcd(lscale, rscale) or 1
+    if eliminated == 0 and g == 1:
+        return None
+    new_lhs = tb.const(1, lhs.dtype)
+    for w in kept:
+        if w is not None:
+            new_lhs = tb.mul(new_lhs, w)
+    return (tb.mul(new_lhs, lscale // g), tb.mul(new_rhs, rscale // g), tb.mul(common, g))
+
+
+_HANDLERS = {"add": lambda e: _add_sub(e, 1), "sub": lambda e: _add_sub(e, -1), "mul": _mul,
+             "floordiv": _floordiv, "floormod": _floormod}

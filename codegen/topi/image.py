@@ -1,0 +1,3 @@
+"""Image operators: TOPI's python/tvm/topi/image/resize.py (resize2d)."""
+
+from __future__ import annotations
