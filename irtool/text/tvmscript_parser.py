@@ -389,6 +389,29 @@ _PY_FOLD = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: 
             "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b}
 
 
+def _identity_fold(op: str, a, b):
+    """TVM's TryConstFold for one constant operand: `x + 0`, `x * 1`, `x // 1` are x, `x * 0`
+    is 0, `x % 1` is 0 (TVM's operators fold them as the script is evaluated). None if no rule."""
+    a_const, b_const = type(a) in (tir.IntImm, tir.FloatImm), type(b) in (tir.IntImm, tir.FloatImm)
+    if a_const == b_const or a.dtype != b.dtype:
+        return None
+    av, bv = (a.value if a_const else None), (b.value if b_const else None)
+    index_op = op in ("floordiv", "floormod")
+    if index_op and type(a if a_const else b) is not tir.IntImm:
+        return None
+    if op == "add" and 0 in (av, bv) or op == "sub" and bv == 0:
+        return b if av == 0 else a
+    if op == "mul" and (av in (0, 1) or bv in (0, 1)):
+        return (b if av == 1 else a) if a_const else (a if bv == 1 else b)
+    if op in ("div", "floordiv", "floormod") and av == 0:
+        return a
+    if op in ("div", "floordiv") and bv == 1:
+        return a
+    if op == "floormod" and bv == 1:
+        return tir.IntImm(0, a.dtype)
+    return None
+
+
 class _TirBuilder(_Builder):
     """Builds one PrimFunc."""
 
@@ -426,7 +449,9 @@ class _TirBuilder(_Builder):
                 getattr(b, "value", b) == 0:
             self.error("division by zero", node)
         try:
-            return tir.BinOp(_PY_BINOPS[op], *_unify(a, b), span=self.span(node))
+            a, b = _unify(a, b)
+            folded = _identity_fold(_PY_BINOPS[op], a, b)
+            return folded if folded is not None else tir.BinOp(_PY_BINOPS[op], a, b, span=self.span(node))
         except TypeError as err:
             self.error(str(err), node)
 
@@ -508,13 +533,18 @@ class _TirBuilder(_Builder):
         if isinstance(base, tir.Buffer):
             if any(isinstance(i, Tree) and i.data == "slice" for i in items):
                 return tir.BufferRegion(base, [self.range_of(i) for i in items], span=self.span(node))
-            indices = [_as_prim(self.eval(i), "int32") for i in items]
-            return tir.BufferLoad(base, indices, span=self.span(node))
+            return tir.BufferLoad(base, self.buffer_indices(items), span=self.span(node))
         if isinstance(base, _Dotted) and base.name == "T.let":
             return ("let", self.eval(items[0]))
         if isinstance(base, _Dotted) and base.name in ("T.Buffer",):
             return self.make_buffer(node, [self.eval(i) for i in items], {}, "")
         return super().subscript(base, subs, node)
+
+    def buffer_indices(self, items) -> list:
+        values = [self.eval(i) for i in items]
+        if len(values) == 1 and values[0] == ():
+            return []  # `A[()]`: the element of a 0-d buffer
+        return [_as_prim(v, "int32") for v in values]
 
     def range_of(self, item) -> tir.Range:
         if isinstance(item, Tree) and item.data == "slice":
@@ -956,7 +986,7 @@ class _TirBuilder(_Builder):
             buf = self.eval(target.children[0])
             if not isinstance(buf, tir.Buffer):
                 self.error("only buffers can be stored to", target)
-            indices = [_as_prim(self.eval(i), "int32") for i in target.children[1].children]
+            indices = self.buffer_indices(target.children[1].children)
             value = _as_prim(self.eval(value_node), buf.dtype)
             if isinstance(value, (tir.IntImm, tir.FloatImm)) and value.dtype != buf.dtype and \
                     not isinstance(self.eval(value_node), tir.PrimExpr):

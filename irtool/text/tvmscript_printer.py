@@ -620,6 +620,8 @@ class _Printer:
             return self.add_metadata(v.key, v, v.index)
         if type(v).__name__ == "ndarray":
             return self.add_metadata("ffi.Tensor", v)
+        if isinstance(v, tir.Buffer):  # `T.sblock_attr({"layout_free_placeholders": [B]})`
+            return self.buffer_ref(v)
         raise TypeError(f"cannot print an attribute value of type {type(v).__name__}")
 
     def attr_dict(self, attrs) -> _E:
@@ -737,7 +739,7 @@ class _Printer:
                                         self.prim(e.false_value)])
 
     def p_BufferLoad(self, e: tir.BufferLoad) -> _E:
-        return _E(f"{self.buffer_ref(e.buffer).text}[{_join(self.indices(e.indices))}]")
+        return _E(f"{self.buffer_ref(e.buffer).text}[{_join(self.indices(e.indices)) or '()'}]")
 
     def p_Ramp(self, e: tir.Ramp) -> _E:
         return _call(self.T("Ramp"), [self.prim(e.base), self.prim(e.stride), self.lanes(e.lanes)])
@@ -807,7 +809,7 @@ class _Printer:
                 parts.append(lo)
             else:
                 parts.append(_E(f"{lo.text}:{self.prim(_fold_add(rng.min, rng.extent)).text}"))
-        return _E(f"{self.buffer_ref(r.buffer).text}[{_join(parts)}]")
+        return _E(f"{self.buffer_ref(r.buffer).text}[{_join(parts) or '()'}]")  # 0-d: `A[()]`
 
     def buffer_ref(self, buf: tir.Buffer) -> _E:
         name = self.names.get(id(buf))
@@ -985,7 +987,7 @@ class _Printer:
 
     def s_BufferStore(self, s: tir.BufferStore, frame: _Frame, concise: bool):
         value = self.prim(s.value)
-        target = f"{self.buffer_ref(s.buffer).text}[{_join(self.indices(s.indices))}]"
+        target = f"{self.buffer_ref(s.buffer).text}[{_join(self.indices(s.indices)) or '()'}]"
         frame.stmts.append(("line", f"{target} = {value.text}"))
 
     def s_Evaluate(self, s: tir.Evaluate, frame: _Frame, concise: bool):
