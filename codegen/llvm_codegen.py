@@ -137,14 +137,23 @@ def signature(func: tir.PrimFunc, name: str) -> PackedSignature:
 class ModuleBuilder:
     """Accumulates PrimFuncs into one llvmlite module."""
 
-    def __init__(self, name: str = "irtool") -> None:
+    def __init__(self, name: str = "irtool", runtime_inside: bool = False, triple: str = "") -> None:
+        """`runtime_inside`: define the thread pool in this module (a shared library);
+        otherwise it is declared, and the JIT links the process-wide one (native.py)."""
         self.module = ir.Module(name=name)
+        self.runtime_inside, self.triple = runtime_inside, triple
         self.error_slot = ir.GlobalVariable(self.module, PTR, "__irtool_last_error")
         self.error_slot.initializer = ir.Constant(PTR, None)
         self.strings: dict[str, ir.GlobalVariable] = {}
         self.signatures: dict[str, PackedSignature] = {}
         self._ids = itertools.count()
-        self.parallel_runtime = None  # set by runtime.py when a parallel loop appears
+
+    def parallel_for_function(self) -> ir.Function:
+        if self.runtime_inside:
+            from .runtime import build_runtime
+
+            build_runtime(self.module, self.triple)
+        return self.declare("irtool_parallel_for", I32, [PTR, PTR, I64])
 
     def declare(self, name: str, ret: ir.Type, args: list[ir.Type], var_arg: bool = False) -> ir.Function:
         fn = self.module.globals.get(name)
@@ -189,6 +198,7 @@ class _FunctionBuilder:
         self.mb, self.func, self.sig = mb, func, sig
         self.vars: dict[tir.Var, ir.Value] = {}
         self.data: dict[tir.Var, ir.Value] = {}  # buffer data handles -> pointers
+        self.distinct: set = set()  # data handles that alias nothing else: noalias params, allocations
         self.frees: list[list[ir.Value]] = []  # heap allocations per scope
         self.builder: ir.IRBuilder | None = None
         self.fn: ir.Function | None = None
@@ -220,6 +230,8 @@ class _FunctionBuilder:
         for arg, (kind, obj) in zip(impl.args, sig.params):
             if kind == "buffer":
                 self.data[obj.data] = arg
+                if noalias:
+                    self.distinct.add(obj.data)
             else:
                 self.vars[obj] = arg
                 if kind == "handle":
@@ -341,10 +353,78 @@ class _FunctionBuilder:
     def s_For(self, s: tir.For) -> None:
         if s.kind == "thread_binding":
             raise self.error("GPU thread bindings have no CPU meaning", s)
-        if s.kind == "parallel" and self.mb.parallel_runtime is not None:
-            self.mb.parallel_runtime.parallel_for(self, s)
+        if s.kind == "parallel":
+            self.parallel_for(s)
             return
         self.counted_loop(s.loop_var, s.min, s.extent, lambda: self.stmt(s.body), s.kind)
+
+    def parallel_for(self, s: tir.For) -> None:
+        """Outline the loop body into a task over [begin, end) and hand it to the thread pool.
+        The task gets what the body uses from here (variables, data pointers) in a struct."""
+        b = self.builder
+        start = self.cast_to(self.expr(s.min), s.min.dtype, "int64")
+        count = self.cast_to(self.expr(s.extent), s.extent.dtype, "int64")
+        used = _vars_used(s.body)
+        captured = [(v, self.vars[v]) for v in used if v in self.vars] + \
+            [(v, self.data[v]) for v in used if v in self.data and v not in self.vars]
+        name = self.mb.unique(f"{self.sig.name}.task")
+        task = ir.Function(self.mb.module, ir.FunctionType(I32, [PTR, I64, I64]), name)
+        task.linkage = "internal"
+        # the body takes the captured values as parameters, so that distinct pointers can be
+        # `noalias` (kept as alias scopes when LLVM inlines it into the task)
+        inner = ir.Function(self.mb.module, ir.FunctionType(I32, [I64, I64, I64] + [v.type for _, v in captured]),
+                            name + ".body")
+        inner.linkage = "internal"
+        for arg, (v, val) in zip(inner.args[3:], captured):
+            arg.name = _ident(v.name)
+            if isinstance(val.type, ir.PointerType) and v in self.distinct:
+                arg.add_attribute("noalias")
+        # the parent: pack the context (8-byte slots), run the tasks, fail if one did
+        with b.goto_entry_block():
+            ctx = b.alloca(I64, size=I64(len(captured) + 1))
+        b.store(start, b.gep(ctx, [I64(0)], source_etype=I64))
+        for k, (_, val) in enumerate(captured):
+            b.store(_to_slot(b, val), b.gep(ctx, [I64(k + 1)], source_etype=I64))
+        status = b.call(self.mb.parallel_for_function(), [task, ctx, count])
+        ok, bad = self.new_block("parallel_ok"), self.new_block("parallel_failed")
+        b.cbranch(b.icmp_signed("==", status, I32(0)), ok, bad)
+        b.position_at_end(bad)
+        for scope in reversed(self.frees):
+            self.release(scope)
+        b.ret(status)
+        b.position_at_end(ok)
+        # the task: unpack the slots, call the body
+        tb = ir.IRBuilder(task.append_basic_block("entry"))
+        tctx, begin, end = task.args
+        values = [tb.load(tb.gep(tctx, [I64(0)], source_etype=I64), typ=I64), begin, end]
+        for k, (_, val) in enumerate(captured):
+            slot = tb.load(tb.gep(tctx, [I64(k + 1)], source_etype=I64), typ=I64)
+            values.append(_from_slot(tb, slot, val.type))
+        tb.ret(tb.call(inner, values))
+        # the body: loop over [base + begin, base + end)
+        saved = (self.builder, self.fn, dict(self.vars), dict(self.data), self.frees)
+        self.fn, self.frees = inner, [[]]
+        self.builder = ir.IRBuilder(inner.append_basic_block("entry"))
+        base, begin, end = inner.args[:3]
+        for arg, (v, _) in zip(inner.args[3:], captured):
+            if v in saved[2]:
+                self.vars[v] = arg
+            if v in saved[3]:
+                self.data[v] = arg
+        tb = self.builder
+        lo = tir.Var("begin", "int64")
+        extent = tir.Var("extent", "int64")
+        self.vars[lo] = tb.add(base, begin)
+        self.vars[extent] = tb.sub(end, begin)
+        loop_var = s.loop_var
+        wide = tir.Var(loop_var.name, "int64")
+        body = s.body if loop_var.dtype == "int64" else \
+            tir.LetStmt(loop_var, tir.Cast(loop_var.dtype, wide), s.body)
+        self.counted_loop(wide, lo, extent, lambda: self.stmt(body))
+        if not self.builder.block.is_terminated:
+            self.release(self.frees.pop())
+            self.builder.ret(I32(0))
+        self.builder, self.fn, self.vars, self.data, self.frees = saved
 
     def counted_loop(self, var: tir.Var, lo, extent, body, kind: str = "serial") -> None:
         b = self.builder
@@ -393,6 +473,7 @@ class _FunctionBuilder:
 
     def s_Allocate(self, s: tir.Allocate) -> None:
         self.data[s.buffer_var] = self.allocate(s.dtype, s.extents, s)
+        self.distinct.add(s.buffer_var)
         self.stmt(s.body)
 
     def allocate(self, dtype: str, extents, node) -> ir.Value:
@@ -420,6 +501,7 @@ class _FunctionBuilder:
         self.frees.append([])
         for buf in block.alloc_buffers:
             self.data[buf.data] = self.allocate(buf.dtype, buf.shape, block)
+            self.distinct.add(buf.data)
         for mb in block.match_buffers:
             self.match_buffer(mb)
 
@@ -920,6 +1002,48 @@ def _row_major(shape) -> list:
         else:
             acc = tir.BinOp("mul", acc, d)
     return list(reversed(strides))
+
+
+def _to_slot(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    """A value of at most 8 bytes as the i64 that carries it into a parallel task."""
+    t = v.type
+    if isinstance(t, ir.PointerType):
+        return b.ptrtoint(v, I64)
+    if isinstance(t, ir.IntType):
+        return v if t.width == 64 else b.zext(v, I64)
+    bits = _fwidth(t)
+    as_int = b.bitcast(v, ir.IntType(bits))
+    return as_int if bits == 64 else b.zext(as_int, I64)
+
+
+def _from_slot(b: ir.IRBuilder, slot: ir.Value, t: ir.Type) -> ir.Value:
+    if isinstance(t, ir.PointerType):
+        return b.inttoptr(slot, PTR)
+    if isinstance(t, ir.IntType):
+        return slot if t.width == 64 else b.trunc(slot, t)
+    bits = _fwidth(t)
+    as_int = slot if bits == 64 else b.trunc(slot, ir.IntType(bits))
+    return b.bitcast(as_int, t)
+
+
+def _vars_used(stmt) -> list:
+    """Every TIR variable a statement mentions, buffers' data, shapes and strides included."""
+    seen, out, stack = set(), [], [stmt]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (tuple, list)):
+            stack.extend(x)
+            continue
+        if not isinstance(x, tir.Node) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, tir.Var):
+            out.append(x)
+        if isinstance(x, tir.Buffer):
+            stack += [x.data, *x.shape, *x.strides, x.elem_offset]
+        else:
+            stack.extend(x.children())
+    return out
 
 
 def _may_trap(e) -> bool:

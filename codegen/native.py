@@ -110,6 +110,63 @@ def _with_deep_stack(fn):
     return result[0]
 
 
+class _Runtime:
+    """The process-wide thread pool (runtime.py), JIT-compiled once; generated modules
+    call it through the symbol `irtool_parallel_for`."""
+
+    def __init__(self) -> None:
+        import llvmlite.ir as ir
+
+        from .runtime import build_runtime
+
+        tm = target_machine()
+        module = ir.Module("irtool_runtime")
+        build_runtime(module, tm.triple)
+        llmod = llvm.parse_assembly(str(module))
+        llmod.triple, llmod.data_layout = tm.triple, str(tm.target_data)
+        optimize(llmod, tm)
+        self.engine = llvm.create_mcjit_compiler(llmod, tm)
+        self.engine.finalize_object()
+        for name in ("irtool_parallel_for", "irtool_set_num_threads", "irtool_get_num_threads"):
+            llvm.add_symbol(name, self.engine.get_function_address(name))
+        self._set = ctypes.CFUNCTYPE(None, ctypes.c_int32)(self.engine.get_function_address("irtool_set_num_threads"))
+        self._get = ctypes.CFUNCTYPE(ctypes.c_int32)(self.engine.get_function_address("irtool_get_num_threads"))
+        self.set_num_threads(default_num_threads())
+
+    def set_num_threads(self, n: int) -> None:
+        self._set(int(n))
+
+    def num_threads(self) -> int:
+        return int(self._get())
+
+
+def default_num_threads() -> int:
+    """The cores this process may run on (`IRTOOL_NUM_THREADS` overrides)."""
+    import os
+
+    env = os.environ.get("IRTOOL_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@functools.lru_cache(maxsize=1)
+def runtime() -> _Runtime:
+    return _Runtime()
+
+
+def set_num_threads(n: int) -> None:
+    """Threads for `T.parallel` loops in native code (1: run them serially)."""
+    runtime().set_num_threads(n)
+
+
+def num_threads() -> int:
+    return runtime().num_threads()
+
+
 class NativeFunction:
     """A compiled PrimFunc: call it with the arguments `run_prim_func` takes."""
 
@@ -235,6 +292,7 @@ class NativeLibrary:
         _load_libm()
         self.llvm_ir, self.signatures = generate_llvm(mod, module_name)
         self.tm = target_machine(opt=opt_level)
+        runtime()  # the thread pool's symbols, before the engine links them
         llmod = llvm.parse_assembly(self.llvm_ir)
         llmod.triple = self.tm.triple
         llmod.data_layout = str(self.tm.target_data)
@@ -273,4 +331,4 @@ def run_prim_func_native(func: tir.PrimFunc, args: list) -> None:
 
 
 __all__ = ["CodegenError", "NativeError", "NativeLibrary", "compile_tir", "generate_llvm", "host_cpu",
-           "run_prim_func_native"]
+           "num_threads", "run_prim_func_native", "set_num_threads"]

@@ -276,3 +276,58 @@ def test_integer_division_by_zero_is_an_error_not_a_crash():
         lib["main"](7, 0, out)
     lib["main"](-(2**31), -1, out)
     assert out[0] == -(2**31)
+
+
+PARALLEL = '''
+@T.prim_func
+def main(A: T.Buffer((64, 33), "float32"), B: T.Buffer((64, 33), "float32"), S: T.Buffer((64,), "float32")):
+    for i in T.parallel(64):
+        for j in T.parallel(33):
+            with T.sblock("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2) + T.Cast("float32", vi)
+        for k in range(33):
+            with T.sblock("S"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    S[vi] = T.float32(0)
+                S[vi] = S[vi] + B[vi, vk]
+'''
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_parallel_loops_nested_and_with_reductions(threads):
+    from irtool.codegen.native import num_threads, set_num_threads
+
+    mod = irtool.parse(PARALLEL, "parallel.py")
+    lib = compile_tir(mod)
+    assert "irtool_parallel_for" in lib.llvm_ir and ".task" in lib.llvm_ir
+    a = np.random.default_rng(0).standard_normal((64, 33)).astype("float32")
+    before = num_threads()
+    set_num_threads(threads)
+    try:
+        for _ in range(3):  # the pool is reused
+            b, s = np.zeros((64, 33), "float32"), np.zeros(64, "float32")
+            lib["main"](a, b, s)
+            b2, s2 = np.zeros((64, 33), "float32"), np.zeros(64, "float32")
+            run_prim_func(mod.functions["main"], [a, b2, s2])
+            assert b.tobytes() == b2.tobytes() and s.tobytes() == s2.tobytes()
+    finally:
+        set_num_threads(before)
+
+
+def test_a_failed_assert_inside_a_parallel_loop_fails_the_call():
+    mod = irtool.parse('''
+@T.prim_func
+def main(A: T.Buffer((100,), "float32")):
+    for i in T.parallel(100):
+        assert A[i] >= T.float32(0), "negative input"
+        A[i] = T.sqrt(A[i])
+''', "par_assert.py")
+    lib = compile_tir(mod)
+    a = np.arange(100, dtype="float32")
+    lib["main"](a)
+    np.testing.assert_allclose(a, np.sqrt(np.arange(100, dtype="float32")))
+    a[77] = -1
+    with pytest.raises(NativeError, match="negative input"):
+        lib["main"](a)
