@@ -258,6 +258,16 @@ def canonical_simplify(e: tir.PrimExpr) -> tir.PrimExpr:
     return _normalize(_mutate(e))
 
 
+def nonneg_condition(e: tir.PrimExpr) -> tir.PrimExpr:
+    """`e >= 0` as the simplifier prints it: the constant moved left, `c <= rest`."""
+    s = _mutate(e)
+    if isinstance(s, tir.IntImm):
+        return tb.const(s.value >= 0, "bool")
+    s = _to_sum(s)
+    base, s.base = s.base, 0
+    return tb.le(tb.const(-base, s.dtype), s.normalize())
+
+
 def simplify_index(e: tir.PrimExpr) -> tir.PrimExpr:
     """Analyzer::Simplify's canonical - rewrite - canonical, the rewrite step left out: a
     second canonical pass sees terms the first one only produced (`x // 4 // 3` is `x // 12`)."""

@@ -6,7 +6,11 @@
                                        as `v[()]`; PrimFunc names full / ones / zeros
     arange                             all bounds constant: a Relax constant (np.arange);
                                        otherwise `T_arange`: cast(dtype, start + step * ax0)
-    nn.pad (constant mode)             nn.pad's `PadInput` compute, PrimFunc `pad`
+    nn.pad                             constant: nn.pad's `PadInput` compute, PrimFunc `pad`;
+                                       replicate: `ReplicatePadInput`, x[max(0, min(dim - 1, i - before))]
+                                       (the form TVM's rewrite rules give TOPI's nested if_then_else);
+                                       circular: `CircularPadInput`, x[(i - before + dim) % dim];
+                                       reflect is not legalized here (left as the call)
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from irtool.ir import tir
 from .. import te
 from .. import tir_build as tb
 from . import register_legalize
+from .canonical import simplify_index
 from .nn import pad
 
 
@@ -68,11 +73,38 @@ def _arange(bb, call):
     return call
 
 
+def _padded_shape(data: te.Tensor, pad_before, pad_after) -> list:
+    return [tb.add(tb.add(d, b), a) for d, b, a in zip(data.shape, pad_before, pad_after)]
+
+
+def replicate_pad(data: te.Tensor, pad_before, pad_after) -> te.Tensor:
+    def element(*idx):
+        return data(*[tb.max_(tb.const(0, "int64"), tb.min_(tb.sub(d, 1), simplify_index(tb.sub(i, b))))
+                      for i, d, b in zip(idx, data.shape, pad_before)])
+
+    return te.compute(_padded_shape(data, pad_before, pad_after), element, name="ReplicatePadInput")
+
+
+def circular_pad(data: te.Tensor, pad_before, pad_after) -> te.Tensor:
+    def element(*idx):
+        return data(*[simplify_index(tb.floormod(tb.add(tb.sub(i, b), d), d))
+                      for i, d, b in zip(idx, data.shape, pad_before)])
+
+    return te.compute(_padded_shape(data, pad_before, pad_after), element, name="CircularPadInput")
+
+
+_PAD_MODES = {"replicate": (replicate_pad, "replicate_pad"), "circular": (circular_pad, "circular_pad")}
+
+
 @register_legalize("relax.nn.pad")
 def _nn_pad(bb, call):
     at = call.attrs
+    width = list(at["pad_width"])
+    before, after = width[::2], width[1::2]
+    if at["pad_mode"] in _PAD_MODES:
+        fn, name = _PAD_MODES[at["pad_mode"]]
+        return bb.call_te(fn, call.args[0], before, after, primfunc_name_hint=name)
     if at["pad_mode"] != "constant":
         return call
-    width = list(at["pad_width"])
-    return bb.call_te(pad, call.args[0], pad_before=width[::2], pad_after=width[1::2],
+    return bb.call_te(pad, call.args[0], pad_before=before, pad_after=after,
                       pad_value=float(at["pad_value"]), primfunc_name_hint="pad")

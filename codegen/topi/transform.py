@@ -31,7 +31,7 @@ from .. import tir_build as tb
 from ..simplify import simplify
 from . import register_legalize
 from .broadcast import broadcast_shape
-from .canonical import canonical_simplify, simplify_index
+from .canonical import canonical_simplify, nonneg_condition, simplify_index
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -136,8 +136,7 @@ def concatenate(inputs: list, axis: int = 0) -> te.Tensor:
             offset = tb.add(offset, sizes[i])
             idx = list(ax)
             idx[axis] = tb.sub(ax[axis], offset)
-            # `ax - offset >= 0`, as the simplifier prints it: `offset <= ax`
-            ret = tb.if_then_else(tb.le(canonical_simplify(offset), ax[axis]), _load(inputs[i + 1], idx), ret)
+            ret = tb.if_then_else(nonneg_condition(idx[axis]), _load(inputs[i + 1], idx), ret)
         return ret
 
     return te.compute_ax(out_shape, element, name="T_concat", tag="injective")
@@ -287,7 +286,7 @@ def take(a: te.Tensor, indices: te.Tensor, axis=None, mode: str = "fast") -> te.
         if mode == "clip":
             idx = tb.min_(tb.max_(0, idx), tb.sub(dim, 1))
         elif mode == "wrap":
-            idx = tb.floormod(tb.add(tb.floormod(idx, dim), dim), dim)
+            idx = tb.truncmod(tb.add(tb.truncmod(idx, dim), dim), dim)
         return a(*ax[:axis], idx, *ax[axis + nidx:])
 
     return te.compute_ax(out_shape, element, name="T_take", tag="injective")
