@@ -5,7 +5,7 @@ from __future__ import annotations
 import irtool
 from irtool.ir import relax as rx
 from irtool.ir.expr import Op
-from irtool.ir.relax_visitor import ExprMutator, ExprVisitor
+from irtool.ir.relax_visitor import ExprMutator, ExprVisitor, normalize_blocks, same_struct_info, tir_vars
 from irtool.ir.structural import structural_equal
 
 SMALL = '''
@@ -110,3 +110,182 @@ def test_changed_struct_info_gives_new_variables_and_remaps_uses():
     expected = _main(SMALL.replace("(2, 3)", "(5, 3)").replace(', y: R.Tensor((5, 3), dtype="float32")', "")
                      .replace("R.add(x, y)", "R.add(x, x)"))
     assert structural_equal(out, expected)
+
+
+def test_mutator_maps_a_function_result_it_no_longer_satisfies():
+    fn = _main(SMALL)
+    new_x = rx.Var("x", rx.TensorStructInfo((5, 3), "float32"))
+    mutator = ExprMutator()
+    mutator.var_remap.update({fn.params[0]: new_x, fn.params[1]: new_x})
+    out = mutator.visit_expr(fn)
+    assert out.params == (new_x, new_x)  # definitions follow var_remap
+    assert out.ret_struct_info.shape == (5, 3)  # (2, 3) no longer holds: the body's, as TVM's
+
+
+SYMBOLIC = '''
+@R.function
+def main(x: R.Tensor(("n", 3), dtype="float32")) -> R.Tensor(("n", 3), dtype="float32"):
+    n = T.int64()
+    with R.dataflow():
+        a: R.Tensor((n, 3), dtype="float32") = R.exp(x)
+        b: R.Tuple(R.Tensor((n, 3), dtype="float32"), R.Tensor((n, 3), dtype="float32")) = (a, x)
+        c: R.Tensor((n, 3), dtype="float32") = b[0]
+        R.output(c)
+    return c
+'''
+
+
+class _Specialise(ExprMutator):
+    """Replaces the size variable `n` by 4 wherever struct info mentions it."""
+
+    def visit_struct_info_prim_field(self, e):
+        return 4 if isinstance(e, irtool.ir.tir.Var) and e.name == "n" else e
+
+
+def test_struct_info_size_fields_are_mapped_and_bindings_take_the_new_struct_info():
+    fn = _main(SYMBOLIC)
+    out = _Specialise().visit_expr(fn)
+    a, b, c = out.body.blocks[0].bindings
+    assert out.params[0].struct_info.shape == (4, 3)
+    assert a.var.struct_info.shape == (4, 3) and a.value.struct_info.shape == (4, 3)
+    assert [f.shape for f in b.var.struct_info.fields_] == [(4, 3), (4, 3)]
+    assert c.value.tuple_value is b.var and out.body.body is c.var  # uses follow the new variables
+    assert out.ret_struct_info.shape == (4, 3)
+    assert ExprMutator().visit_expr(fn) is fn  # nothing to map: nothing rebuilt
+
+
+class _EveryStructInfo(ExprVisitor):
+    def __init__(self) -> None:
+        self.seen: list = []
+
+    def visit_expr_struct_info(self, e) -> None:
+        self.seen.append(type(e).__name__)
+        self.visit_struct_info(e.struct_info)
+
+    def visit_prim_expr(self, e) -> None:
+        self.seen.append(str(e.name) if isinstance(e, irtool.ir.tir.Var) else e)
+
+
+def test_visitor_struct_info_of_uses_and_compound_expressions():
+    seen = _EveryStructInfo()
+    seen.visit_expr(_main(SYMBOLIC))
+    # each struct info is followed by the size variables it mentions; `def` marks the
+    # definitions' struct info (visit_var_def), the rest are TVM's value-dependent fields
+    assert seen.seen == ["n",  # def x
+                         "Var", "n", "Call", "n",  # exp(x)
+                         "n",  # def a
+                         "DataflowVar", "n", "Var", "n", "Tuple", "n", "n",  # (a, x)
+                         "n", "n",  # def b
+                         "DataflowVar", "n", "n", "TupleGetItem", "n",  # b[0]
+                         "n",  # def c
+                         "Var", "n",  # return c
+                         "SeqExpr"]  # (the parser leaves a function body's struct info unset)
+
+
+class _ShapeVarUses(ExprVisitor):
+    def __init__(self) -> None:
+        self.uses: list = []
+
+    def visit_var_(self, v) -> None:
+        self.uses.append(v.name_hint)
+
+
+def test_struct_info_walk_goes_through_tuples_not_into_function_struct_info():
+    s = rx.Var("s", rx.ShapeStructInfo(ndim=2))
+    tensor = rx.TensorStructInfo(s, "float32")
+    walker = _ShapeVarUses()
+    walker.visit_struct_info(rx.TupleStructInfo([tensor, rx.TupleStructInfo([tensor])]))
+    assert walker.uses == ["s", "s"]
+    walker.uses.clear()
+    walker.visit_struct_info(rx.FuncStructInfo([tensor], tensor))
+    assert walker.uses == []  # a function's struct info mentions nothing of the scope
+
+
+class _CallOrder(ExprVisitor):
+    def __init__(self) -> None:
+        self.order: list = []
+
+    def visit_leaf_(self, e) -> None:
+        self.order.append("op")
+
+    def visit_var_(self, v) -> None:
+        self.order.append(v.name_hint)
+
+
+def test_call_parts_in_tvms_order():
+    s = rx.Var("s", rx.ShapeStructInfo(ndim=1))
+    x = rx.Var("x", rx.TensorStructInfo((4,), "float32"))
+    walker = _CallOrder()
+    walker.visit_expr(rx.Call(Op.get("relax.exp"), [x], None, [rx.TensorStructInfo(s, "float32")]))
+    assert walker.order == ["op", "s", "x"]  # callee, struct-info arguments, arguments
+
+
+def test_variable_uses_are_not_memoised():
+    x = rx.Var("x", rx.TensorStructInfo((4,), "float32"))
+    y = rx.Var("y", rx.TensorStructInfo((4,), "float32"))
+    mutator = ExprMutator()
+    assert mutator.visit_expr(x) is x
+    mutator.var_remap[x] = y  # e.g. a recursive local function re-emitted after its own body
+    assert mutator.visit_expr(x) is y
+
+
+TWO_BLOCKS = '''
+@R.function
+def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+    with R.dataflow():
+        lv = R.add(x, x)
+        R.output(lv)
+    with R.dataflow():
+        lv1 = R.add(lv, x)
+        R.output(lv1)
+    return lv1
+'''
+
+
+class _TvmBlocks(ExprMutator):
+    normalize_all_blocks = True
+
+
+def test_normalize_all_blocks_rebuilds_neighbouring_blocks_of_one_kind():
+    fn = _main(TWO_BLOCKS)
+    assert len(fn.body.blocks) == 2
+    assert ExprMutator().visit_expr(fn) is fn
+    out = _TvmBlocks().visit_expr(fn)
+    assert len(out.body.blocks) == 1 and [b.var.name_hint for b in out.body.blocks[0].bindings] == ["lv", "lv1"]
+
+
+def test_normalize_blocks_flattens_bound_seq_exprs():
+    sinfo = rx.TensorStructInfo((4,), "float32")
+    x, a, b, c = (rx.Var(n, sinfo) for n in "xabc")
+    inner = rx.SeqExpr([rx.BindingBlock([rx.VarBinding(a, rx.Call(Op.get("relax.exp"), [x]))])], a)
+    blocks = [rx.BindingBlock([rx.VarBinding(b, inner), rx.VarBinding(c, b)]), rx.BindingBlock([])]
+    (block,) = normalize_blocks(blocks)
+    assert [(v.var.name_hint, v.value) for v in block.bindings] == [("a", inner.blocks[0].bindings[0].value),
+                                                                  ("b", a), ("c", b)]
+
+
+MATCH_CAST = '''
+@R.function
+def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+    with R.dataflow():
+        y = R.match_cast(R.exp(x), R.Tensor((4,), dtype="float32"))
+        R.output(y)
+    return y
+'''
+
+
+def test_rebuilt_match_cast_of_a_compound_value_casts_a_bound_variable():
+    out = _AddToSubtract().visit_expr(_main(MATCH_CAST.replace("R.exp(x)", "R.add(x, x)")))
+    lv, cast = out.body.blocks[0].bindings
+    assert type(lv.var) is rx.DataflowVar and lv.var.name_hint == "lv"  # TVM's NormalizeArgument
+    assert "R.subtract(x, x)" in irtool.to_text(irtool.ir.module.IRModule({"main": out}))
+    assert isinstance(cast, rx.MatchCast) and cast.value is lv.var
+
+
+def test_same_struct_info_and_tir_vars():
+    n, m = irtool.ir.tir.Var("n", "int64"), irtool.ir.tir.Var("m", "int64")
+    assert same_struct_info(rx.TensorStructInfo((n, 3), "float32"), rx.TensorStructInfo((n, 3), "float32"))
+    assert not same_struct_info(rx.TensorStructInfo((n, 3), "float32"), rx.TensorStructInfo((m, 3), "float32"))
+    assert same_struct_info(rx.TensorStructInfo((irtool.ir.tir.IntImm(3, "int64"),), "float32"),
+                            rx.TensorStructInfo((3,), "float32"))
+    assert tir_vars(rx.TupleStructInfo([rx.TensorStructInfo((m, n), ""), rx.ShapeStructInfo([n])])) == [m, n]
