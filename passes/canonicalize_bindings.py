@@ -44,81 +44,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irtool.analysis import struct_info as si
 from irtool.diagnostics import DiagnosticError
 from irtool.ir import relax as rx
 from irtool.ir import tir
-from irtool.ir.expr import GlobalVar
 from irtool.ir.module import IRModule
-from irtool.ir.node import Node
+from irtool.ir.relax_visitor import (
+    ExprMutator,
+    ExprVisitor,
+    deduce_struct_info,
+    normalize_blocks,
+    same_struct_info,
+    struct_info_of,
+    tir_vars,
+)
 from irtool.transform import ModulePass, register
 
 # ----------------------------------------------------------------------------- struct info
-
-
-def _same(a, b) -> bool:
-    """TVM's StructuralEqual on struct info: variables (TIR and Relax) are equal only to
-    themselves, so `(m, n)` is not `(o, p)`."""
-    if a is b:
-        return True
-    if isinstance(a, tir.IntImm) and isinstance(b, int) or isinstance(a, int) and isinstance(b, tir.IntImm):
-        return int(getattr(a, "value", a)) == int(getattr(b, "value", b))
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, (tir.Var, rx.Var)):
-        return False
-    if isinstance(a, Node):
-        return all(_same(getattr(a, f), getattr(b, f)) for f in type(a).fields)
-    if isinstance(a, (tuple, list)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
-
-
-def _all_same(a, b) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
-
-
-def _sinfo(e, mod: IRModule):
-    """The struct info of an expression (a GlobalVar's is its function's signature)."""
-    if isinstance(e, GlobalVar):
-        fn = mod.functions.get(e.name_hint)
-        return fn.struct_info if isinstance(fn, rx.Function) else rx.ObjectStructInfo()
-    return e.struct_info
-
-
-def _deduce(e, mod: IRModule, fallback):
-    """The struct info TVM's normaliser gives a rebuilt expression; `fallback` (the old
-    struct info) if it cannot be deduced."""
-    try:
-        if isinstance(e, rx.Tuple):
-            return rx.TupleStructInfo([_sinfo(f, mod) for f in e.fields_])
-        if isinstance(e, rx.TupleGetItem):
-            t = _sinfo(e.tuple_value, mod)
-            return t.fields_[e.index] if isinstance(t, rx.TupleStructInfo) else rx.ObjectStructInfo()
-        if isinstance(e, rx.SeqExpr):
-            return _sinfo(e.body, mod)
-        if isinstance(e, rx.If):
-            return si.lca(_sinfo(e.true_branch, mod), _sinfo(e.false_branch, mod))
-        if isinstance(e, rx.Call):
-            args = [_sinfo(a, mod) for a in e.args]
-            if isinstance(e.op, (rx.Var, rx.Function, rx.ExternFunc, GlobalVar)):
-                return si.deduce_func_call(_sinfo(e.op, mod), args)
-            return si.deduce_call(e.op.name, args, e.attrs, list(e.args), list(e.sinfo_args))
-    except si.StructInfoError:
-        pass
-    return fallback
-
-
-def _tir_vars(e, out: set) -> set:
-    if isinstance(e, tir.Var):
-        out.add(e)
-    elif isinstance(e, Node):
-        for f in type(e).fields:
-            _tir_vars(getattr(e, f), out)
-    elif isinstance(e, (tuple, list)):
-        for x in e:
-            _tir_vars(x, out)
-    return out
 
 
 def _shape_values(sinfo):
@@ -234,7 +175,7 @@ def _substitute(e, known: dict):
                     changes[f] = _as_prim(nv, v.dtype)
             elif isinstance(v, tuple) and any(isinstance(x, tir.PrimExpr) for x in v):
                 nv = tuple(_as_prim(_substitute(x, known), x.dtype) if isinstance(x, tir.PrimExpr) else x for x in v)
-                if not _all_same(nv, v):
+                if any(a is not b for a, b in zip(nv, v)):
                     changes[f] = nv
         return e.replace(**changes) if changes else e
     return e
@@ -263,254 +204,68 @@ def _provably_different(a, b) -> bool:
 # ----------------------------------------------------------------------------- variables of expressions
 
 
-def _walk_vars(expr, bound: dict, used: dict) -> None:
-    """Relax variables bound inside `expr` and used by it (struct info shape variables
-    count as uses, as TVM's visitors see them)."""
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, rx.Var):
-            used[e] = None
-            if isinstance(e.struct_info, rx.TensorStructInfo) and isinstance(e.struct_info.shape, rx.Var):
-                stack.append(e.struct_info.shape)
-            continue
-        if isinstance(e, rx.SeqExpr):
-            bound.update((b.var, None) for block in e.blocks for b in block.bindings)
-        elif isinstance(e, rx.Function):
-            bound.update(dict.fromkeys(e.params))
-        stack.extend(rx.sub_exprs(e))
+class _VarCollector(ExprVisitor):
+    """The Relax variables an expression binds and uses (TVM's VarVisitor, which visits no
+    struct info; a shape variable in a use's struct info counts as used, too)."""
+
+    def __init__(self) -> None:
+        self.bound: dict = {}
+        self.used: dict = {}
+
+    def visit_var_(self, v: rx.Var) -> None:
+        self.used[v] = None
+        if isinstance(v.struct_info, rx.TensorStructInfo) and isinstance(v.struct_info.shape, rx.Var):
+            self.visit_expr(v.struct_info.shape)
+
+    def visit_var_def(self, v: rx.Var) -> None:
+        self.bound[v] = None
+
+    def visit_struct_info(self, s) -> None:
+        pass
+
+
+def _collect_vars(expr) -> _VarCollector:
+    collector = _VarCollector()
+    collector.visit_expr(expr)
+    return collector
 
 
 def free_vars(expr) -> list:
-    bound: dict = {}
-    used: dict = {}
-    _walk_vars(expr, bound, used)
-    return [v for v in used if v not in bound]
+    c = _collect_vars(expr)
+    return [v for v in c.used if v not in c.bound]
 
 
 def all_vars(expr) -> list:
-    bound: dict = {}
-    used: dict = {}
-    _walk_vars(expr, bound, used)
-    return list(dict.fromkeys([*bound, *used]))
-
-
-def _normalize_blocks(blocks) -> list:
-    """TVM's NormalizeBlocks: a binding to a SeqExpr is flattened into the blocks, empty
-    blocks go and neighbouring blocks of the same kind merge."""
-    flat: list = []
-    for block in blocks:
-        current: list = []
-        for b in block.bindings:
-            if isinstance(b.value, rx.SeqExpr):
-                flat.append(type(block)(current))
-                flat.extend(b.value.blocks)
-                current = [b.replace(value=b.value.body)]
-            else:
-                current.append(b)
-        flat.append(block if len(current) == len(block.bindings) and all(
-            x is y for x, y in zip(current, block.bindings, strict=True)) else type(block)(current, block.span))
-    return rx.merge_blocks(flat)
-
-
-# ----------------------------------------------------------------------------- the mutator
-
-
-class _Mutator:
-    """TVM's relax ExprMutator with the BlockBuilder's normalisation: a rebuilt expression
-    gets its struct info deduced, a binding whose value changed struct info gets a new
-    variable (later uses are remapped), SeqExprs lose empty blocks and merge neighbours.
-    Unchanged parts are returned as the same objects."""
-
-    def __init__(self, mod: IRModule) -> None:
-        self.mod = mod
-        self.var_remap: dict = {}
-        self.in_dataflow = False
-
-    # -- hooks
-    def visit_prim_field(self, e):
-        return e
-
-    def visit_shape_expr(self, e: rx.ShapeExpr):
-        return e
-
-    def visit_var_use(self, v: rx.Var):
-        return self.var_remap.get(v, v)
-
-    def visit_var_def(self, v: rx.Var) -> rx.Var:
-        s = self.visit_sinfo(v.struct_info)
-        return v if s is v.struct_info else type(v)(v.name_hint, s, v.span)
-
-    def visit_sinfo(self, s):
-        if isinstance(s, rx.TensorStructInfo):
-            if isinstance(s.shape, tuple):
-                dims = tuple(self.visit_prim_field(d) for d in s.shape)
-                return s if _all_same(dims, s.shape) else s.replace(shape=dims)
-            if isinstance(s.shape, rx.Var):
-                shape = self.visit_expr(s.shape)
-                if shape is s.shape:
-                    return s
-                return s.replace(shape=shape.values if isinstance(shape, rx.ShapeExpr) else shape)
-            return s
-        if isinstance(s, rx.ShapeStructInfo) and s.values is not None:
-            values = tuple(self.visit_prim_field(d) for d in s.values)
-            return s if _all_same(values, s.values) else rx.ShapeStructInfo(values, span=s.span)
-        if isinstance(s, rx.PrimStructInfo) and s.value is not None:
-            value = self.visit_prim_field(s.value)
-            return s if value is s.value else rx.PrimStructInfo(s.dtype, value, s.span)
-        if isinstance(s, rx.TupleStructInfo):
-            fields = tuple(self.visit_sinfo(f) for f in s.fields_)
-            return s if _all_same(fields, s.fields_) else rx.TupleStructInfo(fields, s.span)
-        return s  # function struct info does not depend on values in scope
-
-    def with_sinfo(self, var: rx.Var, s) -> rx.Var:
-        if s is None or var.struct_info is s or _same(var.struct_info, s):
-            return var
-        return type(var)(var.name_hint, s, var.span)
-
-    # -- expressions
-    def visit_expr(self, e):
-        if isinstance(e, rx.Var):
-            return self.visit_var_use(e)
-        if isinstance(e, rx.Call):
-            return self.visit_call(e)
-        if isinstance(e, rx.Tuple):
-            fields = tuple(self.visit_expr(f) for f in e.fields_)
-            if _all_same(fields, e.fields_):
-                return e
-            return self._new(rx.Tuple(fields, e.span), e.struct_info)
-        if isinstance(e, rx.TupleGetItem):
-            t = self.visit_expr(e.tuple_value)
-            return e if t is e.tuple_value else self._new(rx.TupleGetItem(t, e.index, e.span), e.struct_info)
-        if isinstance(e, rx.SeqExpr):
-            return self.visit_seq(e)
-        if isinstance(e, rx.If):
-            return self.visit_if(e)
-        if isinstance(e, rx.Function):
-            return self.visit_function(e)
-        if isinstance(e, rx.ShapeExpr):
-            return self.visit_shape_expr(e)
-        return e
-
-    def _new(self, e, fallback):
-        e.struct_info = _deduce(e, self.mod, fallback)
-        return e
-
-    def visit_call(self, e: rx.Call):
-        op = self.visit_expr(e.op) if isinstance(e.op, rx.Expr) else e.op
-        sinfo_args = tuple(self.visit_sinfo(s) for s in e.sinfo_args)
-        args = tuple(self.visit_expr(a) for a in e.args)
-        unchanged = op is e.op and _all_same(sinfo_args, e.sinfo_args) and _all_same(args, e.args)
-        ret = self.visit_sinfo(e.struct_info)
-        if unchanged and ret is e.struct_info:
-            return e
-        call = rx.Call(op, args, e.attrs, sinfo_args, e.span)
-        if unchanged:  # only the result's struct info changed: it is authoritative
-            call.struct_info = ret
-            return call
-        return self._new(call, ret)
-
-    def visit_if(self, e: rx.If):
-        cond = self.visit_expr(e.cond)
-        t, f = self.visit_expr(e.true_branch), self.visit_expr(e.false_branch)
-        s = self.visit_sinfo(e.struct_info)
-        if cond is e.cond and t is e.true_branch and f is e.false_branch and s is e.struct_info:
-            return e
-        return self._new(rx.If(cond, t, f, e.span), e.struct_info)
-
-    def visit_seq(self, seq: rx.SeqExpr):
-        blocks = [self.visit_block(b) for b in seq.blocks]
-        body = self.visit_expr(seq.body)
-        s = self.visit_sinfo(seq.struct_info)
-        new_blocks = _normalize_blocks(blocks)
-        if body is seq.body and s is seq.struct_info and _all_same(new_blocks, seq.blocks):
-            return seq
-        return self._new(rx.SeqExpr(new_blocks, body, seq.span), s)
-
-    def visit_function(self, fn: rx.Function):
-        params, changed = [], False
-        for p in fn.params:
-            new = self.visit_var_def(p)
-            if new is not p:
-                self.var_remap[p] = new
-                changed = True
-            params.append(new)
-        ret = self.visit_sinfo(fn.ret_struct_info) if changed else fn.ret_struct_info
-        body = self.visit_expr(fn.body)
-        if not changed and body is fn.body:
-            return fn
-        body_sinfo = _sinfo(body, self.mod) if body.struct_info is not None else _sinfo(body.body, self.mod)
-        if ret is None or body_sinfo is not None and not si.is_base_of(body_sinfo, ret):
-            # the body became more specific than (or incompatible with) the old result
-            defined = _tir_vars([p.struct_info for p in params], set())
-            ret = si.erase_to_well_defined(body_sinfo, defined) if body_sinfo is not None else ret
-        return rx.Function(params, body, ret, fn.is_pure, fn.attrs, fn.private, fn.span)
-
-    # -- bindings
-    def visit_block(self, block):
-        out: list = []
-        saved, self.in_dataflow = self.in_dataflow, isinstance(block, rx.DataflowBlock)
-        for b in block.bindings:
-            self.visit_binding(b, out)
-        self.in_dataflow = saved
-        return block if _all_same(out, block.bindings) else type(block)(out, block.span)
-
-    def visit_value(self, e):
-        """The value of a binding (a hook: TVM binds every other non-leaf expression)."""
-        return self.visit_expr(e)
-
-    def visit_binding(self, b, out: list) -> None:
-        if isinstance(b, rx.MatchCast):
-            self.visit_match_cast(b, out)
-        else:
-            self.re_emit(b, self.visit_value(b.value), out)
-
-    def re_emit(self, b: rx.VarBinding, value, out: list) -> None:
-        new_var = self.visit_var_def(b.var)
-        if new_var is b.var and value is b.value:
-            out.append(b)
-            return
-        visited = new_var
-        new_var = self.with_sinfo(new_var, _sinfo(value, self.mod))
-        self.var_remap[b.var] = self.var_remap[visited] = self.var_remap[new_var] = new_var
-        out.append(rx.VarBinding(new_var, value, b.span))
-
-    def visit_match_cast(self, b: rx.MatchCast, out: list) -> None:
-        value = self.visit_value(b.value)
-        sinfo = self.visit_sinfo(b.struct_info)
-        new_var = self.visit_var_def(b.var)
-        if new_var is b.var and value is b.value and sinfo is b.struct_info:
-            out.append(b)
-            return
-        visited = new_var
-        new_var = self.with_sinfo(new_var, sinfo)
-        self.var_remap[b.var] = self.var_remap[visited] = self.var_remap[new_var] = new_var
-        if isinstance(value, (rx.Call, rx.TupleGetItem, rx.If, rx.SeqExpr, rx.Function)):
-            # TVM's NormalizeArgument: a match_cast re-emitted with a compound value (left
-            # by the output folding below) casts a variable bound to it just before
-            lv = (rx.DataflowVar if self.in_dataflow else rx.Var)("lv", _sinfo(value, self.mod))
-            out.append(rx.VarBinding(lv, value))
-            value = lv
-        out.append(rx.MatchCast(new_var, value, sinfo, b.span))
+    c = _collect_vars(expr)
+    return list(dict.fromkeys([*c.bound, *c.used]))
 
 
 # ----------------------------------------------------------------------------- 1. symbolic variables
 
 
-def _runtime_prim_vars(body) -> set:
+class _RuntimePrimVars(ExprVisitor):
     """TIR variables used by the computation itself (in R.prim_value), not only in struct
     info or shape values (TVM's RuntimePrimVarCollector)."""
-    out: set = set()
-    stack = [body]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, rx.PrimValue):
-            _tir_vars(e.value, out)
-        stack.extend(rx.sub_exprs(e))
-    return out
+
+    def __init__(self) -> None:
+        self.vars: set = set()
+
+    def visit_prim_value_(self, e: rx.PrimValue) -> None:
+        self.vars.update(tir_vars(e.value))
+
+    def visit_struct_info(self, s) -> None:
+        pass
 
 
-class _SymbolicVarCanonicalizer(_Mutator):
+def _runtime_prim_vars(body) -> set:
+    collector = _RuntimePrimVars()
+    collector.visit_expr(body)
+    return collector.vars
+
+
+class _SymbolicVarCanonicalizer(ExprMutator):
+    normalize_all_blocks = True  # as TVM's ExprMutator (see relax_visitor)
+
     def __init__(self, mod: IRModule) -> None:
         super().__init__(mod)
         self.known: dict = {}  # tir.Var -> (value, the MatchCast that implied it)
@@ -521,26 +276,26 @@ class _SymbolicVarCanonicalizer(_Mutator):
         out = _substitute(e, {v: value for v, (value, _) in self.known.items()})
         return e if out is e else _simplify(out)
 
-    def visit_prim_field(self, e):
+    def visit_struct_info_prim_field(self, e):
         return self.canonical(e) if self.canonicalize else e
 
-    def visit_shape_expr(self, e: rx.ShapeExpr):
+    def visit_shape_expr_(self, e: rx.ShapeExpr):
         if not self.canonicalize:
             return e
         values = tuple(self.canonical(v) for v in e.values)
-        return e if _all_same(values, e.values) else rx.ShapeExpr(values, e.span)
+        return e if all(a is b for a, b in zip(values, e.values)) else rx.ShapeExpr(values, e.span)
 
-    def visit_function(self, fn: rx.Function):
+    def visit_function_(self, fn: rx.Function):
         saved = dict(self.known), self.runtime_uses
         self.runtime_uses = _runtime_prim_vars(fn.body)
         try:
-            return super().visit_function(fn)
+            return super().visit_function_(fn)
         finally:
             self.known, self.runtime_uses = saved
 
-    def visit_match_cast(self, b: rx.MatchCast, out: list) -> None:
+    def visit_match_cast(self, b: rx.MatchCast) -> None:
         runtime_use = False
-        for var, value in _infer_symbolic_var_map(b.var.struct_info, _sinfo(b.value, self.mod)).items():
+        for var, value in _infer_symbolic_var_map(b.var.struct_info, struct_info_of(b.value, self.mod)).items():
             runtime_use = runtime_use or var in self.runtime_uses
             if var in self.known:
                 old, source = self.known[var]
@@ -555,11 +310,11 @@ class _SymbolicVarCanonicalizer(_Mutator):
         # a match_cast defining a symbol the computation uses keeps its own pattern
         saved, self.canonicalize = self.canonicalize, not runtime_use
         try:
-            super().visit_match_cast(b, out)
+            super().visit_match_cast(b)
         finally:
             self.canonicalize = saved
 
-    def visit_if(self, e: rx.If):
+    def visit_if_(self, e: rx.If):
         cond = self.visit_expr(e.cond)
         saved = dict(self.known)
         t = self.visit_expr(e.true_branch)
@@ -571,17 +326,19 @@ class _SymbolicVarCanonicalizer(_Mutator):
         # The branches may know different values of a symbol (one is specialised for
         # N == 16): each ends in a match_cast back to the if's struct info, which the
         # generic LCA would otherwise reduce to `ndim` only.
-        s = self.visit_sinfo(e.struct_info)
+        s = self.visit_struct_info(e.struct_info)
         if s is not None:
             t = self._cast_branch(t, "then_branch_with_dyn", s)
             f = self._cast_branch(f, "else_branch_with_dyn", s)
-        return self._new(rx.If(cond, t, f, e.span), s)
+        out = rx.If(cond, t, f, e.span)
+        out.struct_info = deduce_struct_info(out, self.mod, s)
+        return out
 
     def _cast_branch(self, branch: rx.SeqExpr, name: str, s) -> rx.SeqExpr:
-        if _same(s, _sinfo(branch, self.mod)):
+        if same_struct_info(s, struct_info_of(branch, self.mod)):
             return branch
         var = rx.Var(name, s)
-        blocks = _normalize_blocks([rx.BindingBlock([rx.MatchCast(var, branch, s)])])
+        blocks = normalize_blocks([rx.BindingBlock([rx.MatchCast(var, branch, s)])])
         out = rx.SeqExpr(blocks, var, branch.span)
         out.struct_info = s
         return out
@@ -613,7 +370,7 @@ def _chain_end(v, trivial: dict, root: dict):
     return v
 
 
-class _Planner:
+class _Planner(ExprVisitor):
     """TVM's CanonicalizePlanner: finds the trivial bindings, the bindings of constants and
     known tuples, and the variables used outside their dataflow block."""
 
@@ -633,7 +390,7 @@ class _Planner:
         self.new_var_blocks: dict = {}
 
     def plan(self, fn) -> _Plan:
-        self.expr(fn)
+        self.visit_expr(fn)
         # Deviation from TVM 0.27: through a projection of an earlier block's output tuple
         # (`a = t[0]`, t = (f, ..) an output of the block defining the DataflowVar f) TVM
         # may use f outside its block, which is ill-formed (TVM's own well_formed says so).
@@ -702,60 +459,35 @@ class _Planner:
     def inside_dataflow(self) -> bool:
         return isinstance(self.block, rx.DataflowBlock)
 
-    def use(self, v: rx.Var) -> None:
+    def visit_var_(self, v: rx.Var) -> None:
         if not self.inside_dataflow() or (v in self.def_blocks and self.block is not None
                                           and self.block is not self.def_blocks[v]):
             self.used_outside.add(v)
         if self.in_function <= 1:  # not inside a nested function
             self.use_sites.append((v, self.block, self.user))
-        self.sinfo(v.struct_info)
+        self.visit_struct_info(v.struct_info)
 
-    def sinfo(self, s) -> None:
-        if isinstance(s, rx.TensorStructInfo) and isinstance(s.shape, rx.Var):
-            self.use(s.shape)
-        elif isinstance(s, rx.TupleStructInfo):
-            for f in s.fields_:
-                self.sinfo(f)
+    def visit_seq_expr_(self, e: rx.SeqExpr) -> None:
+        saved, self.block = self.block, None  # nested scopes (if-branches) start afresh
+        super().visit_seq_expr_(e)
+        self.block = saved
 
-    def expr(self, e) -> None:
-        if isinstance(e, rx.Var):
-            self.use(e)
-        elif isinstance(e, rx.Call):
-            if isinstance(e.op, rx.Expr):
-                self.expr(e.op)
-            for s in e.sinfo_args:
-                self.sinfo(s)
-            for a in e.args:
-                self.expr(a)
-        elif isinstance(e, rx.Tuple):
-            for f in e.fields_:
-                self.expr(f)
-        elif isinstance(e, rx.TupleGetItem):
-            self.expr(e.tuple_value)
-        elif isinstance(e, rx.If):
-            self.expr(e.cond)
-            self.expr(e.true_branch)
-            self.expr(e.false_branch)
-        elif isinstance(e, rx.SeqExpr):
-            saved, self.block = self.block, None  # nested scopes (if-branches) start afresh
-            for block in e.blocks:
-                self.block = block
-                for b in block.bindings:
-                    self.binding(b)
-                self.block = None
-            self.expr(e.body)
-            self.block = saved
-        elif isinstance(e, rx.Function):
-            saved, self.block = self.block, None
-            self.used_outside.update(free_vars(e))  # what a closure captures escapes
-            for p in e.params:
-                self.var_def(p)
-            self.in_function += 1
-            self.expr(e.body)
-            self.in_function -= 1
-            self.block = saved
+    def visit_binding_block(self, block: rx.BindingBlock) -> None:
+        self.block = block
+        super().visit_binding_block(block)
+        self.block = None
 
-    def var_def(self, v: rx.Var) -> None:
+    def visit_function_(self, fn: rx.Function) -> None:
+        saved, self.block = self.block, None
+        self.used_outside.update(free_vars(fn))  # what a closure captures escapes
+        for p in fn.params:
+            self.visit_var_def(p)
+        self.in_function += 1
+        self.visit_expr(fn.body)
+        self.in_function -= 1
+        self.block = saved
+
+    def visit_var_def(self, v: rx.Var) -> None:
         if self.inside_dataflow():
             self.defined_in_dataflow[v] = None
 
@@ -783,7 +515,7 @@ class _Planner:
             first = unwrap(e.fields_[0])
             if not isinstance(first, rx.TupleGetItem):
                 return None
-            tuple_sinfo = _sinfo(first.tuple_value, self.mod)
+            tuple_sinfo = struct_info_of(first.tuple_value, self.mod)
             if not isinstance(tuple_sinfo, rx.TupleStructInfo) or len(tuple_sinfo) != len(e.fields_):
                 return None
             earlier = unwrap(first.tuple_value)
@@ -796,8 +528,9 @@ class _Planner:
             return earlier
         return None
 
-    def binding(self, b) -> None:
-        same_sinfo = isinstance(b, rx.VarBinding) or _same(b.var.struct_info, _sinfo(b.value, self.mod))
+    def visit_binding(self, b) -> None:
+        same_sinfo = isinstance(b, rx.VarBinding) or same_struct_info(b.var.struct_info,
+                                                                      struct_info_of(b.value, self.mod))
         value = b.value
         unwrapped = self.unwrap_known_value(value)
         if unwrapped is not None:
@@ -809,29 +542,32 @@ class _Planner:
         self.known_bindings[b.var] = value
         self.def_blocks[b.var] = self.block
         saved, self.user = self.user, b.var
-        self.expr(b.value)
+        self.visit_expr(b.value)
         self.user = saved
         if isinstance(b, rx.MatchCast):
-            self.sinfo(b.struct_info)
-        self.var_def(b.var)
+            self.visit_struct_info(b.struct_info)
+        self.visit_var_def(b.var)
 
 
-class _BindingCanonicalizer(_Mutator):
+class _BindingCanonicalizer(ExprMutator):
+    normalize_all_blocks = True  # as TVM's ExprMutator (see relax_visitor)
+
     def __init__(self, mod: IRModule, planner: _Planner, fn: rx.Function) -> None:
         super().__init__(mod)
         self.plan = planner.plan(fn)
         self.planner = planner
         self.block = None  # the (input) block being rewritten
+        self.bound_value = None  # the value of the binding being rewritten
 
-    def visit_expr(self, e):
+    def visit_tuple_getitem_(self, e: rx.TupleGetItem):
         # A projection inside another expression is, in TVM's normal form, a binding of
         # its own (`lv = t[0]`), which the plan would fold: a projection of a known tuple
-        # becomes the field.
-        if isinstance(e, rx.TupleGetItem):
+        # becomes the field. A binding's own value is left to the plan.
+        if e is not self.bound_value:
             field = self.planner.unwrap_known_value(e)
             if field is not None and not self.foreign(field):
                 return self.visit_expr(field)
-        return super().visit_expr(e)
+        return super().visit_tuple_getitem_(e)
 
     def foreign(self, v) -> bool:
         """Is `v`, once replaced, a DataflowVar of another block than the one rewritten?"""
@@ -840,30 +576,26 @@ class _BindingCanonicalizer(_Mutator):
             final = self.plan.replace_usage[final]
         return isinstance(final, rx.DataflowVar) and self.planner.def_blocks.get(v) is not self.block
 
-    def visit_value(self, e):
-        if isinstance(e, rx.TupleGetItem):  # a binding's own value is left to the plan
-            return super().visit_expr(e)
-        return self.visit_expr(e)
-
-    def visit_binding(self, b, out: list) -> None:
+    def visit_binding(self, b) -> None:
         if b.var not in self.plan.remove:
-            super().visit_binding(b, out)
+            self.bound_value = b.value
+            super().visit_binding(b)
 
     def visit_var_def(self, v: rx.Var) -> rx.Var:
         while v in self.plan.replace_binding:
             v = self.plan.replace_binding[v]
         return super().visit_var_def(v)
 
-    def visit_var_use(self, v: rx.Var):
+    def visit_var_(self, v: rx.Var):
         while v in self.plan.replace_usage:
             v = self.plan.replace_usage[v]
         if v in self.plan.inline_constant:
             return self.visit_expr(self.plan.inline_constant[v])
-        return super().visit_var_use(v)
+        return super().visit_var_(v)
 
-    def visit_block(self, block):
+    def visit_binding_block(self, block):
         saved, self.block = self.block, block
-        new = super().visit_block(block)
+        new = super().visit_binding_block(block)
         self.block = saved
         return self.fold_outputs(new) if isinstance(new, rx.DataflowBlock) else new
 

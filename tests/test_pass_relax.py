@@ -1526,7 +1526,7 @@ def test_cb_leaves_other_dialects_alone():
 def _with_closure():
     """TVM's test_inner_function, smaller: main binds a local function that captures k, a
     dataflow output (the parser has no nested functions: it is spliced in)."""
-    from passes.canonicalize_bindings import _Mutator
+    from irtool.ir.relax_visitor import ExprMutator
 
     mod = module("""
     @I.ir_module
@@ -1553,7 +1553,7 @@ def _with_closure():
     inner, main = mod["inner"], mod["main"]
     (block, tail) = main.body.blocks
     k = block.bindings[1].var
-    capture = _Mutator(mod)
+    capture = ExprMutator(mod)
     capture.var_remap[inner.params[1]] = k  # b is now the captured k
     fn = rx.Function([inner.params[0]], capture.visit_expr(inner.body), inner.ret_struct_info)
     f = rx.Var("f", fn.struct_info)
