@@ -41,6 +41,8 @@ from irtool.analysis.graph_partitioner import (
     Group,
     IndexedForwardGraph,
 )
+from irtool.analysis.relax_fusion import fuse_module as fuse_relax_module
+from irtool.ir import relax as rx
 from irtool.ir.expr import Attrs, Call, Constant, Function, If, Let, Op, Tuple, TupleGetItem, Var
 from irtool.ir.types import ANY, TensorType, TupleType
 from irtool.ir.visitor import post_order
@@ -48,6 +50,7 @@ from irtool.ops.registry import lookup
 from irtool.transform import FunctionPass, PassContext, register, register_config
 
 register_config("relay.FuseOps.max_depth", int)
+register_config("relax.FuseOps.max_depth", int)
 register_config("relay.FuseOps.link_params", bool)
 # TVM reads this limit from the target (`max_function_args`); irtool has no targets yet
 register_config("relay.FuseOps.max_function_args", int)
@@ -393,3 +396,13 @@ class FuseOps(FunctionPass):
             ctx.get_config("relay.FuseOps.max_function_args", 0) if self.max_function_args == -1
             else self.max_function_args,
             self.link_params or ctx.get_config("relay.FuseOps.link_params", False))
+
+    def transform_module(self, mod, ctx: PassContext):
+        mod = super().transform_module(mod, ctx)  # Relay functions, one by one
+        if not any(isinstance(fn, rx.Function) for fn in mod.functions.values()):
+            return mod
+        # Relax: a module pass, since fused functions join the module under unique names
+        return fuse_relax_module(
+            mod,
+            ctx.opt_level if self.fuse_opt_level == -1 else self.fuse_opt_level,
+            ctx.get_config("relax.FuseOps.max_depth", MAX_FUSED_OPS) if self.max_depth == -1 else self.max_depth)
