@@ -375,8 +375,16 @@ def create_prim_func(args: Sequence, index_dtype: str = "int64") -> tir.PrimFunc
                 raise ValueError(f"placeholder {op.name} is not an argument of the function")
             buffers[id(op.output)] = _decl_buffer(op.name, op.shape, op.dtype)
             continue
-        if len(op.outputs) != 1:
-            raise NotImplementedError("compute ops with several outputs")
+        if len(op.outputs) != 1:  # a tuple reduction (argmax): its op builds its own sblock
+            if not hasattr(op, "make_stmt"):
+                raise NotImplementedError("compute ops with several outputs")
+            out_bufs = [_decl_buffer(f"{op.name}_v{t.value_index}", t.shape, t.dtype) for t in op.outputs]
+            for t, b in zip(op.outputs, out_bufs):
+                buffers[id(t)] = b
+                if id(t) not in is_arg:
+                    root_alloc.append(b)
+            stmts.append(op.make_stmt(out_bufs, buffers, names, index_dtype))
+            continue
         out = op.outputs[0]
         buf = _decl_buffer(op.name, out.shape, out.dtype)
         buffers[id(out)] = buf
@@ -451,7 +459,15 @@ def _region(buffer: tir.Buffer, points: list) -> tir.BufferRegion:
         idx = [p[dim] for p in points]
         first = idx[0]
         offsets = [_const_offset(first, i) for i in idx]
-        if all(o == 0 for o in offsets):
+        if any(_has_call(i) for i in idx):  # TVM's IntSet: a call's value is unknown
+            bounds = [_call_bounds(i) for i in idx]
+            lo, hi = [b[0] for b in bounds], [b[1] for b in bounds]
+            if None in lo or None in hi:
+                ranges.append(tir.Range(tb.const(0, extent.dtype), extent))
+            else:
+                ranges.append(tir.Range(tb.const(builtins.min(lo), first.dtype),
+                                        tb.const(builtins.max(hi) - builtins.min(lo) + 1, first.dtype)))
+        elif all(o == 0 for o in offsets):
             ranges.append(tir.Range(first, tb.const(1, first.dtype)))
         elif all(o is not None for o in offsets):
             lo, hi = builtins.min(offsets), builtins.max(offsets)
@@ -459,6 +475,29 @@ def _region(buffer: tir.Buffer, points: list) -> tir.BufferRegion:
         else:
             ranges.append(tir.Range(tb.const(0, extent.dtype), extent))
     return tir.BufferRegion(buffer, ranges)
+
+
+def _has_call(e) -> bool:
+    if isinstance(e, tir.Call):
+        return True
+    if isinstance(e, tir.Node) and not isinstance(e, tir.BufferLoad):
+        return any(_has_call(getattr(e, f)) for f in type(e).fields)
+    return isinstance(e, tuple) and any(_has_call(x) for x in e)
+
+
+def _call_bounds(e) -> tuple:
+    """Constant bounds (lo, hi; None: unbounded) of an index holding a call, as TVM's IntSet
+    evaluation finds them: only clamps by constants (`T.max(T.min(call, 3), 0)`) bound it."""
+    if isinstance(e, tir.IntImm):
+        return e.value, e.value
+    if isinstance(e, tir.Cast):
+        return _call_bounds(e.value)
+    if isinstance(e, tir.BinOp) and e.op in ("min", "max") and isinstance(e.b, tir.IntImm):
+        (lo, hi), c = _call_bounds(e.a), e.b.value
+        if e.op == "min":
+            return (None if lo is None else builtins.min(lo, c)), (c if hi is None else builtins.min(hi, c))
+        return (c if lo is None else builtins.max(lo, c)), (None if hi is None else builtins.max(hi, c))
+    return None, None
 
 
 def _const_offset(a: tir.PrimExpr, b: tir.PrimExpr) -> int | None:

@@ -62,8 +62,20 @@ def _load() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        from . import broadcast, elemwise, linalg, nn  # noqa: F401  (they register their ops)
-        from . import creation, image, transform  # noqa: F401
+        from . import (  # noqa: F401  (they register their ops)
+            activation,
+            broadcast,
+            conv_transpose,
+            creation,
+            elemwise,
+            image,
+            linalg,
+            nn,
+            norm,
+            pool,
+            reduce,
+            transform,
+        )
 
 
 __all__ = ["LEGALIZE", "LegalizeFunc", "legalization", "register_legalize"]

@@ -612,11 +612,20 @@ class _TirBuilder(_Builder):
         dims = []
         for d in value:
             if isinstance(d, str):
-                d = self.lookup_or_symbol(d, node)
+                d = self.lookup_or_symbol(d, node) if d.isidentifier() else self.string_dim(d, node)
             if not isinstance(d, (int, tir.PrimExpr)) or isinstance(d, bool):
                 self.error("a buffer dimension must be an integer expression", node)
             dims.append(_as_prim(d, "int32"))
         return tuple(dims)
+
+    def string_dim(self, text: str, node):
+        """A dimension written as a string, `"n * 4"` (TVM prints a signature's compound
+        symbolic dims that way): parsed and evaluated like the expression it spells."""
+        try:
+            tree = _syntax_tree(f"_ = {text}\n", SourceFile("<dim>", f"_ = {text}\n"))
+        except DiagnosticError:
+            self.error(f"`\"{text}\"` is not a shape expression", node)
+        return self.eval(tree.children[0].children[0].children[1])
 
     def lookup_or_symbol(self, name: str, node):
         for scope in reversed(self.scopes):
@@ -1496,15 +1505,6 @@ class _RelaxBuilder(_TirBuilder):
                 return scope[name]
         return None
 
-    def string_dim(self, text: str, node):
-        """A dimension written as a string, `"n * 4"` (TVM prints a signature's compound
-        symbolic dims that way): parsed and evaluated like the expression it spells."""
-        try:
-            tree = _syntax_tree(f"_ = {text}\n", SourceFile("<dim>", f"_ = {text}\n"))
-        except DiagnosticError:
-            self.error(f"`\"{text}\"` is not a shape expression", node)
-        return self.eval(tree.children[0].children[0].children[1])
-
     def symbol(self, name, node):
         for scope in reversed(self.scopes):
             if name in scope:
@@ -1788,7 +1788,9 @@ class _RelaxBuilder(_TirBuilder):
         tir_vars = kw.pop("tir_vars", None) if not extra else extra[0]
         if kw:
             self.error(f"unexpected argument `{next(iter(kw))}`", node)
-        args_expr = self.to_expr(args if isinstance(args, (tuple, list)) else (args,), node)
+        # TVM wraps a single argument in a tuple unless it is tuple-typed already (`R.tuple()`)
+        is_tuple = isinstance(args, rx.Expr) and isinstance(getattr(args, "struct_info", None), rx.TupleStructInfo)
+        args_expr = self.to_expr(args if isinstance(args, (tuple, list)) or is_tuple else (args,), node)
         call_args = [func, args_expr]
         if tir_vars is not None:
             call_args.append(tir_vars if isinstance(tir_vars, rx.ShapeExpr) else

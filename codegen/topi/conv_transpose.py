@@ -1,0 +1,101 @@
+"""R.nn.conv2d_transpose: TOPI's python/tvm/topi/nn/conv2d_transpose.py (NCHW data, IOHW kernel)
+and dilate.py, as TVM's legalization calls them.
+
+    data_dilate       the input spread by the strides (zeros between; a copy for stride 1)
+    data_pad          TOPI's Python pad by (kernel - 1 - padding) (+ output_padding after)
+    kernel_dilate     only with dilation: the kernel spread the same way
+    kernel_transform  the kernel with in/out channels swapped and flipped spatially
+                      (axes o, i, h, w; i, o, h, w when grouped)
+    compute           a plain convolution over dc, dh, dw (axes b, c, h, w)
+"""
+
+from __future__ import annotations
+
+from .. import te
+from .. import tir_build as tb
+from ..simplify import simplify
+from . import register_legalize
+from .common import const_int
+from .nn import pad
+
+
+def dilate(data: te.Tensor, strides: list[int], dilation_value: float = 0.0, name: str = "DilatedInput") -> te.Tensor:
+    n = len(data.shape)
+    out_shape = [simplify(tb.add(tb.mul(tb.sub(data.shape[i], 1), strides[i]), 1)) for i in range(n)]
+
+    def element(*indices):
+        not_zero, index = [], []
+        for i in range(n):
+            if strides[i] != 1:
+                index.append(tb.floordiv(indices[i], strides[i]))
+                not_zero.append(tb.eq(tb.floormod(indices[i], strides[i]), 0))
+            else:
+                index.append(indices[i])
+        if not_zero:
+            return tb.if_then_else(tb.all_(*not_zero), data(*index), tb.const(dilation_value, data.dtype))
+        return data(*index)
+
+    return te.compute(out_shape, element, name=name)
+
+
+def conv2d_transpose_nchw(data: te.Tensor, kernel: te.Tensor, strides: list[int], padding: list[int],
+                          out_dtype: str, output_padding: list[int], groups: int = 1) -> te.Tensor:
+    """TOPI's conv2d_transpose_nchw (groups == 1) and group_conv2d_transpose_nchw."""
+    in_channels = data.shape[1]
+    _, out_c, filter_h, filter_w = kernel.shape
+    fh, fw = const_int(filter_h), const_int(filter_w)
+    data_dilate = dilate(data, [1, 1, strides[0], strides[1]], name="data_dilate")
+    top, left, bottom, right = padding
+    data_pad = pad(data_dilate, [0, 0, fh - 1 - top, fw - 1 - left],
+                   [0, 0, fh - 1 - bottom + output_padding[0], fw - 1 - right + output_padding[1]],
+                   name="data_pad")
+    if groups == 1:
+        kernel_transform = te.compute((out_c, in_channels, filter_h, filter_w),
+                                      lambda o, i, h, w: kernel(i, o, tb.sub(fh - 1, h), tb.sub(fw - 1, w)),
+                                      name="kernel_transform")
+    else:
+        kernel_transform = te.compute((out_c, in_channels, filter_h, filter_w),
+                                      lambda i, o, h, w: kernel(o, i, tb.sub(fh - 1, h), tb.sub(fw - 1, w)),
+                                      name="kernel_transform")
+    batch, in_c, in_h, in_w = data_pad.shape
+    out_c, _, filter_h, filter_w = kernel_transform.shape
+    out_channels = simplify(tb.mul(out_c, groups)) if groups != 1 else simplify(out_c)
+    out_h = simplify(tb.add(tb.sub(in_h, filter_h), 1))
+    out_w = simplify(tb.add(tb.sub(in_w, filter_w), 1))
+    dc = te.reduce_axis((0, tb.floordiv(in_c, groups) if groups != 1 else in_c), name="dc")
+    dh = te.reduce_axis((0, filter_h), name="dh")
+    dw = te.reduce_axis((0, filter_w), name="dw")
+
+    def element(b, c, h, w):
+        if groups == 1:
+            lhs = data_pad(b, dc.var, tb.add(h, dh.var), tb.add(w, dw.var))
+            rhs = kernel_transform(c, dc.var, dh.var, dw.var)
+        else:
+            per_group_out = tb.floordiv(out_channels, groups)
+            channel = tb.add(tb.mul(tb.floordiv(c, per_group_out), tb.floordiv(in_c, groups)), dc.var)
+            lhs = data_pad(b, channel, tb.add(h, dh.var), tb.add(w, dw.var))
+            rhs = kernel_transform(tb.floormod(c, per_group_out), channel, dh.var, dw.var)
+        return te.sum(tb.mul(tb.cast(out_dtype, lhs), tb.cast(out_dtype, rhs)), axis=[dc, dh, dw])
+
+    tag = "conv2d_transpose_nchw" if groups == 1 else "group_conv2d_transpose_nchw"
+    return te.compute((batch, out_channels, out_h, out_w), element, tag=tag)
+
+
+@register_legalize("relax.nn.conv2d_transpose")
+def _conv2d_transpose(bb, call):
+    at = call.attrs
+    if at["out_layout"] != at["data_layout"] or at["data_layout"] != "NCHW" or at["kernel_layout"] != "IOHW":
+        return call
+    strides = [int(s) for s in at["strides"]]
+    padding = [int(p) for p in at["padding"]]
+    output_padding = [int(o) for o in at["output_padding"]]
+    groups = int(at["groups"])
+    dilation = [int(d) for d in at["dilation"]]
+    out_dtype = call.struct_info.dtype
+
+    def te_conv2d_transpose(data, kernel):
+        if any(d != 1 for d in dilation):
+            kernel = dilate(kernel, [1, 1, dilation[0], dilation[1]], name="kernel_dilate")
+        return conv2d_transpose_nchw(data, kernel, strides, padding, out_dtype, output_padding, groups)
+
+    return bb.call_te(te_conv2d_transpose, call.args[0], call.args[1], primfunc_name_hint="conv2d_transpose")

@@ -1,0 +1,146 @@
+"""Pooling: TOPI's C++ include/tvm/topi/nn/pooling.h (pool_impl_nd, adaptive_pool_impl) and the
+C++ `pad` of include/tvm/topi/nn.h, as TVM's legalizations of R.nn.max_pool2d and
+R.nn.adaptive_avg_pool2d call them.
+
+    max_pool2d           `pad_temp` (only when some padding is nonzero; ceil_mode adds
+                         stride - 1 after) filled with the dtype's lowest value, then
+                         `pool_max` over ax0.. and reduce axes rv0, rv1 (sblock attr
+                         schedule_rule "meta_schedule.pool_max")
+    adaptive_avg_pool2d  `adaptive_pool_sum` over rv0, rv1, then `adaptive_pool_avg`
+                         (schedule_rule "meta_schedule.adaptive_pool_avg") dividing by the
+                         window size
+
+Windows are built as TVM's arithmetic simplifier leaves them in the cases handled here:
+adaptive pooling only where each output size divides the input size (window
+`o * (in / out) + rv`, a constant divisor); other sizes, and avg_pool2d, stay unlegalized
+(see the report in tests/test_legalize_nn.py).
+"""
+
+from __future__ import annotations
+
+from irtool.ir import tir
+
+from .. import te
+from .. import tir_build as tb
+from ..simplify import simplify
+from . import register_legalize
+from .common import const_int
+
+
+def height_width_axes(layout: str) -> list[int] | None:
+    """TOPI's find_height_width: the positions of H and W (neither may be split)."""
+    if "h" in layout or "w" in layout or "H" not in layout or "W" not in layout:
+        return None
+    return [layout.index("H"), layout.index("W")]
+
+
+def topi_pad(t: te.Tensor, pad_before: list, pad_after: list, pad_value: tir.PrimExpr,
+             name: str = "T_pad") -> te.Tensor:
+    """TOPI's C++ pad (constant mode): conditions only on the padded sides."""
+    before = [tb.cast("int32", p) for p in pad_before]
+    after = [tb.cast("int32", p) for p in pad_after]
+    out_shape = [simplify(tb.add(tb.add(d, b), a)) for d, b, a in zip(t.shape, before, after)]
+
+    def element(ovars):
+        indices, sel = [], []
+        for i, v in enumerate(ovars):
+            if not (isinstance(before[i], tir.IntImm) and before[i].value == 0):
+                sel.append(tb.ge(v, before[i]))
+                indices.append(tb.sub(v, before[i]))
+            else:
+                indices.append(v)
+            if not (isinstance(after[i], tir.IntImm) and after[i].value == 0):
+                sel.append(simplify(tb.lt(v, tb.add(before[i], t.shape[i]))))
+        if sel:
+            cond = tb.const(True, "bool")
+            for s in sel:
+                cond = tb.logical_and(cond, s)
+            return tb.if_then_else(cond, t(*indices), pad_value)
+        return t(*indices)
+
+    return te.compute_ax(out_shape, element, name=name, tag="elemwise")
+
+
+def max_pool(x: te.Tensor, kernel, stride, dilation, padding, ceil_mode: bool, axes: list[int]) -> te.Tensor:
+    """pool_impl_nd with pool_type max."""
+    k = len(kernel)
+    pad_before, pad_after = [0] * len(x.shape), [0] * len(x.shape)
+    out_shape = list(x.shape)
+    raxes = []
+    do_pad = False
+    for i, ii in enumerate(axes):
+        head, tail = int(padding[i]), int(padding[i + k])
+        if ceil_mode:
+            tail += int(stride[i]) - 1
+        do_pad = do_pad or head != 0 or tail != 0
+        raxes.append(te.reduce_axis((0, int(kernel[i])), name=f"rv{i}"))
+        pad_before[ii], pad_after[ii] = head, tail
+        numerator = tb.add(tb.add(tb.sub(tb.sub(x.shape[ii], (int(kernel[i]) - 1) * int(dilation[i])), 1), head),
+                           tail)
+        raw_out = tb.add(tb.floordiv(numerator, int(stride[i])), 1)
+        if ceil_mode:
+            invalid_last = tb.ge(tb.mul(tb.sub(raw_out, 1), int(stride[i])), tb.add(x.shape[ii], head))
+            out_shape[ii] = simplify(tb.if_then_else(invalid_last, tb.sub(raw_out, 1), raw_out))
+        else:
+            out_shape[ii] = simplify(raw_out)
+    temp = topi_pad(x, pad_before, pad_after, tb.min_value(x.dtype), "pad_temp") if do_pad else x
+
+    def element(output):
+        indices = list(output)
+        for i, ii in enumerate(axes):
+            window, offset = tb.mul(output[ii], int(stride[i])), tb.mul(raxes[i].var, int(dilation[i]))
+            # the simplifier's canonical order: the term of larger scale first
+            indices[ii] = tb.add(offset, window) if int(dilation[i]) > int(stride[i]) else tb.add(window, offset)
+        return te.max(temp(*indices), axis=raxes)
+
+    return te.compute_ax(out_shape, element, name="pool_max", tag="pool_max",
+                         attrs={"schedule_rule": "meta_schedule.pool_max"})
+
+
+def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Tensor:
+    """adaptive_pool_impl with pool_type avg, where every output size divides its input size."""
+    out_shape = list(x.shape)
+    ratios = []
+    for size, ii in zip(output_size, axes):
+        out_shape[ii] = size
+        ratios.append(const_int(x.shape[ii]) // const_int(size))
+    raxes = [te.reduce_axis((0, r), name=f"rv{i}") for i, r in enumerate(ratios)]
+
+    def window_sum(output):
+        indices = list(output)
+        for i, ii in enumerate(axes):
+            indices[ii] = tb.add(tb.mul(output[ii], ratios[i]), raxes[i].var)
+        return te.sum(x(*indices), axis=raxes)
+
+    pool_sum = te.compute_ax(out_shape, window_sum, name="adaptive_pool_sum", tag="adaptive_pool_sum")
+    factor = tb.cast(x.dtype, 1)
+    for r in ratios:
+        factor = tb.mul(factor, tb.cast("int32", r))
+    return te.compute_ax(out_shape, lambda output: tb.div(pool_sum(*output), factor), name="adaptive_pool_avg",
+                         tag="elemwise", attrs={"schedule_rule": "meta_schedule.adaptive_pool_avg"})
+
+
+@register_legalize("relax.nn.max_pool2d")
+def _max_pool2d(bb, call):
+    at = call.attrs
+    axes = height_width_axes(at["layout"])
+    if at["out_layout"] != at["layout"] or axes is None:
+        return call
+    return bb.call_te(max_pool, call.args[0], kernel=list(at["pool_size"]), stride=list(at["strides"]),
+                      dilation=list(at["dilation"]), padding=list(at["padding"]), ceil_mode=at["ceil_mode"],
+                      axes=axes, primfunc_name_hint="max_pool2d")
+
+
+@register_legalize("relax.nn.adaptive_avg_pool2d")
+def _adaptive_avg_pool2d(bb, call):
+    at = call.attrs
+    axes = height_width_axes(at["layout"])
+    if at["out_layout"] != at["layout"] or axes is None:
+        return call
+    shape = call.args[0].struct_info.shape
+    in_sizes = [const_int(shape[i]) for i in axes]
+    out_sizes = list(at["output_size"]) if at["output_size"] is not None else list(in_sizes)
+    if any(i is None or o is None or o == 0 or i % int(o) for i, o in zip(in_sizes, out_sizes)):
+        return call  # uneven windows: see the module docstring
+    return bb.call_te(adaptive_avg_pool, call.args[0], [int(o) for o in out_sizes], axes,
+                      primfunc_name_hint="adaptive_avg_pool2d")
