@@ -148,6 +148,15 @@ class ModuleBuilder:
         self.signatures: dict[str, PackedSignature] = {}
         self._ids = itertools.count()
 
+    def constant_table(self, count: int) -> ir.GlobalVariable:
+        """`@irtool.constants`: the addresses of a model's constants, filled in when it is loaded."""
+        g = self.module.globals.get("irtool.constants")
+        if g is None:
+            t = ir.ArrayType(PTR, max(count, 1))
+            g = ir.GlobalVariable(self.module, t, "irtool.constants")
+            g.initializer = ir.Constant(t, None)
+        return g
+
     def parallel_for_function(self) -> ir.Function:
         if self.runtime_inside:
             from .runtime import build_runtime

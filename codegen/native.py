@@ -67,7 +67,7 @@ def _prim_funcs(mod) -> list[tuple[str, tir.PrimFunc]]:
     return [(name, fn) for name, fn in mod.functions.items() if isinstance(fn, tir.PrimFunc)]
 
 
-def generate_llvm(mod, module_name: str = "irtool") -> tuple[str, dict[str, PackedSignature]]:
+def generate_llvm(mod, module_name: str = "irtool", extra=None) -> tuple[str, dict[str, PackedSignature]]:
     """LLVM IR text (before optimisation) for every PrimFunc of `mod`, and their signatures.
 
     The builder recurses along expression nesting; deeply nested TIR (a 100k-term sum) gets
@@ -76,6 +76,8 @@ def generate_llvm(mod, module_name: str = "irtool") -> tuple[str, dict[str, Pack
         mb = ModuleBuilder(module_name)
         for name, fn in _prim_funcs(mod):
             mb.add(fn, name)
+        if extra is not None:  # more code over the PrimFuncs (a model's entry point)
+            extra(mb)
         return str(mb.module), mb.signatures
 
     return _with_deep_stack(build)
@@ -288,9 +290,9 @@ def _check_array(arr, buf: tir.Buffer, env: dict, fname: str, index: int, pendin
 class NativeLibrary:
     """Every PrimFunc of a module, compiled together and loaded into this process."""
 
-    def __init__(self, mod, opt_level: int = 3, module_name: str = "irtool") -> None:
+    def __init__(self, mod, opt_level: int = 3, module_name: str = "irtool", extra=None) -> None:
         _load_libm()
-        self.llvm_ir, self.signatures = generate_llvm(mod, module_name)
+        self.llvm_ir, self.signatures = generate_llvm(mod, module_name, extra)
         self.tm = target_machine(opt=opt_level)
         runtime()  # the thread pool's symbols, before the engine links them
         llmod = llvm.parse_assembly(self.llvm_ir)

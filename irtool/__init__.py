@@ -1,9 +1,11 @@
-"""irtool: an MLIR-style toolchain for TVM's tensor IRs (Relay today).
+"""irtool: an MLIR-style toolchain for TVM's tensor IRs (Relay, Relax, TIR).
 
     import irtool
     mod = irtool.parse(open("model.ir").read(), "model.ir")
     mod = irtool.transform.Sequential([irtool.transform.get_pass("to-a-normal-form")])(mod)
     print(irtool.to_text(mod))
+    exe = irtool.build(mod)          # native code for the host CPU
+    y = exe(x)
 
 Submodules load lazily so that `irtool-opt` starts fast.
 """
@@ -24,6 +26,7 @@ _LAZY = {
     "DiagnosticError": ("irtool.diagnostics", "DiagnosticError"),
     "interpret": ("irtool.interpreter", "interpret"),
     "infer_types": ("irtool.analysis.type_infer", "infer_types"),
+    "build": ("irtool.codegen.executable", "build"),
 }
 
 
@@ -31,7 +34,7 @@ def __getattr__(name: str):
     if name in _LAZY:
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
-    if name in ("ir", "text", "transform", "passes", "diagnostics", "ops", "analysis", "interpreter"):
+    if name in ("ir", "text", "transform", "passes", "diagnostics", "ops", "analysis", "interpreter", "codegen"):
         return importlib.import_module(f"irtool.{name}")
     raise AttributeError(f"module 'irtool' has no attribute {name!r}")
 

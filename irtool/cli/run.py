@@ -1,7 +1,12 @@
-"""irtool-run: execute a module with the NumPy interpreter.
+"""irtool-run: execute a module with the NumPy interpreter, or as native code.
 
     irtool-run model.ir --input x=x.npy --input w=w.npy [-o out.npz]
     irtool-run model.ir --random-inputs --seed 0
+    irtool-run model.ir --random-inputs --backend native [--threads N] [--repeat N]
+
+With `--backend native` the module is compiled (`irtool.build`) and the compile time is
+printed to stderr; `--repeat N` runs it N more times and prints
+`time: median X ms, min Y ms over N runs` to stderr.
 
 Prints a short summary of each output (type, min/max/mean, first values); `-o` saves
 them as `output_0`, `output_1`, ... in an .npz (tuples are flattened in order), or as
@@ -30,8 +35,34 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for --random-inputs (default 0)")
     p.add_argument("-o", "--output", metavar="FILE", help="save the outputs (.npz, or .npy for one output)")
     p.add_argument("--syntax", choices=("relay", "tvmscript"), help="input syntax (default: detected)")
+    p.add_argument("--backend", choices=("interpreter", "native"), default="interpreter",
+                   help="run with the NumPy interpreter (default) or compile to native code")
+    p.add_argument("--threads", type=int, metavar="N", help="threads for parallel loops (native backend)")
+    p.add_argument("--repeat", type=int, default=0, metavar="N", help="time N more runs (native backend)")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
     return p
+
+
+def _run_native(mod, inputs: dict, args, stderr):
+    import time
+
+    from ..codegen.executable import build
+    from ..codegen.native import set_num_threads
+
+    if args.threads is not None:
+        if args.threads < 1:
+            raise DiagnosticError("--threads must be at least 1")
+        set_num_threads(args.threads)
+    started = time.perf_counter()
+    exe = build(mod, entry=args.entry)
+    stderr.write(f"compile: {(time.perf_counter() - started) * 1e3:.1f} ms\n")
+    if exe.main is None:
+        raise DiagnosticError(f"`@{args.entry}` is not a Relax or Relay function: nothing to run as a model")
+    result = exe.run(inputs)
+    if args.repeat > 0:
+        t = exe.time(*[inputs[n] for n in exe.input_names], repeat=args.repeat, warmup=0)
+        stderr.write(f"time: median {t['median_ms']:.3f} ms, min {t['min_ms']:.3f} ms over {args.repeat} runs\n")
+    return result
 
 
 def _flatten(value, out: list) -> None:
@@ -109,7 +140,17 @@ def run(argv: list[str] | None = None, stdout=None, stderr=None, stdin=None) -> 
                     if p.type_annotation is None:
                         raise DiagnosticError(f"`%{p.name_hint}` has no type: cannot make a random input", p.span)
                     inputs[p.name_hint] = random_input(p.type_annotation, rng)
-        result = interpret(mod, inputs, args.entry)
+        if args.backend == "native":
+            from ..codegen.native import NativeError
+
+            try:
+                result = _run_native(mod, inputs, args, stderr)
+            except NativeError as err:
+                raise DiagnosticError(str(err)) from None
+        else:
+            if args.threads is not None or args.repeat:
+                raise DiagnosticError("--threads and --repeat need --backend native")
+            result = interpret(mod, inputs, args.entry)
         outputs: list = []
         _flatten(result, outputs)
         for i, out in enumerate(outputs):
