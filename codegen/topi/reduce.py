@@ -27,6 +27,7 @@ from . import register_legalize
 from .broadcast import topi_binary
 
 prod_reducer = te.comm_reducer("prod", tb.mul, lambda dtype: tb.const(1, dtype))
+any_reducer = te.comm_reducer("any", tb.logical_or, lambda dtype: tb.const(False, "bool"))
 
 divide = topi_binary("divide")
 subtract = topi_binary("subtract")
@@ -71,7 +72,8 @@ def comm_reduce(data: te.Tensor, axis, reducer: Callable, keepdims: bool = False
 
 
 def topi_sum(data, axis=None, keepdims=False):
-    return comm_reduce(data, axis, te.sum, keepdims)
+    """A sum; TOPI's sum of booleans is `any`."""
+    return comm_reduce(data, axis, any_reducer if data.dtype == "bool" else te.sum, keepdims)
 
 
 def topi_max(data, axis=None, keepdims=False):
