@@ -504,6 +504,12 @@ class Executable:
         times.sort()
         return {"median_ms": times[len(times) // 2], "min_ms": times[0], "repeat": repeat}
 
+    def export_library(self, path: str) -> str:
+        """Write a shared library with the model and its C header; returns the header's path."""
+        from .export import export_library
+
+        return export_library(self, path)
+
     def memory_summary(self) -> str:
         p = self.plan
         return (f"intermediate storage: {p.arena_bytes} bytes planned, {p.naive_bytes} bytes "

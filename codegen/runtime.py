@@ -21,7 +21,8 @@ after a while sleep on it with a futex, so an idle process burns no CPU.
 
 A claim carries its generation, so a worker that wakes late can never run a chunk of the
 next loop with the previous loop's task. A nested or concurrent parallel loop finds the
-pool locked and runs serially. `irtool_set_num_threads(n)` limits the threads (1: serial).
+pool locked and runs serially. `irtool_set_num_threads(n)` limits the threads (1: serial);
+until it is called, every online CPU is used.
 
 Nothing here is host-specific but the futex syscall number and the spin hint, chosen from
 the target triple.
@@ -38,6 +39,7 @@ SPIN = 1 << 16  # pause instructions before a worker sleeps (tens of microsecond
 FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
 _FUTEX_SYSCALL = {"x86_64": 202, "aarch64": 98, "arm64": 98}
 MAX_THREADS = 256
+_SC_NPROCESSORS_ONLN = 84  # glibc's value
 
 
 def futex_syscall(triple: str) -> int | None:
@@ -53,7 +55,7 @@ class _Globals:
             return var
 
         self.lock, self.gen, self.sleepers = g("lock", I32), g("gen", I32), g("sleepers", I32)
-        self.started, self.want = g("started", I32), g("want", I32, 1)
+        self.started, self.want = g("started", I32), g("want", I32, 0)  # 0: every online CPU
         self.task, self.ctx = g("task", PTR, None), g("ctx", PTR, None)
         self.n, self.chunks, self.chunk = g("n", I64), g("chunks", I64), g("chunk", I64)
         self.ticket, self.done, self.status = g("ticket", I64), g("done", I64), g("status", I32)
@@ -161,10 +163,17 @@ def build_runtime(module: ir.Module, triple: str) -> None:
     # ---- irtool_parallel_for
     pthread_create = ir.Function(module, ir.FunctionType(I32, [PTR, PTR, PTR, PTR]), "pthread_create")
     pthread_detach = ir.Function(module, ir.FunctionType(I32, [I64]), "pthread_detach")
+    sysconf = ir.Function(module, ir.FunctionType(I64, [I32]), "sysconf")
     pfor = ir.Function(module, ir.FunctionType(I32, [PTR, PTR, I64]), "irtool_parallel_for")
     task, ctx, total = pfor.args
     b = ir.IRBuilder(pfor.append_basic_block("entry"))
     serial, locked, go = (pfor.append_basic_block(n) for n in ("serial", "locked", "go"))
+    want = atomic_load(b, g.want, I32)
+    with b.if_then(b.icmp_signed("==", want, I32(0))):  # first use, nobody chose: the online CPUs
+        online = b.trunc(b.call(sysconf, [I32(_SC_NPROCESSORS_ONLN)]), I32)
+        online = b.select(b.icmp_signed("<", online, I32(1)), I32(1), online)
+        online = b.select(b.icmp_signed(">", online, I32(MAX_THREADS)), I32(MAX_THREADS), online)
+        b.cmpxchg(g.want, I32(0), online, "acq_rel", "acquire")
     want = atomic_load(b, g.want, I32)
     few = b.or_(b.icmp_signed("<=", want, I32(1)), b.icmp_signed("<=", total, I64(1)))
     try_lock = pfor.append_basic_block("try_lock")

@@ -55,10 +55,10 @@ def run(argv: list[str] | None = None, stdout=None, stderr=None) -> int:
             stderr.write(f"{args.model}: warning: {w.message}\n")
         text = to_text(mod, show_types=args.print_types)
         if args.output and args.output != "-":
-            from .opt import _write_atomically
+            from . import write_atomically
 
             try:
-                _write_atomically(args.output, text)
+                write_atomically(args.output, text)
             except OSError as err:
                 stderr.write(f"{args.output}: error: cannot write output: {err.strerror or err}\n")
                 return 1

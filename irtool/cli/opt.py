@@ -11,14 +11,12 @@ IR dumps (`--print-ir-*`) and timing go to stderr; the result goes to stdout or 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
-import tempfile
 import time
 
 from ..diagnostics import DiagnosticError
-from . import report_internal_error, run_main
+from . import report_internal_error, run_main, write_atomically
 
 SPLIT_MARKER = "// -----"
 _SPLIT_RE = re.compile(r"^(?://|#) -----[ \t]*$", re.M)  # `# -----` in TVMScript files
@@ -286,25 +284,6 @@ def _verify_roundtrip(mod, out: str, name: str) -> None:
         raise DiagnosticError(f"round trip failed: printing is not a fixed point (line {first + 1} differs)")
 
 
-def _write_atomically(path: str, data: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".irtool-", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(data)
-        if os.path.exists(path):
-            os.chmod(tmp, os.stat(path).st_mode & 0o777)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def run(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None) -> int:
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     args = build_arg_parser().parse_args(argv)
@@ -353,7 +332,7 @@ def run(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None) -> 
             return 1
         if args.output and args.output != "-":
             try:
-                _write_atomically(args.output, result)
+                write_atomically(args.output, result)
             except OSError as err:
                 stderr.write(f"{args.output}: error: cannot write output: {err.strerror or err}\n")
                 return 1
