@@ -64,7 +64,8 @@ def header(exe, name: str) -> str:
              " * symbolic size. Returns 0, or -1 with irtool_last_error() set. */"]
     k = 0
     for p in plan.inputs:
-        lines.append(f"/*   args[{k}]  input  {p.name_hint}: {_describe(p.struct_info)} ({_c_type(p.struct_info.dtype)} *) */")
+        s = p.struct_info
+        lines.append(f"/*   args[{k}]  input  {p.name_hint}: {_describe(s)} ({_c_type(s.dtype)} *) */")
         k += 1
     for i, s in enumerate(plan.outputs):
         lines.append(f"/*   args[{k}]  output {i}: {_describe(s)} ({_c_type(s.dtype)} *) */")
