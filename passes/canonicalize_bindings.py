@@ -51,7 +51,6 @@ from irtool.ir.module import IRModule
 from irtool.ir.relax_visitor import (
     ExprMutator,
     ExprVisitor,
-    deduce_struct_info,
     normalize_blocks,
     same_struct_info,
     struct_info_of,
@@ -330,9 +329,7 @@ class _SymbolicVarCanonicalizer(ExprMutator):
         if s is not None:
             t = self._cast_branch(t, "then_branch_with_dyn", s)
             f = self._cast_branch(f, "else_branch_with_dyn", s)
-        out = rx.If(cond, t, f, e.span)
-        out.struct_info = deduce_struct_info(out, self.mod, s)
-        return out
+        return self.normalize(rx.If(cond, t, f, e.span), e, s)
 
     def _cast_branch(self, branch: rx.SeqExpr, name: str, s) -> rx.SeqExpr:
         if same_struct_info(s, struct_info_of(branch, self.mod)):

@@ -42,12 +42,14 @@ from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.expr import Function, GlobalVar, Let, Op, Var
 from irtool.ir.module import IRModule
-from irtool.ir.node import Node
-from irtool.ir.visitor import ExprMutator, ExprVisitor
+from irtool.ir.relax_visitor import ExprMutator as RelaxExprMutator
+from irtool.ir.relax_visitor import ExprVisitor
+from irtool.ir.visitor import ExprMutator
+from irtool.ir.visitor import ExprVisitor as RelayExprVisitor
 from irtool.transform import FunctionPass, register
 
 
-class _UseCounter(ExprVisitor):
+class _UseCounter(RelayExprVisitor):
     def __init__(self) -> None:
         super().__init__()
         self.uses: dict[Var, int] = defaultdict(int)
@@ -134,34 +136,34 @@ def is_impure_call(call: rx.Call, mod: IRModule | None) -> bool:
     return not (isinstance(sinfo, rx.FuncStructInfo) and sinfo.purity)
 
 
+class _ImpureCallSearch(ExprVisitor):
+    def __init__(self, mod: IRModule | None) -> None:
+        self.mod = mod
+        self.found = False
+
+    def visit_call_(self, e: rx.Call) -> None:
+        self.found = self.found or is_impure_call(e, self.mod)
+        if not self.found:
+            super().visit_call_(e)
+
+    def visit_function_(self, fn: rx.Function) -> None:
+        pass  # a nested function's calls do not run here
+
+
 def contains_impure_call(expr, mod: IRModule | None) -> bool:
     """TVM's ContainsImpureCall: an impure call anywhere in `expr` (in the body of `expr`
     if it is a function), not counting the calls inside nested functions."""
-    stack = [expr.body if isinstance(expr, rx.Function) else expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, rx.Call) and is_impure_call(e, mod):
-            return True
-        if not isinstance(e, rx.Function):  # a nested function's calls do not run here
-            stack.extend(rx.sub_exprs(e))
-    return False
+    search = _ImpureCallSearch(mod)
+    search.visit_expr(expr.body if isinstance(expr, rx.Function) else expr)
+    return search.found
 
 
-def _struct_info_vars(sinfo, out: list) -> list:
-    """Relax variables a struct info mentions (a tensor's shape given as a shape variable):
-    TVM's visitors see them as uses wherever the struct info is visited."""
-    if isinstance(sinfo, rx.TensorStructInfo) and isinstance(sinfo.shape, rx.Var):
-        out.append(sinfo.shape)
-    elif isinstance(sinfo, rx.TupleStructInfo):
-        for f in sinfo.fields_:
-            _struct_info_vars(f, out)
-    return out
-
-
-class _VarUsage:
+class _VarUsage(ExprVisitor):
     """TVM's UDChain (CollectVarUsage): for every variable, the variables whose bindings use
     it; the variables used outside any binding (returned, or used in a nested function or
-    a top-level match_cast) are outputs. Bound values are recorded for the purity check."""
+    a top-level match_cast) are outputs. Bound values are recorded for the purity check.
+    As TVM's visitor, it sees the shape variables in the struct info of every use and
+    compound expression, but not of definitions."""
 
     def __init__(self) -> None:
         self.users: dict[rx.Var, dict[rx.Var, None]] = {}
@@ -170,72 +172,34 @@ class _VarUsage:
         self.user: rx.Var | None = None
         self.forward: set[rx.Var] = set()
 
-    def define(self, var: rx.Var) -> None:
+    def visit_var_def(self, var: rx.Var) -> None:
         self.users.setdefault(var, {})
 
-    def use(self, var: rx.Var) -> None:
+    def visit_var_(self, var: rx.Var) -> None:
         if self.user is not None:
             self.users.setdefault(var, {})[self.user] = None
         else:
             self.outputs[var] = None
-        for v in _struct_info_vars(var.struct_info, []):
-            self.use(v)
+        super().visit_var_(var)
 
-    def sinfo(self, sinfo) -> None:
-        for v in _struct_info_vars(sinfo, []):
-            self.use(v)
+    def visit_expr_struct_info(self, e) -> None:
+        self.visit_struct_info(e.struct_info)
 
-    def expr(self, e) -> None:
-        if isinstance(e, rx.Var):
-            self.use(e)
-        elif isinstance(e, rx.Call):
-            if isinstance(e.op, rx.Expr):
-                self.expr(e.op)
-            for s in e.sinfo_args:
-                self.sinfo(s)
-            for a in e.args:
-                self.expr(a)
-            self.sinfo(e.struct_info)
-        elif isinstance(e, rx.Tuple):
-            for f in e.fields_:
-                self.expr(f)
-            self.sinfo(e.struct_info)
-        elif isinstance(e, rx.TupleGetItem):
-            self.expr(e.tuple_value)
-            self.sinfo(e.struct_info)
-        elif isinstance(e, rx.If):
-            self.expr(e.cond)
-            self.expr(e.true_branch)
-            self.expr(e.false_branch)
-            self.sinfo(e.struct_info)
-        elif isinstance(e, rx.SeqExpr):
-            for block in e.blocks:
-                for b in block.bindings:
-                    self.binding(b)
-            self.expr(e.body)
-            self.sinfo(e.struct_info)
-        elif isinstance(e, rx.Function):
-            self.user = None  # as in TVM, not restored until the enclosing binding ends
-            for p in e.params:
-                self.define(p)
-            self.expr(e.body)
+    def visit_function_(self, fn: rx.Function) -> None:
+        self.user = None  # as in TVM, not restored until the enclosing binding ends
+        super().visit_function_(fn)
 
-    def binding(self, b) -> None:
-        if isinstance(b, rx.MatchCast):
-            self.expr(b.value)
-            self.sinfo(b.struct_info)
-            self.define(b.var)
-            return
+    def visit_var_binding(self, b: rx.VarBinding) -> None:
         self.bound_values[b.var] = b.value
         saved, self.user = self.user, b.var
         if isinstance(b.value, rx.Function):  # a local function may call itself
-            self.define(b.var)
+            self.visit_var_def(b.var)
             self.forward.add(b.var)
-        self.expr(b.value)
+        self.visit_expr(b.value)
         if b.var in self.forward:
             self.forward.discard(b.var)
         else:
-            self.define(b.var)
+            self.visit_var_def(b.var)
         self.user = saved
 
 
@@ -261,92 +225,62 @@ def _unused_vars(usage: _VarUsage, exposed) -> set:
     return unused
 
 
-class _UnusedRemover:
+class _UnusedRemover(RelaxExprMutator):
     """TVM's RemoveUnusedVars: drops the VarBindings of unused variables everywhere,
     keeping those with an impure value outside dataflow blocks."""
 
+    normalize_all_blocks = True  # as TVM's ExprMutator (see relax_visitor)
+
     def __init__(self, unused: set, mod: IRModule | None) -> None:
+        super().__init__(mod)
         self.unused = unused
-        self.mod = mod
-        self.in_dataflow = False
+        self.in_dataflow = False  # inside a dataflow block, nested functions included
 
-    def expr(self, e):
-        if isinstance(e, rx.SeqExpr):
-            return self.seq(e)
-        if isinstance(e, rx.Function):
-            body = self.seq(e.body)
-            if body is e.body:
-                return e
-            return rx.Function(e.params, body, e.ret_struct_info, e.is_pure, e.attrs, e.private, e.span)
-        if isinstance(e, rx.If):
-            t, f = self.seq(e.true_branch), self.seq(e.false_branch)
-            return e if t is e.true_branch and f is e.false_branch else e.replace(true_branch=t, false_branch=f)
-        if isinstance(e, rx.Call):
-            op = self.expr(e.op) if isinstance(e.op, rx.Function) else e.op
-            args = tuple(self.expr(a) for a in e.args)
-            if op is e.op and all(a is b for a, b in zip(args, e.args)):
-                return e
-            return e.replace(op=op, args=args)
-        if isinstance(e, rx.Tuple):
-            fields = tuple(self.expr(f) for f in e.fields_)
-            return e if all(a is b for a, b in zip(fields, e.fields_)) else e.replace(fields_=fields)
-        if isinstance(e, rx.TupleGetItem):
-            t = self.expr(e.tuple_value)
-            return e if t is e.tuple_value else e.replace(tuple_value=t)
-        return e
+    def normalize(self, new, old=None, fallback=None):
+        if old is not None and new is not old:
+            new.struct_info = old.struct_info  # removing bindings changes no struct info
+        return new
 
-    def seq(self, seq: rx.SeqExpr) -> rx.SeqExpr:
-        blocks = [self.block(b) for b in seq.blocks]
-        body = self.expr(seq.body)
-        new_blocks = rx.merge_blocks(blocks)
-        if body is seq.body and len(new_blocks) == len(seq.blocks) and all(
-                a is b for a, b in zip(new_blocks, seq.blocks)):
-            return seq
-        return seq.replace(blocks=tuple(new_blocks), body=body)
+    def visit_binding_block(self, block: rx.BindingBlock):
+        saved, self.in_dataflow = self.in_dataflow, self.in_dataflow or isinstance(block, rx.DataflowBlock)
+        try:
+            return super().visit_binding_block(block)
+        finally:
+            self.in_dataflow = saved
 
-    def block(self, block):
-        dataflow = isinstance(block, rx.DataflowBlock)
-        saved, self.in_dataflow = self.in_dataflow, self.in_dataflow or dataflow
-        bindings, changed = [], False
-        for b in block.bindings:
-            if (isinstance(b, rx.VarBinding) and b.var in self.unused
-                    and (self.in_dataflow or not contains_impure_call(b.value, self.mod))):
-                changed = True
-                continue
-            value = self.expr(b.value)
-            if value is not b.value:
-                b, changed = b.replace(value=value), True
-            bindings.append(b)
-        self.in_dataflow = saved
-        return type(block)(bindings, block.span) if changed else block
+    def visit_var_binding(self, b: rx.VarBinding) -> None:
+        if b.var in self.unused and (self.in_dataflow or not contains_impure_call(b.value, self.mod)):
+            return
+        value = self.visit_expr(b.value)
+        self.emit(b if value is b.value else rx.VarBinding(b.var, value, b.span))
 
 
 def remove_all_unused(fn: rx.Function, mod: IRModule | None = None) -> rx.Function:
     """TVM's relax.analysis.remove_all_unused on one function."""
     usage = _VarUsage()
-    usage.expr(fn)
+    usage.visit_expr(fn)
     exposed = set(usage.outputs)
     exposed.update(v for v, value in usage.bound_values.items() if contains_impure_call(value, mod))
     unused = _unused_vars(usage, exposed)
-    return _UnusedRemover(unused, mod).expr(fn)
+    return _UnusedRemover(unused, mod).visit_expr(fn)
 
 
-def _global_vars_in(root) -> list[str]:
-    """The names of the GlobalVars `root` (a Relax function or a PrimFunc) mentions, in
-    first-seen order (TVM's CollectCallees)."""
-    names: dict[str, None] = {}
-    stack = [root]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, GlobalVar):
-            names[x.name_hint] = None
-        elif isinstance(x, (tuple, list)):
-            stack.extend(reversed(x))
-        elif isinstance(x, Node):
-            if isinstance(x, rx.StructInfo):
-                continue
-            stack.extend(getattr(x, f) for f in reversed(type(x).fields))
-    return list(names)
+class _GlobalVarCollector(ExprVisitor):
+    def __init__(self) -> None:
+        self.names: dict[str, None] = {}
+
+    def visit_global_var_(self, gv: GlobalVar) -> None:
+        self.names[gv.name_hint] = None
+
+
+def _callees(fn) -> list[str]:
+    """The names of the GlobalVars a function mentions, in first-seen order (TVM's
+    CollectCallees); a PrimFunc calls no function of the module."""
+    if not isinstance(fn, rx.Function):
+        return []
+    collector = _GlobalVarCollector()
+    collector.visit_expr(fn)
+    return list(collector.names)
 
 
 def is_externally_visible(fn) -> bool:
@@ -359,8 +293,7 @@ def is_externally_visible(fn) -> bool:
 
 def remove_unused_functions(mod: IRModule, entries) -> IRModule:
     """TVM's RemoveUnusedFunctions: keep what the entry functions reach."""
-    call_map = {name: (_global_vars_in(fn) if isinstance(fn, (rx.Function, tir.PrimFunc)) else [])
-                for name, fn in mod.functions.items()}
+    call_map = {name: _callees(fn) for name, fn in mod.functions.items()}
     reachable = set(entries)
     stack = list(entries)
     while stack:

@@ -289,3 +289,60 @@ def test_same_struct_info_and_tir_vars():
     assert same_struct_info(rx.TensorStructInfo((irtool.ir.tir.IntImm(3, "int64"),), "float32"),
                             rx.TensorStructInfo((3,), "float32"))
     assert tir_vars(rx.TupleStructInfo([rx.TensorStructInfo((m, n), ""), rx.ShapeStructInfo([n])])) == [m, n]
+
+
+def test_dce_and_canonicalize_bindings_on_20000_bindings(default_recursion_limit):
+    """One dataflow block of 20,000 bindings (calls, aliases, dead calls) through the two
+    passes built on the visitor, at Python's default recursion limit. (dead-code-elimination
+    keeps lv and a, as TVM 0.27 does on the same program with two groups.)"""
+    from irtool.ir.module import IRModule
+    from irtool.transform import get_pass
+
+    sinfo = rx.TensorStructInfo((4,), "float32")
+    x = rx.Var("x", sinfo)
+
+    def call(op, *args):
+        out = rx.Call(Op.get(op), args)
+        out.struct_info = sinfo
+        return out
+
+    bindings, last = [], x
+    for i in range(5000):
+        lv, alias, dead, dead_alias = (rx.DataflowVar(f"{n}{i}", sinfo) for n in ("lv", "a", "d", "da"))
+        bindings += [rx.VarBinding(lv, call("relax.add", last, x)), rx.VarBinding(alias, lv),
+                     rx.VarBinding(dead, call("relax.exp", alias)), rx.VarBinding(dead_alias, dead)]
+        last = alias
+    gv = rx.Var("gv", sinfo)
+    body = rx.SeqExpr([rx.DataflowBlock(bindings + [rx.VarBinding(gv, last)])], gv)
+    mod = IRModule({"main": rx.Function([x], body, sinfo)})
+    assert len(bindings) == 20_000
+
+    dce = get_pass("dead-code-elimination")()(mod)["main"]
+    (block,) = dce.body.blocks
+    assert [b.var.name_hint for b in block.bindings[:3]] == ["lv0", "a0", "lv1"] and len(block.bindings) == 10_001
+
+    canonical = get_pass("canonicalize-bindings")()(mod)["main"]
+    (block,) = canonical.body.blocks
+    # aliases go, uses read lv directly; the last lv becomes the output gv (as TVM 0.27 does
+    # on the same program with two groups: lv0, d0, gv = R.add(lv0, x), d1 = R.exp(gv))
+    assert [b.var.name_hint for b in block.bindings[:4]] == ["lv0", "d0", "lv1", "d1"]
+    assert len(block.bindings) == 10_000 and [b.var.name_hint for b in block.bindings[-2:]] == ["gv", "d4999"]
+    assert block.bindings[2].value.args[0] is block.bindings[0].var
+    assert canonical.body.body is block.bindings[-2].var is block.bindings[-1].value.args[0]
+
+
+class _Recorder(_AddToSubtract):
+    def __init__(self) -> None:
+        super().__init__()
+        self.normalized: list = []
+
+    def normalize(self, new, old=None, fallback=None):
+        self.normalized.append(type(new).__name__)
+        return super().normalize(new, old, fallback)
+
+
+def test_every_rebuilt_expression_goes_through_normalize():
+    recorder = _Recorder()
+    recorder.visit_expr(_main(SMALL))
+    # a pass that must keep struct info (dead-code-elimination) overrides this one hook
+    assert {"Call", "SeqExpr"} <= set(recorder.normalized)

@@ -285,10 +285,13 @@ class ExprMutator:
             self.memo[e] = out
         return out
 
-    def normalize(self, new, old=None):
-        """Give a rebuilt expression its struct info (the old one if it cannot be deduced)."""
+    def normalize(self, new, old=None, fallback=None):
+        """Give a rebuilt expression (`new`, rebuilt from `old`) its struct info: deduced, or
+        `fallback` (default: the old one) if it cannot be."""
         if new is not old and not isinstance(new, (rx.Var, GlobalVar, Op)) and new.struct_info is None:
-            new.struct_info = deduce_struct_info(new, self.mod, old.struct_info if old is not None else None)
+            if fallback is None and old is not None:
+                fallback = old.struct_info
+            new.struct_info = deduce_struct_info(new, self.mod, fallback)
         return new
 
     # ----------------------------------------------------------------- leaves and uses
@@ -339,9 +342,9 @@ class ExprMutator:
         if unchanged and ret is e.struct_info:
             return e
         call = rx.Call(op, args, e.attrs, sinfo_args, e.span)
-        # only the result's struct info changed: it is authoritative; else deduce it anew
-        call.struct_info = ret if unchanged else deduce_struct_info(call, self.mod, ret)
-        return call
+        if unchanged:  # only the result's struct info changed: it is authoritative
+            call.struct_info = ret
+        return self.normalize(call, e, ret)
 
     def visit_if_(self, e: rx.If):
         cond = self.visit_expr(e.cond)
@@ -359,9 +362,7 @@ class ExprMutator:
         if body is e.body and sinfo is e.struct_info and \
                 _all_same(new_blocks if self.normalize_all_blocks else blocks, e.blocks):
             return e
-        out = rx.SeqExpr(new_blocks, body, e.span)
-        out.struct_info = deduce_struct_info(out, self.mod, sinfo)
-        return out
+        return self.normalize(rx.SeqExpr(new_blocks, body, e.span), e, sinfo)
 
     def visit_function_(self, fn: rx.Function):
         params, changed = [], False
