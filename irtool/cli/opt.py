@@ -183,7 +183,8 @@ class _PrintIR:
         from ..text import to_text
 
         self.out.write(f"// -----// IR Dump {when} {p.tvm_name} ({p.name}) //----- //\n")
-        self.out.write(to_text(mod))
+        text = to_text(mod)
+        self.out.write(text if text.endswith("\n") else text + "\n")  # TVMScript may end without one
 
     def run_before_pass(self, mod, p) -> None:
         if p.name in self.args.print_ir_before or p.tvm_name in self.args.print_ir_before:
