@@ -86,7 +86,7 @@ def _kind(dtype: str) -> str:
 _LLVM_FLOAT_INTRINSICS = {
     "exp": "llvm.exp", "exp2": "llvm.exp2", "exp10": "llvm.exp10", "log": "llvm.log", "log2": "llvm.log2",
     "log10": "llvm.log10", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
-    "round": "llvm.round", "nearbyint": "llvm.nearbyint", "trunc": "llvm.trunc", "fabs": "llvm.fabs",
+    "round": "llvm.nearbyint", "nearbyint": "llvm.nearbyint", "trunc": "llvm.trunc", "fabs": "llvm.fabs",
     "abs": "llvm.fabs", "pow": "llvm.pow", "sin": "llvm.sin", "cos": "llvm.cos", "tan": "llvm.tan",
     "copysign": "llvm.copysign", "asin": "llvm.asin", "acos": "llvm.acos", "atan": "llvm.atan",
     "sinh": "llvm.sinh", "cosh": "llvm.cosh", "tanh": "llvm.tanh", "atan2": "llvm.atan2",

@@ -45,6 +45,11 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
             folded = _fold_offsets(e.op, a, b)
             if folded is not None:
                 return folded
+        if e.op == "lt" and tb.is_int(a.dtype) and isinstance(b, tir.BinOp) and b.op == "add" and \
+                isinstance(b.b, tir.IntImm) and b.b.value == 1 and not isinstance(b.a, tir.IntImm):
+            return tb.le(a, b.a)  # TVM's rewrite rule `x < y + 1` -> `x <= y` (symbolic pad bounds)
+        if e.op == "mul" and tb.is_int(e.dtype) and isinstance(a, tir.IntImm) and not isinstance(b, tir.IntImm):
+            return tb.mul(b, a)  # canonical form puts the constant scale last: `2 * n` -> `n * 2`
         return _FOLD[e.op](a, b)
     if isinstance(e, tir.Not):
         a = simplify(e.a)

@@ -198,7 +198,7 @@ _FLOAT_INTRINSICS = {
     "erf": "erf({0})",
     "floor": "np.floor({0})",
     "ceil": "np.ceil({0})",
-    "round": "fround({0})",  # llvm.round: halves away from zero
+    "round": "np.rint({0})",  # TVM lowers tirx.round to llvm.nearbyint: halves to even
     "nearbyint": "np.rint({0})",  # llvm.nearbyint: halves to even
     "trunc": "np.trunc({0})",
     "fabs": "np.abs({0})",

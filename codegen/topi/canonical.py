@@ -269,9 +269,26 @@ def nonneg_condition(e: tir.PrimExpr) -> tir.PrimExpr:
 
 
 def simplify_index(e: tir.PrimExpr) -> tir.PrimExpr:
-    """Analyzer::Simplify's canonical - rewrite - canonical, the rewrite step left out: a
-    second canonical pass sees terms the first one only produced (`x // 4 // 3` is `x // 12`)."""
-    return canonical_simplify(canonical_simplify(e))
+    """Analyzer::Simplify: canonical, rewrite, canonical; of the rewrite simplifier only the
+    division rules that index expressions need (`x // 2 // 3` is `x // 6`)."""
+    return canonical_simplify(_rewrite_divisions(canonical_simplify(e)))
+
+
+def _rewrite_divisions(e):
+    """RewriteSimplifier's `(x // c1) // c2 -> x // (c1 * c2)` and `(x % c1) % c2 -> x % c2`
+    (c2 dividing c1), positive constants, applied bottom-up."""
+    if not isinstance(e, tir.BinOp):
+        return e
+    a, b = _rewrite_divisions(e.a), _rewrite_divisions(e.b)
+    if _is_index(e.dtype) and isinstance(b, tir.IntImm) and b.value > 0 and isinstance(a, tir.BinOp) \
+            and a.op == e.op and isinstance(a.b, tir.IntImm) and a.b.value > 0:
+        if e.op == "floordiv":
+            return tb.floordiv(a.a, tb.const(a.b.value * b.value, e.dtype))
+        if e.op == "floormod" and a.b.value % b.value == 0:
+            return tb.floormod(a.a, b)
+    if a is e.a and b is e.b:
+        return e
+    return tir.BinOp(e.op, a, b)
 
 
 def _mutate(e):
@@ -373,7 +390,7 @@ def _split_div_const(lhs: Split, c: int, mode: str) -> Split:
     if lhs.scale % c == 0:
         lhs.scale //= c
         return lhs
-    if c % lhs.scale == 0:
+    if lhs.scale > 0 and c % lhs.scale == 0:  # (a negative scale takes the general path below)
         scaled = c // lhs.scale
         if lhs.upper == POS_INF or lhs.upper % (lhs.lower * scaled) == 0:
             lhs.scale = 1
@@ -397,7 +414,7 @@ def _split_mod_const(lhs: Split, c: int, mode: str) -> Split:
     if lhs.scale % c == 0:
         lhs.scale = 0
         return lhs
-    if c % lhs.scale == 0:
+    if lhs.scale > 0 and c % lhs.scale == 0:
         scaled = c // lhs.scale
         new_upper = lhs.lower * scaled
         if lhs.upper == POS_INF or lhs.upper % new_upper == 0:

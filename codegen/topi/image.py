@@ -1,3 +1,170 @@
-"""Image operators: TOPI's python/tvm/topi/image/resize.py (resize2d)."""
+"""Image operators: resize2d as TOPI's python/tvm/topi/image/resize.py builds it.
+
+One `resize` compute over i0..i3 (layouts NCHW and NHWC). Per output pixel:
+
+    in_x = coordinate transform of x (half_pixel: (x + 0.5) * scale - 0.5, align_corners,
+           asymmetric (an exact integer upscale divides: T.Div(x, factor)), pytorch_half_pixel,
+           tf_half_pixel_for_nn); scale = in_w / out_w folded to a float32 constant
+    nearest_neighbor  x[clamp(cast(int32, round / floor(+1e-5) / ceil(-1e-5) of in_x))]
+    linear            lerp of the 4 neighbours at floor(in_x) + {0, 1}, weights in_x - that
+    cubic             the 16 neighbours at floor(in_x) + {-1, 0, 1, 2}, Keys' spline weights
+
+Neighbour indices are clamped `T.max(T.min(i, dim - 1), 0)`; TVM's simplifier folds the
+int32 cast inside the int64 index (`T.Cast("int64", T.floor(...))`), the weights keep it.
+tf_crop_and_resize and cubic's exclude_outside are not legalized here (the call stays).
+"""
 
 from __future__ import annotations
+
+from irtool.ir import tir
+
+from .. import te
+from .. import tir_build as tb
+from . import register_legalize
+
+
+def _float(e) -> tir.PrimExpr:
+    return tb.cast("float32", e)
+
+
+def _literal(v: float) -> tir.FloatImm:
+    """A float32 constant written in TOPI's source (`1e-5`): TVM keeps the double unrounded."""
+    return tir.FloatImm(v, "float32")
+
+
+def _can_convert_to_intdiv(origin, scaled) -> bool:
+    if not isinstance(scaled, tir.IntImm) or not isinstance(origin, tir.IntImm):
+        return False
+    div = scaled.value / float(origin.value)
+    return div % 1 == 0 and div <= 1 / (1e-5 * origin.value + 1e-5)
+
+
+def _in_coordinate(x, image, target, mode: str, use_int_div: bool):
+    scale = tb.div(_float(image), _float(target))
+    if mode == "half_pixel":
+        return tb.sub(tb.mul(tb.add(x, 0.5), scale), 0.5)
+    if mode == "align_corners":
+        return tb.mul(tb.div(_float(tb.sub(image, 1)), tb.sub(target, 1)), x)
+    if mode == "asymmetric":
+        return tb.div(x, tb.div(target, image)) if use_int_div else tb.mul(scale, x)
+    if mode == "pytorch_half_pixel":
+        return tb.if_then_else(tb.gt(target, 1), tb.sub(tb.mul(tb.add(x, 0.5), scale), 0.5), 0.0)
+    if mode == "tf_half_pixel_for_nn":
+        return tb.mul(tb.add(x, 0.5), scale)
+    raise ValueError(f"unsupported coordinate_transformation_mode {mode}")
+
+
+def _closest(in_x, rounding: str, use_int_div: bool):
+    if use_int_div:
+        return tb.cast("int32", in_x)
+    if rounding == "round":
+        return tb.cast("int32", tb.call("round", in_x))
+    if rounding == "round_prefer_floor":
+        return tb.cast("int32", tb.call("ceil", tb.sub(in_x, 0.5)))
+    if rounding == "round_prefer_ceil":
+        return tb.cast("int32", tb.call("floor", tb.add(in_x, 0.5)))
+    if rounding == "floor":
+        return tb.cast("int32", tb.call("floor", tb.add(in_x, _literal(1e-5))))
+    if rounding == "ceil":
+        return tb.cast("int32", tb.call("ceil", tb.sub(in_x, _literal(1e-5))))
+    raise ValueError(f"unknown rounding method {rounding}")
+
+
+def _index(i32, offset: int = 0) -> tir.PrimExpr:
+    """`i32 + offset` as an int64 index after TVM's simplifier: the cast pushed inside the sum
+    and `cast(int64, cast(int32, v))` folded to `cast(int64, v)`."""
+    inner = i32.value if isinstance(i32, tir.Cast) and i32.dtype == "int32" else i32
+    base = tb.cast("int64", inner)
+    return tb.add(base, offset) if offset > 0 else tb.sub(base, -offset) if offset < 0 else base
+
+
+def _clamp(i, dim) -> tir.PrimExpr:
+    return tb.max_(tb.min_(i, tb.sub(dim, 1)), 0)
+
+
+def _lerp(a, b, t):
+    return tb.add(tb.mul(a, tb.sub(1.0, t)), tb.mul(b, t))
+
+
+def _cubic_weights(t, alpha: float) -> list:
+    t2 = tb.mul(t, t)
+    t3 = tb.mul(tb.mul(t, t), t)
+    w1 = tb.mul(alpha, tb.add(tb.sub(t3, tb.mul(2, t2)), t))
+    w2 = tb.add(tb.sub(tb.mul(alpha + 2, t3), tb.mul(3 + alpha, t2)), 1)
+    w3 = tb.sub(tb.add(tb.mul(-(alpha + 2), t3), tb.mul(3 + 2 * alpha, t2)), tb.mul(alpha, t))
+    w4 = tb.add(tb.mul(-alpha, t3), tb.mul(alpha, t2))
+    return [w1, w2, w3, w4]
+
+
+def _cubic_kernel(inputs, w):
+    out = tb.const(0, "float32")
+    for a, b in zip(inputs, w):
+        out = tb.add(out, tb.mul(a, b))
+    return out
+
+
+def resize2d(data: te.Tensor, roi, size, layout: str = "NCHW", method: str = "linear",
+             coordinate_transformation_mode: str = "half_pixel", rounding_method: str = "",
+             bicubic_alpha: float = -0.5, bicubic_exclude: int = 0, extrapolation_value: float = 0.0,
+             out_dtype: str | None = None) -> te.Tensor:
+    if layout == "NHWC":
+        in_n, in_h, in_w, in_c = data.shape
+        out_shape = [in_n, size[0], size[1], in_c]
+    else:
+        in_n, in_c, in_h, in_w = data.shape
+        out_shape = [in_n, in_c, size[0], size[1]]
+    mode = coordinate_transformation_mode
+    int_div_h = int_div_w = False
+    if method == "nearest_neighbor" and mode == "asymmetric" and rounding_method in ("floor", ""):
+        int_div_h = _can_convert_to_intdiv(in_h, size[0])
+        int_div_w = _can_convert_to_intdiv(in_w, size[1])
+
+    def pixel(n, c, y, x):
+        y, x = _clamp(y, in_h), _clamp(x, in_w)
+        load = data(n, y, x, c) if layout == "NHWC" else data(n, c, y, x)
+        return _float(load)
+
+    def compute(*indices):
+        if layout == "NHWC":
+            n, y, x, c = indices
+        else:
+            n, c, y, x = indices
+        in_x = _in_coordinate(x, in_w, size[1], mode, int_div_w)
+        in_y = _in_coordinate(y, in_h, size[0], mode, int_div_h)
+        if method == "nearest_neighbor":
+            rounding = rounding_method or ("round" if mode == "align_corners" else "floor")
+            value = pixel(n, c, _index(_closest(in_y, rounding, int_div_h)),
+                          _index(_closest(in_x, rounding, int_div_w)))
+        elif method == "linear":
+            y_int = tb.cast("int32", tb.call("floor", in_y))
+            x_int = tb.cast("int32", tb.call("floor", in_x))
+            y_lerp, x_lerp = tb.sub(in_y, y_int), tb.sub(in_x, x_int)
+            p = [[pixel(n, c, _index(y_int, j), _index(x_int, i)) for i in range(2)] for j in range(2)]
+            value = _lerp(_lerp(*p[0], x_lerp), _lerp(*p[1], x_lerp), y_lerp)
+        else:  # cubic
+            x_int = tb.cast("int32", tb.call("floor", in_x))
+            x_fract = tb.sub(in_x, tb.call("floor", in_x))
+            y_int = tb.cast("int32", tb.call("floor", in_y))
+            y_fract = tb.sub(in_y, tb.call("floor", in_y))
+            p = [[pixel(n, c, _index(y_int, j - 1), _index(x_int, i - 1)) for i in range(4)] for j in range(4)]
+            wx, wy = _cubic_weights(x_fract, bicubic_alpha), _cubic_weights(y_fract, bicubic_alpha)
+            value = _cubic_kernel([_cubic_kernel(row, wx) for row in p], wy)
+        return tb.cast(out_dtype or data.dtype, value)
+
+    return te.compute(out_shape, compute, name="resize", tag="injective")
+
+
+_MODES = {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn"}
+
+
+@register_legalize("relax.image.resize2d")
+def _resize2d(bb, call):
+    at = call.attrs
+    if at["layout"] not in ("NCHW", "NHWC") or at["coordinate_transformation_mode"] not in _MODES or \
+            at["method"] not in ("nearest_neighbor", "linear", "cubic") or at["cubic_exclude"]:
+        return call
+    return bb.call_te(resize2d, call.args[0], roi=list(at["roi"]), size=call.args[1], layout=at["layout"],
+                      method=at["method"], coordinate_transformation_mode=at["coordinate_transformation_mode"],
+                      rounding_method=at["rounding_method"], bicubic_alpha=at["cubic_alpha"],
+                      bicubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"],
+                      out_dtype=at["out_dtype"] or None)
