@@ -25,7 +25,7 @@ test: lint pytest lit
 
 # Relay text of 200,000+ characters takes Lark's compiled engine; the lit suite and the
 # parser's property tests run through it as well (IRTOOL_PARSER_ENGINE, relay_parser.py).
-PROPERTY_TESTS := tests/test_roundtrip.py tests/test_literals.py tests/test_passes.py
+PROPERTY_TESTS := tests/test_roundtrip.py tests/test_literals.py tests/test_passes.py tests/test_relay_infix.py
 
 pytest: venv
 	IRTOOL_TVM_PYTHON=$(TVM_PYTHON) $(BIN)/python -m pytest -q -n 2 tests

@@ -247,6 +247,29 @@ class _Builder(Transformer):
             args, attrs = children[1]
         return Call(self.op(tok.value, span), args, self.op_attrs(tok.value, attrs, span), span)
 
+    def binop_chain(self, children):
+        """`a * b + c`: TVM's ParseExprBinOp (operator-precedence parsing, every operator
+        left-associative) over the flat list [operand, op, operand, ...]."""
+        exprs, ops = [children[0]], []
+
+        def reduce() -> None:
+            tok = ops.pop()
+            right, left = exprs.pop(), exprs.pop()
+            name, _ = _BINARY_OPERATORS[tok.value]
+            span = self.span(tok)
+            exprs.append(Call(self.op(name, span), (left, right), self.op_attrs(name, None, span), span))
+
+        for k in range(1, len(children), 2):
+            tok, right = children[k], children[k + 1]
+            precedence = _BINARY_OPERATORS[tok.value][1]
+            while ops and precedence <= _BINARY_OPERATORS[ops[-1].value][1]:
+                reduce()
+            ops.append(tok)
+            exprs.append(right)
+        while ops:
+            reduce()
+        return exprs[0]
+
     def op(self, name: str, span: Span) -> Op:
         """The operator called `name`; unknown operators are an error, as in TVM."""
         op = Op.get(name)
@@ -493,6 +516,13 @@ class _Builder(Transformer):
         return IncompleteType()
 
 
+# TVM's DefaultOpTable (src/relay/parser/op_table.h): operator -> (Relay op, precedence)
+_BINARY_OPERATORS = {
+    "*": ("multiply", 12), "/": ("divide", 12), "+": ("add", 10), "-": ("subtract", 10),
+    "<": ("less", 8), "<=": ("less_equal", 8), ">": ("greater", 8), ">=": ("greater_equal", 8),
+    "==": ("equal", 7), "!=": ("not_equal", 7),
+}
+
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "0": "\0"}
 
 
@@ -520,6 +550,7 @@ _TOKEN_NAMES = {
     "STRING": "a string", "META_REF": "a `meta[...]` reference",
     "METADATA": "`#[metadata]`", "VERSION": "`#[version = ...]`", "$END": "end of input",
     "ATOMIC_CALL": None, "ATOMIC_BINDING": None,  # fast-path spellings of calls and bindings
+    "BINOP": "an operator (`+`, `*`, `==`, ...)",
 }
 
 
