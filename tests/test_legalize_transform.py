@@ -110,6 +110,9 @@ CASES: list[tuple[str, str, str]] = [
     ("arange-neg", "x:2:float32", 'R.arange(10, 0, -3, dtype="int32")'),
     ("arange-f", "x:2:float32", 'R.arange(R.prim_value(T.float32(0.5)), R.prim_value(T.float32(3.0)), '
      'R.prim_value(T.float32(0.5)), dtype="float32")'),
+    ("arange-sym", "x:n:float32", 'R.arange(R.prim_value(0), R.prim_value(n), R.prim_value(2), dtype="int64")'),
+    ("arange-sym-neg", "x:n:float32", 'R.arange(R.prim_value(n), R.prim_value(0), R.prim_value(-2), dtype="int64")'),
+    ("arange-sym-f", "x:n:float32", 'R.arange(R.prim_value(1), R.prim_value(n), R.prim_value(1), dtype="float32")'),
     ("shape_of", "x:2x3:float32", "R.shape_of(x)"),
     ("shape_of-sym", "x:nx3:float32", "R.shape_of(x)"),
     ("pad", "x:2x5:float32", "R.nn.pad(x, pad_width=[0, 0, 1, 2])"),

@@ -22,6 +22,7 @@ from irtool.ir import tir
 
 from .. import te
 from .. import tir_build as tb
+from ..call_te import gen_call_tir_inputs, make_call_tir
 from . import register_legalize
 from .canonical import simplify_index
 from .nn import pad
@@ -70,7 +71,30 @@ def _arange(bb, call):
     if all(isinstance(v, (tir.IntImm, tir.FloatImm)) for v in values):
         start, end, step = (v.value for v in values)
         return rx.Constant(np.arange(start, end, step, dtype=dtype))
-    return call
+    if any(v is None for v in values):
+        return call
+    # call_te, with TVM's calling convention for scalar arguments: the PrimValues are call
+    # arguments (`R.call_tir(cls.arange, (n,), ...)`), not trailing shape variables
+    func, _, out_sinfo, tir_vars = gen_call_tir_inputs(arange, *values, dtype)
+    gv = bb.add_function(func, "arange")
+    return make_call_tir(gv, [rx.PrimValue(v) for v in tir_vars], out_sinfo)
+
+
+def arange(start, stop, step, dtype: str) -> te.Tensor:
+    """TOPI's arange: the length (stop - start + step - 1) // step for integer bounds and a
+    constant positive step ((start - stop - step - 1) // -step for a negative one), else
+    cast(int64, ceil(float32(stop - start) / step))."""
+    step_value = step.value if isinstance(step, tir.IntImm) else None
+    all_int = all(tb.is_int(v.dtype) for v in (start, stop, step))
+    if all_int and step_value is not None and step_value >= 1:
+        num = tb.floordiv(tb.sub(tb.add(tb.sub(stop, start), step), 1), step)
+    elif all_int and step_value is not None and step_value < 0:
+        num = tb.floordiv(tb.sub(tb.sub(tb.sub(start, stop), step), 1), tb.neg(step))
+    else:
+        num = tb.cast("int64", tb.call("ceil", tb.div(tb.cast("float32", tb.sub(stop, start)), step)))
+    num = simplify_index(num)
+    return te.compute_ax((num,), lambda ax: tb.cast(dtype, simplify_index(tb.add(start, tb.mul(step, ax[0])))),
+                         name="T_arange", tag="injective")
 
 
 def _padded_shape(data: te.Tensor, pad_before, pad_after) -> list:
