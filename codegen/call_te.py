@@ -44,6 +44,7 @@ class BlockBuilder:
         self.functions: dict = dict(mod.functions)
         self._names: dict[str, int] = {}
         self._dedup: dict[int, list[tuple[object, list[str]]]] | None = None
+        self.bindings: dict = {}  # variable -> its (tuple or variable) value, for lookup_binding
 
     # ----------------------------------------------------------------- the function table
     def _dedup_map(self) -> dict:
@@ -104,6 +105,11 @@ class BlockBuilder:
 
     def module(self) -> IRModule:
         return self.mod.with_functions(self.functions)
+
+    def lookup_binding(self, var: rx.Var):
+        """TVM's BlockBuilder.lookup_binding, for the tuple and variable bindings the legalizer
+        has visited (concat/stack of a tuple variable); None for anything else."""
+        return self.bindings.get(var)
 
     # ----------------------------------------------------------------- call_te
     def call_te(self, te_func: Callable, *args, primfunc_name_hint: str | None = None, **kwargs) -> rx.Call:

@@ -64,6 +64,8 @@ class _Legalizer(ExprMutator):
     def visit_var_binding(self, b: rx.VarBinding) -> None:
         self.bound_sinfo = b.var.struct_info
         super().visit_var_binding(b)
+        if isinstance(b.value, (rx.Tuple, rx.Var)):  # for bb.lookup_binding (TVM's concat, stack)
+            self.bb.bindings[self.var_remap.get(b.var, b.var)] = self.visit_expr(b.value)
 
     def visit_call_(self, e: rx.Call):
         call = super().visit_call_(e)

@@ -381,7 +381,14 @@ def _shape_values(call, arg) -> list | None:
     return None
 
 
-def _tuple_fields(t) -> list | None:
+def _tuple_fields(t, bb=None) -> list | None:
+    """The fields of a tuple argument; a tuple variable is followed through its binding, as
+    TVM's concat/stack legalizations do (None: not a tuple this can see)."""
+    while isinstance(t, rx.Var) and bb is not None:
+        bound = bb.lookup_binding(t)
+        if not isinstance(bound, (rx.Tuple, rx.Var)):
+            break
+        t = bound
     return list(t.fields_) if isinstance(t, rx.Tuple) else None
 
 
@@ -429,7 +436,7 @@ def _squeeze(bb, call):
 
 @register_legalize("relax.concat")
 def _concat(bb, call):
-    fields = _tuple_fields(call.args[0])
+    fields = _tuple_fields(call.args[0], bb)
     axis = call.attrs["axis"]
     if fields is None or axis is None:
         return call
@@ -438,7 +445,7 @@ def _concat(bb, call):
 
 @register_legalize("relax.stack")
 def _stack(bb, call):
-    fields = _tuple_fields(call.args[0])
+    fields = _tuple_fields(call.args[0], bb)
     if fields is None:
         return call
     return bb.call_te(stack, fields, call.attrs["axis"] or 0)
