@@ -23,6 +23,30 @@ compute it or the result would exceed MAX_FOLDED_BYTES (limits TVM does not have
 TVM also skips its TNonComputational operators (on_device, device_copy, qnn.*, memory.*,
 vm.*); none of them is in the registry. `annotation.stop_fusion` is not one of them, so
 `stop_fusion(constant)` folds, as in TVM.
+
+Relax — TVM 0.27's relax.transform.FoldConstant (relax/transform/fold_constant.cc), a
+function pass: one ExprMutator over each Relax function, then RemoveAllUnused.
+
+    lv = R.call_tir(cls.add, (c0, c1),     every argument of the tuple a constant, `out_ty`
+           out_ty=R.Tensor((2, 3), ...))   static (each field, for a tuple): run the PrimFunc
+                                           (our TIR interpreter; TVM builds it with LLVM) ->
+                                           a constant, or a tuple of constants. In any block.
+    lv = R.add(c0, c1)                     inside a dataflow block only: the op's legalization
+                                           (legalize-ops' table) is built on a scratch builder,
+                                           and if it is a call_tir it is folded as above; the
+                                           PrimFunc it made never reaches the module, and the
+                                           op call stays if folding fails
+    use of lv, lv bound to a constant      the constant (bindings left unused then go)
+    R.reshape(x, s), s = R.shape([..])     an op's argument bound to a shape literal: the literal
+
+ShouldBeFolded: a call whose result is a static tensor of more than 1024 elements and none
+of whose arguments is a tensor (or a tuple literal holding one) stays: `R.zeros((100,
+100))` is cheaper to compute than to store. Every other op call is rebuilt (its binding
+takes the deduced struct info, as TVM's ReEmitBinding). PrimFuncs left uncalled stay in
+the module, as TVM leaves them (dead-code-elimination removes them). Where TVM crashes (an
+op on tensors of unknown shape in a dataflow block, whose legalization asserts), or its
+compiled kernel would fault, the call is left as it is. Not ported: tensor_to_shape and
+shape_to_tensor (not in the op table).
 """
 
 from __future__ import annotations
@@ -33,15 +57,23 @@ import re
 from dataclasses import dataclass
 
 from irtool.analysis.type_infer import TypeInferencer
+from irtool.codegen.call_te import BlockBuilder
+from irtool.codegen.topi import legalization
 from irtool.diagnostics import DiagnosticError
 from irtool.interpreter import Interpreter, InterpreterError, describe, value_matches
-from irtool.ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem
+from irtool.ir import relax as rx
+from irtool.ir import tir
+from irtool.ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem
 from irtool.ir.module import IRModule
+from irtool.ir.node_structural import node_equal, node_hash
+from irtool.ir.relax_visitor import ExprMutator as RelaxExprMutator
 from irtool.ir.types import ANY, TensorType, TupleType, Type
 from irtool.ir.visitor import ExprMutator
 from irtool.ops.common import np
 from irtool.ops.registry import get
+from irtool.passes.dead_code_elimination import remove_all_unused
 from irtool.text.relay_printer import format_type
+from irtool.tir_interpreter import run_prim_func
 from irtool.transform import FunctionPass, register
 
 # A folded constant lives in the program text (and in memory while the pass runs): a
@@ -208,6 +240,150 @@ def fold_constant_expr(expr: Expr, mod: IRModule | None = None) -> Expr:
     return _Folder(mod if mod is not None else IRModule()).visit(expr)
 
 
+# ----------------------------------------------------------------------------- Relax
+
+# TVM's ShouldBeFolded: a creation op (no tensor argument) with more elements is left to run.
+MAX_CREATED_ELEMENTS = 1024
+
+
+def _contains_tensor(e) -> bool:
+    """TVM's ExprContainsTensor: a tensor, or a tuple literal with one (nested)."""
+    if isinstance(getattr(e, "struct_info", None), rx.TensorStructInfo):  # (a GlobalVar has none)
+        return True
+    return isinstance(e, rx.Tuple) and any(_contains_tensor(f) for f in e.fields_)
+
+
+def should_be_folded(call: rx.Call) -> bool:
+    """TVM's ShouldBeFolded (see the module docstring)."""
+    sinfo = call.struct_info
+    if not isinstance(sinfo, rx.TensorStructInfo) or not isinstance(sinfo.shape, tuple):
+        return True
+    elements = 1
+    for d in sinfo.shape:
+        if not isinstance(d, int) or d <= 0:
+            return True
+        elements *= d
+    if elements <= MAX_CREATED_ELEMENTS:
+        return True
+    return any(_contains_tensor(a) for a in call.args)
+
+
+def _static_tensor(sinfo) -> tuple[tuple[int, ...], str] | None:
+    """TVM's MatchConstShape: the shape and dtype of a tensor whose dims are all known."""
+    if not isinstance(sinfo, rx.TensorStructInfo) or not isinstance(sinfo.shape, tuple) or not sinfo.dtype:
+        return None
+    if not all(isinstance(d, int) for d in sinfo.shape):
+        return None
+    return tuple(sinfo.shape), sinfo.dtype
+
+
+class _FoldingBuilder(BlockBuilder):
+    """The builder legalizations run on while folding: each PrimFunc they make is kept here,
+    under a GlobalVar of its own, to be evaluated, and never reaches the module."""
+
+    def __init__(self, mod: IRModule) -> None:
+        super().__init__(mod)
+        self.made: dict[GlobalVar, tir.PrimFunc] = {}
+
+    def add_function(self, fn, name_hint: str) -> GlobalVar:
+        gv = GlobalVar(name_hint)
+        self.made[gv] = fn
+        return gv
+
+
+class _RelaxFolder(RelaxExprMutator):
+    def __init__(self, mod: IRModule) -> None:
+        super().__init__(mod)
+        self.bindings: dict[rx.Var, rx.Expr] = {}  # TVM's LookupBinding: every var bound so far
+        self.builder = _FoldingBuilder(mod)
+        # PrimFuncs by structure (TVM's build cache): identical legalizations compile once
+        self.kernels: dict[int, list[tir.PrimFunc]] = {}
+
+    # ----------------------------------------------------------------- bindings and uses
+    def emit(self, binding) -> None:
+        if isinstance(binding, rx.VarBinding):
+            self.bindings[binding.var] = binding.value
+        super().emit(binding)
+
+    def visit_var_binding(self, b: rx.VarBinding) -> None:
+        value = self.visit_expr(b.value)
+        self.bindings[b.var] = value  # a use of the old variable finds the new value too
+        self.reemit(b, value)
+
+    def visit_var_(self, v: rx.Var):
+        value = self.bindings.get(v)
+        if isinstance(value, rx.Constant):
+            return value
+        return super().visit_var_(v)
+
+    # ----------------------------------------------------------------- calls
+    def visit_call_(self, e: rx.Call):
+        post = super().visit_call_(e)
+        if not should_be_folded(post) or not isinstance(post.op, Op):
+            return post
+        if post.op.name == "relax.call_tir":
+            return self.fold_call_tir(post) or post
+        args = [self._shape_literal(a) for a in post.args]
+        post = self.normalize(rx.Call(post.op, args, post.attrs, post.sinfo_args, post.span), post)
+        if self.in_dataflow_block:
+            legalize = legalization(post.op.name)
+            if legalize is not None:
+                try:
+                    legalized = legalize(self.builder, post)
+                except Exception:  # noqa: BLE001 — TVM's legalization asserts (unknown shapes): left alone
+                    return post
+                if isinstance(legalized, rx.Call) and isinstance(legalized.op, Op) and \
+                        legalized.op.name == "relax.call_tir":
+                    return self.fold_call_tir(legalized) or post
+        return post
+
+    def _shape_literal(self, arg):
+        if isinstance(arg, rx.Var):
+            value = self.bindings.get(arg)
+            if isinstance(value, rx.ShapeExpr):
+                return value
+        return arg
+
+    def fold_call_tir(self, call: rx.Call) -> rx.Expr | None:
+        """TVM's VisitCallTIR: the call's value as a constant (a tuple of them), or None."""
+        gv = call.args[0]
+        func = self.builder.made.get(gv) or self.mod.functions.get(gv.name_hint) if isinstance(gv, GlobalVar) else None
+        if not isinstance(func, tir.PrimFunc) or not isinstance(call.args[1], rx.Tuple) or len(call.args) > 2:
+            return None  # (extra TIR variable arguments cannot be supplied from constants)
+        inputs = call.args[1].fields_
+        if not all(isinstance(a, rx.Constant) and a.data is not None for a in inputs):
+            return None
+        out_sinfo = call.sinfo_args[0] if call.sinfo_args else call.struct_info
+        fields = out_sinfo.fields_ if isinstance(out_sinfo, rx.TupleStructInfo) else [out_sinfo]
+        outputs = [_static_tensor(f) for f in fields]
+        if any(o is None for o in outputs):
+            return None
+        arrays = [np.zeros(shape, dtype) for shape, dtype in outputs]
+        try:
+            # copies: a kernel may write its inputs, and a constant's data is shared
+            run_prim_func(self._kernel(func), [a.data.copy() for a in inputs] + arrays)
+        except Exception:  # noqa: BLE001 — TVM would skip a kernel it cannot build
+            return None
+        constants = [rx.Constant(a) for a in arrays]
+        if not isinstance(out_sinfo, rx.TupleStructInfo):
+            return constants[0]
+        return self.normalize(rx.Tuple(constants, call.span))
+
+    def _kernel(self, func: tir.PrimFunc) -> tir.PrimFunc:
+        bucket = self.kernels.setdefault(node_hash(func), [])
+        for known in bucket:
+            if node_equal(known, func):
+                return known
+        bucket.append(func)
+        return func
+
+
+def fold_relax_function(fn: rx.Function, mod: IRModule) -> rx.Function:
+    """TVM's relax ConstantFolder::Fold: fold `fn` (PrimFuncs looked up in `mod`), then
+    remove the bindings left unused."""
+    return remove_all_unused(_RelaxFolder(mod).visit_expr(fn), mod)
+
+
 @register
 @dataclass(frozen=True)
 class FoldConstant(FunctionPass):
@@ -215,6 +391,19 @@ class FoldConstant(FunctionPass):
     tvm_name = "FoldConstant"
     opt_level = 2
     summary = "Evaluate calls whose arguments are all constants, and shape_of of static shapes"
+
+    def transform_module(self, mod: IRModule, ctx) -> IRModule:
+        # TVM's Relax function pass visits every Relax function (Codegen ones included);
+        # the Relay functions then go through FunctionPass as before.
+        changed = {}
+        for name, fn in mod.functions.items():
+            if isinstance(fn, rx.Function):
+                new = fold_relax_function(fn, mod)
+                if new is not fn:
+                    changed[name] = new
+        if changed:
+            mod = mod.with_functions({**mod.functions, **changed})
+        return super().transform_module(mod, ctx)
 
     def transform_function(self, fn: Function, mod: IRModule, ctx) -> Function:
         if fn.is_primitive:
