@@ -376,20 +376,3 @@ def struct_info_dims(sinfo):
     elif isinstance(sinfo, PrimStructInfo) and sinfo.value is not None:
         yield sinfo.value
 
-
-def sub_exprs(e) -> tuple:
-    """The expressions directly inside `e`, in TVM's visiting order (a call's callee then
-    its arguments; a SeqExpr's body then its bound values; a function's body)."""
-    if isinstance(e, Call):
-        return (e.op, *e.args)
-    if isinstance(e, Tuple):
-        return e.fields_
-    if isinstance(e, TupleGetItem):
-        return (e.tuple_value,)
-    if isinstance(e, If):
-        return (e.cond, e.true_branch, e.false_branch)
-    if isinstance(e, SeqExpr):
-        return (e.body, *(b.value for block in e.blocks for b in block.bindings))
-    if isinstance(e, Function):
-        return (e.body,)
-    return ()
