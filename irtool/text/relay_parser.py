@@ -550,7 +550,7 @@ _TOKEN_NAMES = {
     "STRING": "a string", "META_REF": "a `meta[...]` reference",
     "METADATA": "`#[metadata]`", "VERSION": "`#[version = ...]`", "$END": "end of input",
     "ATOMIC_CALL": None, "ATOMIC_BINDING": None,  # fast-path spellings of calls and bindings
-    "BINOP": "an operator (`+`, `*`, `==`, ...)",
+    **{f"OP_{k}": None for k in ("MUL", "DIV", "ADD", "SUB", "LT", "LE", "GT", "GE", "EQ", "NE")},
 }
 
 
@@ -639,6 +639,10 @@ def _convert_error(err: UnexpectedInput, source: SourceFile, parser: Lark) -> Di
             span = Span(source, len(lines), max(1, len(lines[-1]) + 1))
             return DiagnosticError(f"unexpected end of input; expected {_describe_expected(parser, err.expected)}",
                                    span)
+        if tok.type == "OP_DIV" and source.text.startswith("/*", tok.start_pos):
+            # `/*` that the comment terminal could not close: the division operator is what is left
+            return DiagnosticError("unterminated or too deeply nested `/* */` comment",
+                                   Span(source, tok.line, tok.column))
         expected = _describe_expected(parser, err.accepts or err.expected)
         return DiagnosticError(f"unexpected `{tok.value}`; expected {expected}",
                                Span(source, tok.line, tok.column, tok.end_line, tok.end_column))
