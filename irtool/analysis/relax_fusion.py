@@ -30,6 +30,7 @@
 
 from __future__ import annotations
 
+from ..diagnostics import DiagnosticError
 from ..ir import relax as rx
 from ..ir import tir
 from ..ir.expr import GlobalVar, Op
@@ -483,8 +484,10 @@ class OperatorFusor(ExprMutator):
                 producer = self._group(used)
                 if producer is not current:
                     if current in self.group_deps.get(producer, ()):
-                        raise ValueError(f"a cyclic dependency between the groups of {b.var.name_hint} "
-                                         f"and {used.name_hint}")
+                        raise DiagnosticError(
+                            f"fuse-ops: the fused groups of `{b.var.name_hint}` and `{used.name_hint}` depend on "
+                            "each other (TVM 0.27's FuseOps stops here too: a cyclic dependency)",
+                            b.span or b.var.span)
                     self.group_deps.setdefault(current, []).append(producer)
                     if producer in creators:
                         creators[producer].append_output(used)

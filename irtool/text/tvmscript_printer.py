@@ -441,7 +441,7 @@ class _Printer:
             if name is not None:
                 self.defined.discard(name)
                 base, _, suffix = name.rpartition("_")
-                if suffix.isdigit() and self.next_suffix.get(base, 1) > int(suffix):
+                if suffix.isdigit() and self.next_suffix.get(base, 1) > int(suffix) >= 1:  # TVM counts from 1
                     self.next_suffix[base] = int(suffix)  # free again: the search starts there
             self.names.pop(key, None)
             self.keep.pop(key, None)
