@@ -49,7 +49,10 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
                 isinstance(b.b, tir.IntImm) and b.b.value == 1 and not isinstance(b.a, tir.IntImm):
             return tb.le(a, b.a)  # TVM's rewrite rule `x < y + 1` -> `x <= y` (symbolic pad bounds)
         if e.op == "mul" and tb.is_int(e.dtype) and isinstance(a, tir.IntImm) and not isinstance(b, tir.IntImm):
-            return tb.mul(b, a)  # canonical form puts the constant scale last: `2 * n` -> `n * 2`
+            return simplify(tb.mul(b, a))  # canonical form puts the constant scale last: `2 * n` -> `n * 2`
+        if e.op == "mul" and tb.is_int(e.dtype) and isinstance(b, tir.IntImm) and isinstance(a, tir.BinOp) and \
+                a.op == "mul" and isinstance(a.b, tir.IntImm):
+            return tb.mul(a.a, a.b.value * b.value)  # scales multiply: `n * 3 * 2` -> `n * 6`
         return _FOLD[e.op](a, b)
     if isinstance(e, tir.Not):
         a = simplify(e.a)

@@ -554,3 +554,40 @@ def _prod_div(lhs, rhs):
 
 _HANDLERS = {"add": lambda e: _add_sub(e, 1), "sub": lambda e: _add_sub(e, -1), "mul": _mul,
              "floordiv": _floordiv, "floormod": _floormod}
+
+
+# ----------------------------------------------------------------------------- rewrite rules
+
+
+def rewrite_bounds(e):
+    """The RewriteSimplifier rules that a dynamic strided_slice's clamped bounds need, bottom-up
+    then canonical form:  x // c < 0 -> x < 0;  x + c < 0 -> x < -c;  min(max(x, y), x) -> x;
+    x - min(y, x) and x - min(x, y) -> max(x - y, 0)."""
+    return canonical_simplify(_rewrite(e))
+
+
+def _rewrite(e):
+    if isinstance(e, tir.Call) and e.op == "tirx.if_then_else":
+        c, t, f = (_rewrite(a) for a in e.args)
+        return tb.if_then_else(c, t, f)
+    if not isinstance(e, tir.BinOp):
+        return e
+    a, b = _rewrite(e.a), _rewrite(e.b)
+    if e.op in ("min", "max", "sub") and _is_index(e.dtype):
+        a, b = canonical_simplify(a), canonical_simplify(b)
+    if e.op == "lt" and _const(b) == 0 and _is_index(a.dtype):
+        if isinstance(a, tir.BinOp) and a.op == "floordiv" and _const(a.b) is not None and a.b.value > 0:
+            return _rewrite(tb.lt(a.a, 0))
+        s = _to_sum(_mutate(a))
+        if s.base != 0 and s.args:
+            base, s.base = s.base, 0
+            return tb.lt(s.normalize(), tb.const(-base, s.dtype))
+    if e.op == "min" and isinstance(a, tir.BinOp) and a.op == "max" and _index_equal(a.a, b):
+        return b
+    if e.op == "sub" and isinstance(b, tir.BinOp) and b.op == "min":
+        other = b.a if _index_equal(b.b, a) else b.b if _index_equal(b.a, a) else None
+        if other is not None:
+            return tb.max_(canonical_simplify(tb.sub(a, other)), 0)
+    if a is e.a and b is e.b:
+        return e
+    return _FOLD[e.op](a, b)

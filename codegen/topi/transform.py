@@ -31,7 +31,7 @@ from .. import tir_build as tb
 from ..simplify import simplify
 from . import register_legalize
 from .broadcast import broadcast_shape
-from .canonical import canonical_simplify, nonneg_condition, simplify_index
+from .canonical import canonical_simplify, nonneg_condition, rewrite_bounds, simplify_index
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -237,24 +237,33 @@ def _dynamic_canonicalize(index, extent, stride):
     return tb.min_(tb.max_(index, begin_range), end_range)
 
 
+def _canonical_bound(index, extent, stride):
+    """CanonicalizeIndex: static when index, extent and stride are constants."""
+    if all(_const(v) is not None for v in (index, extent, stride)):
+        return tb.const(_canonicalize_index(_const(index), _const(extent), _const(stride)), "int64")
+    return _dynamic_canonicalize(index, extent, stride)
+
+
 def _dynamic_strided_slice(x, begin, end, strides, axes, assume_inbound) -> te.Tensor:
+    """TOPI's dynamic_strided_slice_with_axes as TVM 0.27 runs it: without assume_inbound, begin
+    and end are clamped into the dimension (DynamicCanonicalizeIndex) and the clamped begin
+    indexes; the length is ceildiv(end - begin, stride), simplified (`rewrite_bounds`)."""
     out_shape = list(x.shape)
+    starts = []
     for b, e, s, a in zip(begin, end, strides, axes):
+        extent = out_shape[a]
         if assume_inbound:
             length = _ceildiv(tb.sub(e, b), s)
         else:
-            extent = out_shape[a]
-            cb = _dynamic_canonicalize(b, extent, s) if not all(_const(v) is not None for v in (b, extent, s)) \
-                else tb.const(_canonicalize_index(_const(b), _const(extent), _const(s)), "int64")
-            ce = _dynamic_canonicalize(e, extent, s) if not all(_const(v) is not None for v in (e, extent, s)) \
-                else tb.const(_canonicalize_index(_const(e), _const(extent), _const(s)), "int64")
-            length = tb.if_then_else(tb.lt(s, 0), _ceildiv(tb.sub(cb, ce), tb.neg(s)), _ceildiv(tb.sub(ce, cb), s))
-        out_shape[a] = canonical_simplify(simplify(length))
+            b, e = (_canonical_bound(v, extent, s) for v in (b, e))
+            length = tb.if_then_else(tb.lt(s, 0), _ceildiv(tb.sub(b, e), tb.neg(s)), _ceildiv(tb.sub(e, b), s))
+        starts.append(rewrite_bounds(b))
+        out_shape[a] = rewrite_bounds(simplify(length))
 
     def element(ax):
         idx = list(ax)
-        for b, s, a in zip(begin, strides, axes):
-            idx[a] = tb.add(tb.mul(ax[a], s), b)
+        for b, s, a in zip(starts, strides, axes):
+            idx[a] = tb.add(b, tb.mul(ax[a], s))
         return _load(x, idx)
 
     return te.compute_ax(out_shape, element, name="T_dynamic_strided_slice_with_axes", tag="injective")

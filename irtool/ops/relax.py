@@ -342,7 +342,7 @@ def _imm(v):
 def _fold(op: str, a, b):
     """A TIR binary operation on ints or expressions, folded when both are ints."""
     if isinstance(a, int) and isinstance(b, int):
-        return {"add": a + b, "sub": a - b, "min": min(a, b), "max": max(a, b), "floordiv": a // b}[op]
+        return {"add": int.__add__, "sub": int.__sub__, "min": min, "max": max, "floordiv": int.__floordiv__}[op](a, b)
     if op in ("add", "sub") and b == 0:
         return a
     return tir.BinOp(op, _imm(a), _imm(b))
