@@ -1,5 +1,14 @@
 """fuse-ops: group operators into primitive functions, exactly as TVM's FuseOps.
 
+One pass for both dialects, with one partitioner (irtool.analysis.graph_partitioner):
+Relay functions are fused one by one as TVM v0.19's relay FuseOps does (below); the
+Relax functions of a module as TVM 0.27's relax.transform.FuseOps does, a module pass
+whose graph builder and function creator are irtool.analysis.relax_fusion (call_tir
+bindings grouped by their PrimFuncs' op_pattern into private `fused_<callees>` functions
+with Primitive; config relax.FuseOps.max_depth).
+
+Relay:
+
     def @main(%x, %w) {                         def @main(%x, %w) {
       %0 = nn.conv2d(%x, %w);                     %4 = fn (%p0, %p1, %p2, Primitive=1) {
       %1 = add(%0, meta[relay.Constant][0]);        %0 = nn.conv2d(%p0, %p1); ...
@@ -17,7 +26,7 @@
    and bodies are referenced from outside: nothing fuses through them, but the
    dataflow inside each of them fuses on its own.
 2. Partition it (irtool.analysis.graph_partitioner: post-dominator tree + three-phase
-   union-find; the same code will partition Relax).
+   union-find; the same code partitions Relax).
 3. Rewrite in post order (TVM's FuseMutator): an operand from another group becomes a
    parameter `%pN` of the group's function (numbered in the order the group's nodes
    meet them, one per distinct operand; a constant stays inline with link-params); the

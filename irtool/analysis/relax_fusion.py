@@ -20,7 +20,7 @@
    which only items are read is split into `name_i` parameters), its outputs the
    non-dataflow variables and the variables other groups read, returned as one value
    or a tuple; outputs are rebound to fresh `gv`, `gv1`, ... as TVM's BlockBuilder
-   names them.
+   names them. Size variables no parameter defines come in as a last `tir_vars` shape.
 3. Callers (TVM's OperatorFusor): each dataflow block is re-emitted with its bindings
    ordered by group dependencies; a group's call replaces its last binding (named by
    the module-wide name supply: `lv`/`gv`, `lv1`...), a multi-output call is followed
@@ -35,7 +35,7 @@ from ..ir import relax as rx
 from ..ir import tir
 from ..ir.expr import GlobalVar, Op
 from ..ir.module import IRModule
-from ..ir.node_structural import node_equal
+from ..ir.node_structural import node_equal, node_hash
 from ..ir.relax_visitor import ExprMutator, ExprVisitor, deduce_struct_info
 from . import struct_info as si
 from .graph_partitioner import INJECTIVE, MAX_FUSED_OPS, OPAQUE, GraphPartitioner, IndexedForwardGraph
@@ -329,7 +329,13 @@ class FunctionCreator(ExprMutator):
             body.struct_info = rx.TupleStructInfo([o.struct_info for o in outputs])
         seq = rx.SeqExpr(rx.merge_blocks([rx.DataflowBlock(emitted)]), body)
         seq.struct_info = body.struct_info
-        self.function = rx.Function(self.params, seq, body.struct_info, True, (("Primitive", True),), private=True)
+        attrs = (("Primitive", True),)
+        self.function = rx.Function(self.params, seq, body.struct_info, True, attrs, private=True)
+        free = _free_symbolic_vars(self.function)
+        if free:  # sizes only the caller knows (an out_ty of the group) come in as a shape
+            self.arguments.append(rx.ShapeExpr(free))
+            self.params.append(rx.Var("tir_vars", rx.ShapeStructInfo(free)))
+            self.function = rx.Function(self.params, seq, body.struct_info, True, attrs, private=True)
 
 
 def _is_inlinable(e) -> bool:
@@ -344,24 +350,54 @@ def _is_inlinable(e) -> bool:
 
 
 def _has_tir_var(e) -> bool:
-    if isinstance(e, int):
-        return False
+    return bool(_tir_vars_in(e, []))
+
+
+def _tir_vars_in(e, out: list) -> list:
+    """The TIR variables of a size expression (or a tuple of them), in order of appearance."""
     stack = [e]
     while stack:
         x = stack.pop()
         if isinstance(x, tir.Var):
-            return True
-        if isinstance(x, tir.Node):
-            stack.extend(v for f in x.fields for v in _children(getattr(x, f, None)))
-    return False
+            if not any(v is x for v in out):
+                out.append(x)
+        elif isinstance(x, tir.Node):
+            stack.extend(reversed([getattr(x, f, None) for f in x.fields]))
+        elif isinstance(x, (tuple, list)):
+            stack.extend(reversed(x))
+    return out
 
 
-def _children(value) -> list:
-    if isinstance(value, tir.Node):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [v for v in value if isinstance(v, tir.Node)]
-    return []
+class _SymbolicVarUses(ExprVisitor):
+    """The size variables a function's body and signature mention, in visiting order."""
+
+    def __init__(self) -> None:
+        self.used: list = []
+
+    def visit_prim_expr(self, e) -> None:
+        _tir_vars_in(e, self.used)
+
+    def visit_struct_info(self, s) -> None:
+        for dim in rx.struct_info_dims(s):
+            _tir_vars_in(dim, self.used)
+        if isinstance(s, rx.TupleStructInfo):
+            for f in s.fields_:
+                self.visit_struct_info(f)
+
+
+def _free_symbolic_vars(fn: rx.Function) -> list:
+    """TVM's FreeSymbolicVars: size variables used but not defined by a parameter's struct
+    info (a dimension, shape value or prim value that is the bare variable)."""
+    defined: list = []
+    for p in fn.params:
+        for dim in rx.struct_info_dims(p.struct_info):
+            if isinstance(dim, tir.Var) and not any(v is dim for v in defined):
+                defined.append(dim)
+    uses = _SymbolicVarUses()
+    uses.visit_expr(fn)
+    for b in (b for block in fn.body.blocks for b in block.bindings):
+        uses.visit_struct_info(b.var.struct_info)
+    return [v for v in uses.used if not any(v is d for d in defined)]
 
 
 # --------------------------------------------------------------------------- 3. callers
@@ -377,6 +413,7 @@ class OperatorFusor(ExprMutator):
         self.functions = dict(mod.functions)
         self.group_deps: dict = {}
         self.outer_bindings: dict = {}
+        self.by_hash: dict | None = None
 
     def transform(self) -> IRModule:
         for name in sorted(self.mod.functions):
@@ -466,13 +503,20 @@ class OperatorFusor(ExprMutator):
         return arg
 
     def _add_function(self, fn: rx.Function, name_hint: str) -> GlobalVar:
-        same = [name for name, f in self.functions.items() if isinstance(f, rx.Function) and node_equal(f, fn)]
+        if self.by_hash is None:  # BlockBuilder's de-duplication map, filled on first use
+            self.by_hash = {}
+            for name, f in self.functions.items():
+                if isinstance(f, rx.Function):
+                    self.by_hash.setdefault(node_hash(f), []).append(name)
+        key = node_hash(fn)
+        same = [name for name in self.by_hash.get(key, ()) if node_equal(self.functions[name], fn)]
         if same:
             return self.mod.get_global_var(min(same))
         name = self.names.fresh(name_hint)
         while name in self.functions:
             name = self.names.fresh(name_hint)
         self.functions[name] = fn
+        self.by_hash.setdefault(key, []).append(name)
         return self.mod.get_global_var(name)
 
     def _collect_boundary(self, bindings, creators: dict) -> None:
