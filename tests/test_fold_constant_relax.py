@@ -1,0 +1,322 @@
+"""fold-constant on Relax (TVM 0.27's relax.transform.FoldConstant; passes/fold_constant.py).
+
+Without TVM: the seed printouts byte-identical (2_AnnotateTIROpPattern -> 3_FoldConstant),
+folded values equal to NumPy for a table of operators, what is and is not folded, and
+invariants (the interpreter's results unchanged, idempotence, no PrimFunc added) on random
+modules. With TVM (`tvm`-marked): the lit file's cases and random modules, before and after
+LegalizeOps, print byte-identically and parse back structurally equal to TVM's results.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from irtool.ir import relax as rx
+from irtool.ir.structural import structural_equal
+from irtool.relax_interpreter import random_input, run_relax
+from irtool.text import parse, to_text
+from irtool.transform import get_pass
+
+sys.path.insert(0, os.path.dirname(__file__))
+from fold_constant_random import HEADER, random_module  # noqa: E402
+
+HERE = os.path.dirname(__file__)
+LIT_FILE = os.path.join(HERE, "..", "lit_tests", "relax", "fold-constant.ir")
+_REFERENCE_DIRS = (os.path.join(HERE, "data", "tvm-0.27"), "/work/shared/reference/tvm-0.27")
+REFERENCE = next((d for d in _REFERENCE_DIRS if os.path.isdir(d)), None)
+SEEDS = ("seed_conv_add_relu", "seed_two_conv_branches")
+RANDOM_SEEDS = range(150)
+
+
+def fold(mod):
+    return get_pass("fold-constant")()(mod)
+
+
+def legalize(mod):
+    return get_pass("legalize-ops")()(mod)
+
+
+def _main_body(mod) -> rx.SeqExpr:
+    return mod.functions["main"].body
+
+
+def _returned(mod):
+    """What `main` returns, constants resolved: a Constant, or a tuple of what its fields are."""
+    return _main_body(mod).body
+
+
+# ----------------------------------------------------------------------------- TVM's seeds
+
+
+@pytest.mark.skipif(REFERENCE is None, reason="TVM's reference printouts are not here")
+@pytest.mark.parametrize("seed", SEEDS)
+def test_seed_references_byte_identical(seed):
+    """TVM's zero pipeline, stage 3: FoldConstant on the annotated module (nothing folds:
+    the only constant meets a parameter's value)."""
+    folder = os.path.join(REFERENCE, seed)
+    mod = parse(open(os.path.join(folder, "2_AnnotateTIROpPattern.py")).read())
+    expected = open(os.path.join(folder, "3_FoldConstant.py")).read()
+    assert to_text(fold(mod), show_meta_data=False) == expected
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def _module(body: str, params: str = "", constants=()) -> str:
+    from irtool.text.tvm_json import dump_metadata
+
+    meta = ""
+    if constants:
+        meta = f'metadata = tvm.ir.load_json("""{dump_metadata({"ir.GenericConst": [rx.Constant(np.asarray(c)) for c in constants]})}""")\n'
+    lines = "\n".join("            " + line for line in body.strip().splitlines())
+    return (f"{meta}{HEADER}\n@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n"
+            f"        with R.dataflow():\n{lines}\n            R.output(r)\n        return r\n")
+
+
+_RNG = np.random.default_rng(7)
+A = _RNG.standard_normal((2, 3)).astype("float32")
+B = _RNG.standard_normal((3,)).astype("float32")
+P = np.abs(_RNG.standard_normal((2, 3))).astype("float32") + 0.5
+I32 = _RNG.integers(-9, 10, size=(2, 3)).astype("int32")
+C = 'metadata["ir.GenericConst"]'
+
+# (Relax expression over the constants c0, c1, NumPy value, the constants); one line each
+VALUE_CASES = [
+    ("R.add(c0, c1)", A + B, (A, B)),
+    ("R.subtract(c0, c1)", A - B, (A, B)),
+    ("R.multiply(c0, c1)", A * B, (A, B)),
+    ("R.divide(c0, c1)", A / P, (A, P)),
+    ("R.maximum(c0, c1)", np.maximum(A, B), (A, B)),
+    ("R.power(c0, c1)", np.power(P, A), (P, A)),
+    ("R.floor_divide(c0, c1)", I32 // np.where(I32 == 0, 1, I32)[::-1], (I32, np.where(I32 == 0, 1, I32)[::-1].copy())),
+    ("R.exp(c0)", np.exp(A), (A,)),
+    ("R.tanh(c0)", np.tanh(A), (A,)),
+    ("R.sqrt(c0)", np.sqrt(P), (P,)),
+    ("R.sigmoid(c0)", 1 / (1 + np.exp(-A)), (A,)),
+    ("R.nn.relu(c0)", np.maximum(A, 0), (A,)),
+    ("R.nn.softmax(c0, axis=-1)", np.exp(A) / np.exp(A).sum(-1, keepdims=True), (A,)),
+    ("R.sum(c0, axis=[1])", A.sum(1), (A,)),
+    ("R.mean(c0, axis=[0], keepdims=True)", A.mean(0, keepdims=True), (A,)),
+    ("R.max(c0)", A.max(), (A,)),
+    ("R.argmax(c0, axis=1)", A.argmax(1).astype("int64"), (A,)),
+    ("R.permute_dims(c0)", A.T, (A,)),
+    ("R.reshape(c0, R.shape([3, 2]))", A.reshape(3, 2), (A,)),
+    ("R.expand_dims(c0, axis=[1])", A[:, None], (A,)),
+    ("R.concat((c0, c0), axis=0)", np.concatenate([A, A]), (A,)),
+    ("R.strided_slice(c0, axes=[1], begin=[1], end=[3])", A[:, 1:3], (A,)),
+    ("R.take(c0, c1, axis=1)", A[:, [2, 0]], (A, np.array([2, 0], "int64"))),
+    ("R.where(c0, c1, R.const(0.5, \"float32\"))", np.where(A > 0, P, 0.5), (A > 0, P)),
+    ("R.greater(c0, c1)", A > B, (A, B)),
+    ("R.astype(c0, dtype=\"int32\")", I32.astype("float32").astype("int32"), (I32.astype("float32"),)),
+    ("R.matmul(c0, c1)", A @ A.T, (A, A.T.copy())),
+    ("R.clip(c0, -0.5, 0.5)", np.clip(A, -0.5, 0.5), (A,)),
+    ("R.broadcast_to(c0, R.shape([2, 3]))", np.broadcast_to(B, (2, 3)), (B,)),
+    ("R.zeros_like(c0)", np.zeros_like(A), (A,)),
+    ("R.full(R.shape([2, 2]), R.const(1.5, \"float32\"))", np.full((2, 2), 1.5, "float32"), ()),
+]
+
+
+@pytest.mark.parametrize("expr, expected, constants", VALUE_CASES, ids=[c[0].split("(")[0] for c in VALUE_CASES])
+def test_folded_values_equal_numpy(expr, expected, constants):
+    """An operator on constants in a dataflow block folds to one constant equal to NumPy's
+    value (exactly for exactly rounded operators and integers, to float32 rounding else)."""
+    for k in range(len(constants)):
+        expr = expr.replace(f"c{k}", f"{C}[{k}]")
+    mod = parse(_module(f"r = {expr}", constants=constants))
+    out = _returned(fold(mod))
+    assert isinstance(out, rx.Constant), to_text(fold(mod))
+    expected = np.asarray(expected)
+    assert out.data.shape == expected.shape and out.data.dtype == expected.dtype
+    np.testing.assert_allclose(out.data, expected, rtol=2e-6, atol=1e-7)
+    assert len(fold(mod).functions) == 1  # the PrimFunc made for folding is not added
+
+
+def test_tuple_output_folds_to_a_tuple_of_constants():
+    mod = parse(_module("t = R.split(c, indices_or_sections=[1], axis=1)\nr = t[1]".replace("c,", f"{C}[0],"),
+                        constants=(A,)))
+    body = _main_body(fold(mod))
+    (tuple_binding, _), = [b.bindings for b in body.blocks]
+    assert isinstance(tuple_binding.value, rx.Tuple)
+    left, right = tuple_binding.value.fields_
+    np.testing.assert_array_equal(left.data, A[:, :1])
+    np.testing.assert_array_equal(right.data, A[:, 1:])
+
+
+def test_call_tir_on_constants_runs_the_prim_func():
+    """After legalize-ops, a call_tir on constants is run, and its constant feeds the next
+    call; the PrimFuncs stay, the folded one uncalled, as in TVM."""
+    text = _module(f"a = R.multiply({C}[0], {C}[1])\nr = R.add(a, x)", "x: R.Tensor((2, 3), \"float32\")", (A, B))
+    mod = legalize(parse(text))
+    out = fold(mod)
+    assert set(out.functions) == set(mod.functions) == {"main", "multiply", "add"}
+    (binding,), = [b.bindings for b in _main_body(out).blocks]
+    np.testing.assert_array_equal(binding.value.args[1].fields_[0].data, A * B)
+    assert "call_tir" in to_text(out) and to_text(fold(out)) == to_text(out)
+
+
+def test_not_folded_outside_dataflow_but_call_tir_is():
+    text = (f"{HEADER}\n@I.ir_module\nclass Module:\n    @R.function\n    def main():\n"
+            f"        a = R.add(R.const(1.0, \"float32\"), R.const(2.0, \"float32\"))\n        return a\n")
+    mod = parse(text)
+    assert structural_equal(fold(mod), mod)
+    assert _returned(fold(legalize(mod))).data == np.float32(3.0)
+
+
+@pytest.mark.parametrize("body", [
+    "r = R.add(c, x)",                                   # an argument not constant
+    "r = R.zeros(R.shape([33, 32]), dtype=\"float32\")",  # ShouldBeFolded: creation of > 1024
+    "r = R.add(z, R.const(1.0, \"float32\"))",            # symbolic shape
+    "r = R.ones_like(z)",                                 # symbolic result
+    "r = R.add(u, R.const(1.0, \"float32\"))",            # unknown shape (TVM's legalization asserts)
+    "r = R.shape_of(c)",                                  # no legalization
+])
+def test_not_folded(body):
+    params = 'x: R.Tensor((2, 3), "float32"), z: R.Tensor(("n", 3), "float32"), u: R.Tensor(dtype="float32", ndim=2)'
+    mod = parse(_module(body.replace("c", f"{C}[0]") if "(c" in body else body, params, (A,)))
+    out = fold(mod)
+    assert isinstance(_returned(out), rx.Var)
+    assert not isinstance(_main_body(out).blocks[0].bindings[-1].value, rx.Constant)
+
+
+def test_a_kernel_the_interpreter_cannot_run_is_left():
+    """TVM skips a kernel it cannot build; a kernel that fails when run (here reading out of
+    bounds) is left as the call rather than failing the pass."""
+    text = f"""{HEADER}
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def bad(A: T.Buffer((T.int64(3),), "float32"), B: T.Buffer((T.int64(3),), "float32")):
+        for i in range(T.int64(3)):
+            with T.sblock("B"):
+                vi = T.axis.spatial(T.int64(3), i)
+                B[vi] = A[vi + T.int64(5)]
+
+    @R.function
+    def main() -> R.Tensor((3,), dtype="float32"):
+        cls = Module
+        r = R.call_tir(cls.bad, (R.const(1.0, "float32"),), out_ty=R.Tensor((3,), dtype="float32"))
+        return r
+"""
+    mod = parse(text)
+    assert structural_equal(fold(mod), mod)
+
+
+def test_relay_functions_still_fold():
+    """The Relay half of the pass is unchanged: one name for both dialects."""
+    mod = parse('#[version = "0.0.5"]\ndef @main() -> Tensor[(), float32] { add(1f, 2f) }')
+    assert "3f" in to_text(fold(mod))
+
+
+# ----------------------------------------------------------------------------- random modules
+
+
+def _flat(value) -> list:
+    return [x for v in value for x in _flat(v)] if isinstance(value, tuple) else [value]
+
+
+def _inputs(mod, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    return [random_input(p.struct_info, rng) for p in mod.functions["main"].params]
+
+
+def _assert_same_values(a, b, what: str) -> None:
+    for x, y in zip(_flat(a), _flat(b), strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype, what
+        np.testing.assert_array_equal(x, y, err_msg=what)
+
+
+def test_random_modules_invariants():
+    """On random modules: well-formed, the interpreter's results unchanged (so each folded
+    constant equals NumPy's value of what it replaced), idempotent, no function added; and
+    after legalize-ops as well (where call_tir runs the PrimFuncs)."""
+    from irtool.analysis.relax_verifier import verify_module
+
+    folded_somewhere = 0
+    for seed in RANDOM_SEEDS:
+        text = random_module(seed)
+        for name, mod in (("fc", parse(text)), ("lfc", legalize(parse(text)))):
+            out = fold(mod)
+            verify_module(out)
+            what = f"{name} on\n{text[text.index('# from'):]}\nto\n{to_text(out, show_meta_data=False)}"
+            assert set(out.functions) == set(mod.functions), what
+            assert structural_equal(fold(out), out), what
+            _assert_same_values(run_relax(mod, _inputs(mod, seed)), run_relax(out, _inputs(mod, seed)), what)
+            folded_somewhere += not structural_equal(out, mod)
+    assert folded_somewhere > len(RANDOM_SEEDS)  # the generator does give the pass work
+
+
+# ----------------------------------------------------------------------------- TVM 0.27
+
+_TVM_RUNNER = """
+import sys
+import tvm
+from tvm import relax
+fc = relax.transform.FoldConstant()
+for path in sys.argv[1:]:
+    steps = (("fc", fc), ("lo", relax.transform.LegalizeOps()), ("lfc", lambda m: fc(relax.transform.LegalizeOps()(m))))
+    for name, run in steps:
+        try:
+            out = run(tvm.script.from_source(open(path).read()))
+            text, meta = out.script(), out.script(show_meta=True)
+        except Exception as err:
+            text = meta = "ERROR " + type(err).__name__
+        open(path + "." + name, "w").write(text)
+        open(path + "." + name + ".meta", "w").write(meta)
+"""
+
+
+def _run_tvm(tvm_python: str, tmp_path, texts: dict[str, str]) -> None:
+    runner = tmp_path / "runner.py"
+    runner.write_text(_TVM_RUNNER)
+    paths = []
+    for name, text in texts.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        paths.append(str(path))
+    proc = subprocess.run([tvm_python, str(runner), *paths], capture_output=True, text=True, timeout=1200,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def _compare(tmp_path, name: str, suffix: str, ours) -> None:
+    path = tmp_path / f"{name}.py.{suffix}"
+    theirs_text = path.read_text()
+    assert not theirs_text.startswith("ERROR"), f"TVM failed on {name} ({suffix}): {theirs_text}"
+    printed = to_text(ours, show_meta_data=False)
+    assert printed == theirs_text, f"{name} {suffix}\nours:\n{printed}\nTVM:\n{theirs_text}"
+    theirs = parse((tmp_path / f"{name}.py.{suffix}.meta").read_text())
+    assert structural_equal(ours, theirs), f"{name} {suffix}: constants differ"
+
+
+def lit_cases() -> list[str]:
+    return [HEADER + case for case in open(LIT_FILE).read().split("# -----")]
+
+
+@pytest.mark.tvm
+def test_lit_cases_match_tvm(tvm_python, tmp_path):
+    """Each case of lit_tests/relax/fold-constant.ir folds as TVM 0.27 folds it (so the
+    CHECK lines, which are our output, are TVM's)."""
+    cases = {f"case{k}": text for k, text in enumerate(lit_cases())}
+    _run_tvm(tvm_python, tmp_path, cases)
+    for name, text in cases.items():
+        _compare(tmp_path, name, "fc", fold(parse(text)))
+
+
+@pytest.mark.tvm
+def test_random_modules_match_tvm(tvm_python, tmp_path):
+    """Random modules with constants: TVM's FoldConstant, and its LegalizeOps then
+    FoldConstant, against ours: the same text, and structurally equal with the metadata
+    (constants compared bit for bit: the generator's operators are exactly rounded)."""
+    texts = {f"random{seed}": random_module(seed) for seed in RANDOM_SEEDS}
+    _run_tvm(tvm_python, tmp_path, texts)
+    for name, text in texts.items():
+        _compare(tmp_path, name, "fc", fold(parse(text)))
+        # TVM's own legalized module is folded here, so that this compares fold-constant
+        # alone (legalize-ops has its own comparison with TVM)
+        _compare(tmp_path, name, "lfc", fold(parse((tmp_path / f"{name}.py.lo.meta").read_text())))
