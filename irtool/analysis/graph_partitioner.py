@@ -1,6 +1,7 @@
 """The fusion partitioner of TVM's FuseOps, independent of the dialect that feeds it.
 
-A dialect turns a function into an `IndexedForwardGraph` (Relay: passes/fuse_ops.py);
+A dialect turns a function into an `IndexedForwardGraph` (Relay: passes/fuse_ops.py;
+Relax: irtool/analysis/relax_fusion.py);
 this module decides which nodes form one fused group, as TVM's graph_partitioner.cc:
 
             conv2d                  The hard case is a diamond: conv2d can join the
