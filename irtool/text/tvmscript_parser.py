@@ -187,7 +187,10 @@ class _Builder:
         method = getattr(self, "e_" + node.data, None)
         if method is None:
             self.error("this kind of expression is not part of TVMScript", node)
-        return method(node)
+        try:
+            return method(node)
+        except NotPrimError as err:  # located at the innermost expression that needed a TIR value
+            self.error(str(err), node)
 
     def e_name(self, node):
         return self.lookup(str(node.children[0]), node)
@@ -201,7 +204,10 @@ class _Builder:
     def e_string(self, node):
         import ast
 
-        return "".join(ast.literal_eval(str(t)) for t in node.children)
+        try:
+            return "".join(ast.literal_eval(str(t)) for t in node.children)
+        except (SyntaxError, ValueError) as err:  # e.g. a NUL byte or a bad escape inside the string
+            self.error(f"invalid string literal ({_plain(err)})", node)
 
     def e_none(self, node):
         return None
@@ -294,7 +300,9 @@ class _Builder:
             except TypeError as err:
                 if "positional argument" in str(err) or "keyword argument" in str(err):
                     self.error(f"`{callee.name}`: {str(err).split(') ', 1)[-1]}", node)
-                raise
+                self.error(f"`{callee.name}`: invalid arguments ({_plain(err)})", node)
+            except (ValueError, OverflowError) as err:  # a value the construct cannot hold (1e400 as int32...)
+                self.error(f"`{callee.name}`: invalid value ({_plain(err)})", node)
         return self.call_value(callee, node)
 
     def call_value(self, callee, node):
@@ -331,7 +339,25 @@ def _as_prim(v, dtype: str | None = None) -> tir.PrimExpr:
         return tir.const(v, dtype if dtype and dtype.startswith(("float", "bfloat")) else "float32")
     if isinstance(v, str):
         return tir.StringImm(v)
-    raise TypeError(f"not a TIR expression: {v!r}")
+    raise NotPrimError(f"expected a TIR expression, got {_describe_value(v)}")
+
+
+class NotPrimError(TypeError):
+    """A value used where TIR needs an expression; the parser turns it into a located diagnostic."""
+
+
+def _describe_value(v) -> str:
+    if isinstance(v, tuple):
+        return "a tuple"
+    if isinstance(v, _Dotted):
+        return f"`{v.name}`"
+    return f"a {type(v).__name__}" if not isinstance(v, (int, float, str)) else repr(v)
+
+
+def _plain(err: Exception) -> str:
+    """An exception's message for a diagnostic (Python's wording, without internals)."""
+    text = str(err).split("\n")[0]
+    return text[:200] or type(err).__name__
 
 
 def _unify(a, b) -> tuple[tir.PrimExpr, tir.PrimExpr]:
@@ -887,9 +913,12 @@ class _TirBuilder(_Builder):
 
     def stmt(self, node, rest: list, top: bool):
         kind = node.data
-        if kind == "simple_stmt":
-            return self.simple(node.children[0], rest, top)
-        return getattr(self, "s_" + kind, self.s_unknown)(node, rest, top)
+        try:
+            if kind == "simple_stmt":
+                return self.simple(node.children[0], rest, top)
+            return getattr(self, "s_" + kind, self.s_unknown)(node, rest, top)
+        except NotPrimError as err:
+            self.error(str(err), node)
 
     def s_unknown(self, node, rest, top):
         self.error("this statement is not part of TIR", node)
@@ -1514,7 +1543,7 @@ class _RelaxBuilder(_TirBuilder):
     def r_tensor(self, node, pos, kw):
         shape = pos[0] if pos else kw.pop("shape", None)
         dtype = pos[1] if len(pos) > 1 else kw.pop("dtype", "")
-        ndim = kw.pop("ndim", -1)
+        ndim = self.ndim_value(kw.pop("ndim", -1), node)
         kw.pop("vdevice", None)
         if kw:
             self.error(f"`R.Tensor` has no argument `{next(iter(kw))}`", node)
@@ -1540,7 +1569,14 @@ class _RelaxBuilder(_TirBuilder):
         values = pos[0] if pos else kw.get("values")
         if values is not None:
             return rx.ShapeStructInfo(self.dims(values, node))
-        return rx.ShapeStructInfo(None, kw.get("ndim", -1))
+        return rx.ShapeStructInfo(None, self.ndim_value(kw.get("ndim", -1), node))
+
+    def ndim_value(self, ndim, node) -> int:
+        if isinstance(ndim, tir.IntImm):
+            ndim = ndim.value
+        if not isinstance(ndim, int) or isinstance(ndim, bool) or ndim < -1:
+            self.error("`ndim` must be an integer, -1 for unknown", node)
+        return ndim
 
     def r_prim_sinfo(self, node, pos, kw):
         dtype = pos[0] if pos else kw.get("dtype")
