@@ -41,6 +41,12 @@ def hand_cases() -> list[str]:
     return open(LIT_FILE).read().split("\n# -----\n")
 
 
+def hand_case(function: str) -> str:
+    """The lit case that defines the Relax function `function`."""
+    [case] = [c for c in hand_cases() if f"    def {function}(" in c]
+    return case
+
+
 def relax_functions(mod: IRModule) -> dict:
     return {name: fn for name, fn in mod.functions.items() if isinstance(fn, rx.Function)}
 
@@ -64,7 +70,7 @@ def test_graph_follows_tvms_graph_creator():
     """Parameters and non-dataflow variables are external; a call_tir node has its callee's
     op_pattern; leaves come before the binding that reads them; a match_cast reads
     through no edge; nodes are numbered operands first."""
-    mod = parse(hand_cases()[2])  # a match_cast reads `a`
+    mod = parse(hand_case("two_outputs"))  # a match_cast reads `a`
     fn = mod.functions["two_outputs"]
     graph = build_graph(fn, mod)
     names = [getattr(ref, "name_hint", None) for ref in graph.refs]
@@ -79,7 +85,7 @@ def test_graph_follows_tvms_graph_creator():
 
 
 def test_constants_are_opaque_leaves():
-    mod = parse(hand_cases()[5])
+    mod = parse(hand_case("constants"))
     graph = build_graph(mod.functions["constants"], mod)
     constants = [i for i, ref in enumerate(graph.refs) if isinstance(ref, rx.Constant)]
     assert len(constants) == 2
@@ -128,14 +134,16 @@ def executed_call_tirs(mod: IRModule) -> int:
 
 
 def test_opt_level_zero_fuses_nothing():
-    mod = parse(hand_cases()[0])
-    assert fuse(mod, fuse_opt_level=0) is mod or structural_equal(fuse(mod, fuse_opt_level=0), mod)
-    with PassContext(opt_level=0):
-        assert structural_equal(get_pass("fuse-ops")()(mod, PassContext(opt_level=0)), mod)
+    """TVM's fuse_opt_level, or the context's opt level when it is -1."""
+    mod = parse(hand_case("diamond"))
+    assert not structural_equal(fuse(mod), mod)
+    assert structural_equal(fuse(mod, fuse_opt_level=0), mod)
+    assert structural_equal(get_pass("fuse-ops")()(mod, PassContext(opt_level=0)), mod)
+    assert not structural_equal(get_pass("fuse-ops")(fuse_opt_level=1)(mod, PassContext(opt_level=0)), mod)
 
 
 def test_max_depth_from_the_option_and_the_config():
-    mod = parse(hand_cases()[-1])  # a chain of five elementwise ops
+    mod = parse(hand_case("chain"))  # five elementwise ops
     assert len(relax_functions(fuse(mod))) == 2
     by_option = fuse(mod, max_depth=2)
     by_config = get_pass("fuse-ops")()(mod, PassContext(config={"relax.FuseOps.max_depth": 2}))
