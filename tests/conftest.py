@@ -20,8 +20,8 @@ def default_recursion_limit():
 
 @pytest.fixture(scope="session")
 def tvm_python() -> str:
-    """A Python interpreter with Apache TVM 0.27 (`IRTOOL_TVM_PYTHON`, which `make test`
-    sets when /work/tvm-venv exists); tests that need it are skipped without it."""
+    """A Python interpreter with Apache TVM 0.27 (the environment variable `IRTOOL_TVM_PYTHON`,
+    which `make test` passes on); tests that need it are skipped without it."""
     import os
     import subprocess
 

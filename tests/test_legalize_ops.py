@@ -17,7 +17,7 @@ from irtool.relax_interpreter import random_input, run_relax
 from irtool.text import parse, to_text
 from irtool.transform import get_pass
 
-REFERENCE = "/work/shared/reference/tvm-0.27"
+REFERENCE = os.path.join(os.path.dirname(__file__), "data", "tvm-0.27")
 SEEDS = ["seed_conv_add_relu", "seed_two_conv_branches"]
 
 

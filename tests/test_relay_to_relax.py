@@ -287,7 +287,7 @@ def test_translation_prints_as_tvm_blockbuilder_builds_it(tvm_python, tmp_path):
 # ----------------------------------------------------------------------------- whole programs
 
 SEED = ROOT / "examples" / "seed000.ir"
-SEED_TVM = Path("/work/shared/reference/tvm-0.27/seed_conv_add_relu/0_input.py")
+SEED_TVM = Path(__file__).parent / "data" / "tvm-0.27" / "seed_conv_add_relu" / "0_input.py"
 
 
 def test_seed_translates_and_runs_like_relay():

@@ -1,13 +1,14 @@
 """The metadata section of TVMScript printed by TVM 0.27 (`mod.script(show_meta=True)`):
 TVM's object-graph JSON read into irtool objects and written back byte for byte.
 
-The `tvm`-marked tests run TVM 0.27 from its own virtualenv (`/work/tvm-venv`) in a
+The `tvm`-marked tests run TVM 0.27 from its own virtualenv (`IRTOOL_TVM_PYTHON`) in a
 subprocess; irtool never imports TVM."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import struct
 import subprocess
@@ -28,8 +29,8 @@ from irtool.text.tvm_json import (
     unescape_printed,
 )
 
-REFERENCE = Path("/work/shared/reference/tvm-0.27/seed_conv_add_relu/5_FuseTIR_show_meta.py")
-TVM_PYTHON = Path("/work/tvm-venv/bin/python")
+REFERENCE = Path(__file__).parent / "data" / "tvm-0.27" / "seed_conv_add_relu" / "5_FuseTIR_show_meta.py"
+TVM_PYTHON = Path(os.environ.get("IRTOOL_TVM_PYTHON") or "/nonexistent/tvm-python")
 OPENING = 'metadata = tvm.ir.load_json("""'
 
 needs_reference = pytest.mark.skipif(not REFERENCE.exists(), reason="TVM 0.27 reference output not available")

@@ -14,7 +14,7 @@ from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.text import detect_syntax, parse
 
-REFERENCE = "/work/shared/reference/tvm-0.27"
+REFERENCE = os.path.join(os.path.dirname(__file__), "data", "tvm-0.27")
 REFERENCE_FILES = sorted(glob.glob(f"{REFERENCE}/**/*.py", recursive=True))
 
 

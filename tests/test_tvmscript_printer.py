@@ -1,7 +1,7 @@
 """The TVMScript printer: IR built by hand prints exactly as TVM 0.27 prints the same IR.
 
 The expected texts are TVM's own output: the reference files under
-/work/shared/reference/tvm-0.27 and, for the features they do not show, what
+tests/data/tvm-0.27 (TVM's printouts) and, for the features they do not show, what
 `mod.script()` of TVM 0.27 printed for the module (the source is in each test's comment).
 When the TVMScript parser can read a reference file, printing what it read gives the file
 back byte for byte; with TVM installed (`IRTOOL_TVM_PYTHON`), TVM reads our text and prints
@@ -23,7 +23,7 @@ from irtool.ir.expr import Attrs, GlobalVar, Op
 from irtool.ir.module import IRModule
 from irtool.text.tvmscript_printer import print_tvmscript
 
-REFERENCE = "/work/shared/reference/tvm-0.27"
+REFERENCE = os.path.join(os.path.dirname(__file__), "data", "tvm-0.27")
 REFERENCE_FILES = sorted(glob.glob(f"{REFERENCE}/**/*.py", recursive=True))
 
 # ----------------------------------------------------------------------------- IR builders
