@@ -290,6 +290,24 @@ class _FoldingBuilder(BlockBuilder):
         self.made[gv] = fn
         return gv
 
+    def call_te(self, te_func, *args, primfunc_name_hint: str | None = None, **kwargs):
+        # call_te passes exactly its tensor arguments to the call_tir: if one is not a
+        # constant nothing can fold, and the PrimFunc need not be built (the common case)
+        if not _constant_tensors((args, kwargs)):
+            return None
+        return super().call_te(te_func, *args, primfunc_name_hint=primfunc_name_hint, **kwargs)
+
+
+def _constant_tensors(value) -> bool:
+    """Is every Relax tensor expression in `value` (lists, tuples, dicts) a constant?"""
+    if isinstance(value, (list, tuple)):
+        return all(_constant_tensors(v) for v in value)
+    if isinstance(value, dict):
+        return all(_constant_tensors(v) for v in value.values())
+    if isinstance(value, rx.Expr) and isinstance(value.struct_info, rx.TensorStructInfo):
+        return isinstance(value, rx.Constant) and value.data is not None
+    return True
+
 
 class _RelaxFolder(RelaxExprMutator):
     def __init__(self, mod: IRModule) -> None:
