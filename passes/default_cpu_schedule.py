@@ -1,0 +1,285 @@
+"""default-cpu-schedule: an untuned CPU schedule for every PrimFunc, in the spirit of TVM's
+dlight rules (`ApplyDefaultSchedule`), written with the primitives of `irtool.codegen.schedule`.
+
+Per PrimFunc (skipped when already `tirx.is_scheduled` or holding non-serial loops):
+
+  1. Inline. Every spatial block storing into an intermediate buffer is compute-inlined
+     into its consumers; a spatial consumer that reads its only intermediate producer
+     elementwise is reverse-compute-inlined. Repeated until nothing changes, so an
+     elementwise/injective chain of a fused group becomes one block that writes no
+     intermediate tensor (its `T.sblock_alloc_buffer`s are gone).
+
+  2. Each remaining block under the root, from its iterators (its loops must bind them
+     one to one, as legalized and fused TIR does):
+
+       spatial           for i, j, k:             for i_j_k_0_fused in T.parallel(...):
+                                            ==>       for k_1 in T.vectorized(LANES):
+                         the innermost loop is split by the vector width (vectorised whole
+                         when shorter), the rest fused into one parallel loop
+       reduction         for i, j, r:  (j is the last index of every access using it)
+                                            ==>   for i_j_0_fused in T.parallel(...):
+                                                      for r:  for j_1 in T.vectorized(LANES):
+                         the reduction loop moves outside the contiguous spatial loop, so each
+                         output keeps its order of accumulation; else only the spatial loops
+                         are fused and parallel
+       contraction       matmul / conv (C += A * B): the leading spatial loops parallel only;
+                         their micro-kernels are later work
+
+LANES = vector bits / dtype bits of the block's output; vector bits from the host's features
+(`host_cpu()`: avx512f 512, avx/avx2 256, else 128) unless `vector-bits` is given. Loops run in
+parallel only when the nest does at least `min-parallel-work` iterations (the thread pool's
+hand-off costs microseconds). Every PrimFunc scheduled gets `"tirx.is_scheduled": True`, as
+dlight marks them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from irtool.codegen.schedule import Schedule, ScheduleError, _compact_dataflow
+from irtool.ir import tir
+from irtool.ir.module import IRModule
+from irtool.transform import ModulePass, register
+
+SCHEDULED_ATTR = "tirx.is_scheduled"
+
+# host feature -> vector register bits, widest first
+VECTOR_BITS_BY_FEATURE = (
+    ("+avx512f", 512),
+    ("+avx", 256),
+    ("+neon", 128),
+    ("+sse2", 128),
+)
+
+
+def host_vector_bits() -> int:
+    """The width of the host's vector registers, from the features LLVM reports."""
+    from irtool.codegen.native import host_cpu
+
+    features = set(host_cpu()[1].split(","))
+    return next((bits for feature, bits in VECTOR_BITS_BY_FEATURE if feature in features), 128)
+
+
+def dtype_bits(dtype: str) -> int:
+    if dtype == "bool":
+        return 8
+    digits = "".join(ch for ch in dtype.split("x")[0] if ch.isdigit())
+    return int(digits) if digits else 32
+
+
+@dataclass(frozen=True)
+class CpuScheduleConfig:
+    vector_bits: int
+    min_parallel_work: int
+
+
+def schedule_prim_func(func: tir.PrimFunc, config: CpuScheduleConfig, name: str = "main") -> Schedule | None:
+    """The default schedule of `func` (its `func` and `trace`), or None if it is left alone."""
+    if _already_scheduled(func) or not isinstance(func.body, tir.SBlockRealize):
+        return None
+    sch = Schedule(func, name)
+    _inline_all(sch)
+    for block in _root_blocks(sch):
+        _schedule_block(sch, block, config)
+    return sch
+
+
+def _already_scheduled(func: tir.PrimFunc) -> bool:
+    flag = func.attr(SCHEDULED_ATTR)
+    if flag is not None and getattr(flag, "value", flag):
+        return True
+    from irtool.codegen.schedule import _stmts
+
+    return any(isinstance(n, tir.For) and n.kind != "serial" for n in _stmts(func.body))
+
+
+def _inline_all(sch: Schedule) -> None:
+    changed = True
+    while changed:
+        changed = False
+        for primitive in (sch.compute_inline, sch.reverse_compute_inline):
+            for name in sch.blocks():
+                try:
+                    primitive(name)
+                except ScheduleError:
+                    continue
+                changed = True
+                break
+            if changed:
+                break
+
+
+def _root_blocks(sch: Schedule) -> list[str]:
+    """Blocks whose enclosing block is the root."""
+    from irtool.codegen.schedule import _realizes
+
+    out = []
+    for realize, path in _realizes(sch.func.body):
+        if realize is not sch.func.body and sum(isinstance(p, tir.SBlock) for p in path) == 1:
+            out.append(realize.block.name)
+    return out
+
+
+def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None:
+    loops = sch.get_loops(name)
+    realize = sch._realize(name)[0]
+    block = realize.block
+    if not loops or not _one_loop_per_iterator(sch, loops, realize) or not _compact_dataflow(block):
+        return  # hand-written or in-place TIR: TVM's primitives refuse it too
+    kind_of = {value: iv.iter_type for iv, value in zip(block.iter_vars, realize.iter_values)}
+    loop_kind = [kind_of[lv] for lv in loops]
+    writes = block.writes[0].buffer if block.writes else None
+    lanes = max(config.vector_bits // dtype_bits(writes.dtype if writes else "float32"), 1)
+    extents = [sch.loop(lv).extent for lv in loops]
+    work = math.prod(e.value if isinstance(e, tir.IntImm) else 1 << 20 for e in extents)
+    parallel_ok = work >= config.min_parallel_work
+    if all(k == tir.DATA_PAR for k in loop_kind):
+        _schedule_spatial(sch, loops, lanes, parallel_ok)
+        return
+    if any(k not in (tir.DATA_PAR, tir.COMM_REDUCE) for k in loop_kind):
+        return
+    leading = 0
+    while leading < len(loops) and loop_kind[leading] == tir.DATA_PAR:
+        leading += 1
+    rest_is_reduce = all(k == tir.COMM_REDUCE for k in loop_kind[leading:])
+    if leading == 0:
+        return
+    inner = loops[leading - 1]
+    if rest_is_reduce and not _is_contraction(block) and _contiguous(block, _iter_var_of(block, realize, inner)) \
+            and _extent(sch, inner) != 1:
+        outer_spatial = loops[:leading - 1]
+        vector_loop = inner
+        if _extent(sch, inner) is None or _extent(sch, inner) > lanes:
+            outer_part, vector_loop = sch.split(inner, [None, lanes])
+            outer_spatial = outer_spatial + [outer_part]
+        sch.reorder(*loops[leading:], vector_loop)
+        sch.vectorize(vector_loop)
+        _parallelize(sch, outer_spatial, parallel_ok)
+        return
+    _parallelize(sch, loops[:leading], parallel_ok)
+
+
+def _schedule_spatial(sch: Schedule, loops: list, lanes: int, parallel_ok: bool) -> None:
+    inner = loops[-1]
+    extent = _extent(sch, inner)
+    outer = loops[:-1]
+    if extent is None or extent > lanes:
+        outer_part, vector_loop = sch.split(inner, [None, lanes])
+        outer = outer + [outer_part]
+        sch.vectorize(vector_loop)
+    elif extent >= 2:
+        sch.vectorize(inner)
+    else:
+        outer = loops
+    _parallelize(sch, outer, parallel_ok)
+
+
+def _parallelize(sch: Schedule, loops: list, parallel_ok: bool) -> None:
+    if not loops or not parallel_ok:
+        return
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    if _extent(sch, fused) != 1:
+        sch.parallel(fused)
+
+
+def _extent(sch: Schedule, loop: tir.Var) -> int | None:
+    e = sch.loop(loop).extent
+    return e.value if isinstance(e, tir.IntImm) else None
+
+
+def _one_loop_per_iterator(sch: Schedule, loops: list, realize: tir.SBlockRealize) -> bool:
+    """Loops perfectly nested around the block, each binding exactly one iterator."""
+    values = list(realize.iter_values)
+    if len(values) != len(loops) or any(not isinstance(v, tir.Var) for v in values) or set(values) != set(loops):
+        return False
+    nodes = [sch.loop(v) for v in loops]
+    return all(a.body is b for a, b in zip(nodes, nodes[1:])) and nodes[-1].body is realize
+
+
+def _iter_var_of(block: tir.SBlock, realize: tir.SBlockRealize, loop: tir.Var) -> tir.Var:
+    return block.iter_vars[list(realize.iter_values).index(loop)].var
+
+
+def _contiguous(block: tir.SBlock, var: tir.Var) -> bool:
+    """`var` indexes only the last dimension of the accesses that use it, as `... + var`."""
+    from irtool.codegen.schedule import _loads, _own_stores, _uses
+
+    accesses = [ld.indices for ld in _loads(block.body)] + [st.indices for st in _own_stores(block)]
+    for indices in accesses:
+        if any(_uses(i, var) for i in indices[:-1]):
+            return False
+        if indices and _uses(indices[-1], var) and not _unit_stride(indices[-1], var):
+            return False
+    return True
+
+
+def _unit_stride(e, var) -> bool:
+    from irtool.codegen.schedule import _uses
+
+    if e is var:
+        return True
+    if isinstance(e, tir.BinOp) and e.op in ("add", "sub"):
+        a_uses, b_uses = _uses(e.a, var), _uses(e.b, var)
+        if a_uses and not b_uses:
+            return _unit_stride(e.a, var)
+        if b_uses and not a_uses and e.op == "add":
+            return _unit_stride(e.b, var)
+    return False
+
+
+def _is_contraction(block: tir.SBlock) -> bool:
+    """`C = C + A * B` with A and B loads of different buffers (matmul, conv, dense)."""
+    from irtool.codegen.schedule import _loads
+
+    body = block.body
+    if not isinstance(body, tir.BufferStore):
+        return False
+    value = body.value
+    if not (isinstance(value, tir.BinOp) and value.op == "add"):
+        return False
+    product = value.b if isinstance(value.a, tir.BufferLoad) and value.a.buffer is body.buffer else value.a
+    while isinstance(product, tir.Cast):
+        product = product.value
+    if not (isinstance(product, tir.BinOp) and product.op == "mul"):
+        return False
+    left = {ld.buffer for ld in _loads(product.a)}
+    right = {ld.buffer for ld in _loads(product.b)}
+    return bool(left) and bool(right) and not (left & right)
+
+
+def schedule_module(mod: IRModule, config: CpuScheduleConfig) -> tuple[IRModule, dict[str, list[str]]]:
+    """Every PrimFunc of `mod` scheduled, and the trace of each one scheduled."""
+    functions = dict(mod.functions)
+    traces = {}
+    for name, fn in mod.functions.items():
+        if not isinstance(fn, tir.PrimFunc):
+            continue
+        sch = schedule_prim_func(fn, config, name)
+        if sch is None:
+            continue
+        attrs = dict(sch.func.attrs)
+        attrs[SCHEDULED_ATTR] = True
+        functions[name] = sch.func.replace(attrs=tuple(sorted(attrs.items(), key=lambda kv: kv[0].encode())))
+        traces[name] = sch.trace
+    out = mod.with_functions(functions)
+    out.bare = mod.bare
+    return out, traces
+
+
+@register
+@dataclass(frozen=True)
+class DefaultCpuSchedule(ModulePass):
+    name = "default-cpu-schedule"
+    tvm_name = "ApplyDefaultSchedule"
+    opt_level = 0
+    summary = "Inline elementwise chains, parallelise and vectorise every PrimFunc for the host CPU"
+
+    # 0: the host's vector width (host_cpu() features); else 128, 256, 512
+    vector_bits: int = 0
+    # fewer iterations than this in a loop nest: no parallel loop
+    min_parallel_work: int = 16384
+
+    def transform_module(self, mod: IRModule, ctx) -> IRModule:
+        config = CpuScheduleConfig(self.vector_bits or host_vector_bits(), self.min_parallel_work)
+        return schedule_module(mod, config)[0]
