@@ -365,7 +365,9 @@ class _RelaxFolder(RelaxExprMutator):
     def fold_call_tir(self, call: rx.Call) -> rx.Expr | None:
         """TVM's VisitCallTIR: the call's value as a constant (a tuple of them), or None."""
         gv = call.args[0]
-        func = self.builder.made.get(gv) or self.mod.functions.get(gv.name_hint) if isinstance(gv, GlobalVar) else None
+        func = None
+        if isinstance(gv, GlobalVar):  # a PrimFunc of the module, or one made by a legalization
+            func = self.builder.made.get(gv) or self.mod.functions.get(gv.name_hint)
         if not isinstance(func, tir.PrimFunc) or not isinstance(call.args[1], rx.Tuple) or len(call.args) > 2:
             return None  # (extra TIR variable arguments cannot be supplied from constants)
         inputs = call.args[1].fields_
@@ -376,11 +378,11 @@ class _RelaxFolder(RelaxExprMutator):
         outputs = [_static_tensor(f) for f in fields]
         if any(o is None for o in outputs):
             return None
-        arrays = [np.zeros(shape, dtype) for shape, dtype in outputs]
         try:
+            arrays = [np.zeros(shape, dtype) for shape, dtype in outputs]
             # copies: a kernel may write its inputs, and a constant's data is shared
             run_prim_func(self._kernel(func), [a.data.copy() for a in inputs] + arrays)
-        except Exception:  # noqa: BLE001 — TVM would skip a kernel it cannot build
+        except Exception:  # noqa: BLE001 — TVM would skip a kernel it cannot build (or dtype NumPy lacks)
             return None
         constants = [rx.Constant(a) for a in arrays]
         if not isinstance(out_sinfo, rx.TupleStructInfo):
@@ -408,7 +410,8 @@ class FoldConstant(FunctionPass):
     name = "fold-constant"
     tvm_name = "FoldConstant"
     opt_level = 2
-    summary = "Evaluate calls whose arguments are all constants, and shape_of of static shapes"
+    summary = ("Evaluate calls whose arguments are all constants, and shape_of of static shapes; "
+               "on Relax, call_tir of constants and (in dataflow blocks) operators on constants")
 
     def transform_module(self, mod: IRModule, ctx) -> IRModule:
         # TVM's Relax function pass visits every Relax function (Codegen ones included);
