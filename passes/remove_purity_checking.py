@@ -23,10 +23,12 @@ FORCE_PURE = "relax.force_pure"
 
 
 def with_attr(fn: rx.Function, key: str, value) -> rx.Function:
-    """TVM's WithAttr: the attribute set (replaced in place if present, else added)."""
+    """TVM's WithAttr: the attribute set (replaced if present). TVM's attributes are a map,
+    printed sorted by key; they are kept sorted here so the printed text reads back equal."""
     attrs = dict(fn.attrs)
     attrs[key] = value
-    return rx.Function(fn.params, fn.body, fn.ret_struct_info, fn.is_pure, tuple(attrs.items()), fn.private, fn.span)
+    return rx.Function(fn.params, fn.body, fn.ret_struct_info, fn.is_pure, tuple(sorted(attrs.items())),
+                       fn.private, fn.span)
 
 
 class _PurityRemover(ExprMutator):

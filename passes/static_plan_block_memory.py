@@ -404,3 +404,75 @@ class StaticPlanBlockMemory(ModulePass):
     def transform_module(self, mod: IRModule, ctx) -> IRModule:
         return static_plan_block_memory(mod)
 
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+def _named_poly(e) -> dict:
+    """A size as {monomial (variable names): coefficient}; {} for what is not a polynomial."""
+    if isinstance(e, (int, tir.IntImm)):
+        return {(): int(getattr(e, "value", e))}
+    if isinstance(e, tir.Var):
+        return {(e.name,): 1}
+    if isinstance(e, tir.BinOp) and e.op in ("add", "mul"):
+        a, b = _named_poly(e.a), _named_poly(e.b)
+        out: dict = {}
+        for ma, ca in a.items():
+            for mb, cb in (b.items() if e.op == "mul" else [((), None)]):
+                m = tuple(sorted(ma + mb))
+                out[m] = out.get(m, 0) + (ca * cb if cb is not None else ca)
+        if e.op == "add":
+            for m, c in b.items():
+                out[m] = out.get(m, 0) + c
+        return out
+    return {}
+
+
+def _total(sizes) -> str:
+    """The sum of sizes, symbolic ones collected by monomial (`48 * n + 1024`)."""
+    poly: dict = {}
+    for size in sizes:
+        for m, c in _named_poly(size).items():
+            poly[m] = poly.get(m, 0) + c
+    terms = [" * ".join(([str(c)] if c != 1 else []) + list(m)) for m, c in sorted(poly.items(), key=lambda t: -len(t[0]))
+             if m and c]
+    if poly.get((), 0) or not terms:
+        terms.append(str(poly.get((), 0)))
+    return " + ".join(terms)
+
+
+class _AllocationCollector(ExprVisitor):
+    def __init__(self) -> None:
+        self.storages, self.planned, self.unplanned = [], [], []
+
+    def visit_call_(self, e: rx.Call) -> None:
+        super().visit_call_(e)
+        name = e.op.name if isinstance(e.op, Op) else ""
+        if name == "relax.memory.alloc_storage":
+            self.storages.append(mul(e.args[0].values[0], 1))
+        elif name in ("relax.memory.alloc_tensor", "relax.builtin.alloc_tensor"):
+            sinfo = e.struct_info
+            if isinstance(sinfo, rx.TensorStructInfo) and isinstance(sinfo.shape, tuple) and sinfo.dtype:
+                size = Token(sinfo.shape, sinfo.dtype, "").bytes
+                (self.planned if name == "relax.memory.alloc_tensor" else self.unplanned).append(size)
+
+
+def memory_plan_summary(mod: IRModule) -> str:
+    """Per Relax function: the storages and the tensors planned into them, the allocations
+    left unplanned (outputs, tensors used across blocks...), and the plan's peak bytes
+    (storages + unplanned) against one buffer per tensor (every tensor's own bytes)."""
+    lines = []
+    for name, fn in mod.items():
+        if not isinstance(fn, rx.Function):
+            continue
+        c = _AllocationCollector()
+        c.visit_expr(fn)
+        if not (c.storages or c.planned or c.unplanned):
+            continue
+        lines.append(
+            f"@{name}: {len(c.planned)} tensors planned into {len(c.storages)} storages of "
+            f"{_total(c.storages)} bytes, {len(c.unplanned)} unplanned of {_total(c.unplanned)} bytes; "
+            f"peak {_total(c.storages + c.unplanned)} bytes, one buffer per tensor "
+            f"{_total(c.planned + c.unplanned)} bytes")
+    return "\n".join(lines) if lines else "no allocations"
