@@ -435,8 +435,8 @@ def _total(sizes) -> str:
     for size in sizes:
         for m, c in _named_poly(size).items():
             poly[m] = poly.get(m, 0) + c
-    terms = [" * ".join(([str(c)] if c != 1 else []) + list(m)) for m, c in sorted(poly.items(), key=lambda t: -len(t[0]))
-             if m and c]
+    ordered = sorted(poly.items(), key=lambda t: -len(t[0]))  # higher degrees first
+    terms = [" * ".join(([str(c)] if c != 1 else []) + list(m)) for m, c in ordered if m and c]
     if poly.get((), 0) or not terms:
         terms.append(str(poly.get((), 0)))
     return " + ".join(terms)
