@@ -26,6 +26,9 @@ every Relax function, run as TVM's pass does: 1, then 1 again and 2.
      deduced again, and its variable takes that struct info when it differs; SeqExprs
      lose empty blocks and merge neighbouring ones.
 
+As in TVM, each rewrite is a mutator overriding a few hooks of the shared Relax
+ExprMutator (irtool.ir.relax_visitor), and the plan is an ExprVisitor.
+
 Bindings left unused stay: removing them is dead-code-elimination's job. Like TVM's, the
 pass is not idempotent: a second run may drop outputs that only a folded binding used
 and inline constants bound to outputs (tests/test_pass_relax.py compares both runs with
@@ -263,6 +266,9 @@ def _runtime_prim_vars(body) -> set:
 
 
 class _SymbolicVarCanonicalizer(ExprMutator):
+    """TVM's SymbolicVarCanonicalizer: struct info size fields and shape values are
+    rewritten with the values match_casts imply (scoped per function and if-branch)."""
+
     normalize_all_blocks = True  # as TVM's ExprMutator (see relax_visitor)
 
     def __init__(self, mod: IRModule) -> None:
@@ -547,6 +553,9 @@ class _Planner(ExprVisitor):
 
 
 class _BindingCanonicalizer(ExprMutator):
+    """TVM's BindingCanonicalizer: carries out the plan (removed bindings, replaced uses
+    and definitions, inlined constants), then folds dataflow outputs."""
+
     normalize_all_blocks = True  # as TVM's ExprMutator (see relax_visitor)
 
     def __init__(self, mod: IRModule, planner: _Planner, fn: rx.Function) -> None:

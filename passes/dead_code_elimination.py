@@ -30,6 +30,8 @@ Relax — TVM 0.27's relax.transform.DeadCodeElimination(entry_functions), modul
         stay (they check at run time). Blocks left empty disappear and neighbouring
         blocks of the same kind merge, as TVM's normaliser does.
     S3  S1 again: S2 may have removed the last call of a private function.
+The use-def collection and the impure-call and callee searches are ExprVisitors of the
+shared Relax visitor (irtool.ir.relax_visitor), the remover an ExprMutator, as in TVM.
 """
 
 from __future__ import annotations
@@ -248,11 +250,12 @@ class _UnusedRemover(RelaxExprMutator):
         finally:
             self.in_dataflow = saved
 
-    def visit_var_binding(self, b: rx.VarBinding) -> None:
-        if b.var in self.unused and (self.in_dataflow or not contains_impure_call(b.value, self.mod)):
+    def visit_binding(self, b) -> None:
+        if isinstance(b, rx.VarBinding) and b.var in self.unused and (
+                self.in_dataflow or not contains_impure_call(b.value, self.mod)):
             return
         value = self.visit_expr(b.value)
-        self.emit(b if value is b.value else rx.VarBinding(b.var, value, b.span))
+        self.emit(b if value is b.value else b.replace(value=value))  # the variable stays as it is
 
 
 def remove_all_unused(fn: rx.Function, mod: IRModule | None = None) -> rx.Function:
