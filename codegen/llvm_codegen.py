@@ -426,9 +426,8 @@ class _FunctionBuilder:
         self.vars[lo] = tb.add(base, begin)
         self.vars[extent] = tb.sub(end, begin)
         loop_var = s.loop_var
-        wide = tir.Var(loop_var.name, "int64")
-        body = s.body if loop_var.dtype == "int64" else \
-            tir.LetStmt(loop_var, tir.Cast(loop_var.dtype, wide), s.body)
+        wide = loop_var if loop_var.dtype == "int64" else tir.Var(loop_var.name, "int64")
+        body = s.body if wide is loop_var else tir.LetStmt(loop_var, tir.Cast(loop_var.dtype, wide), s.body)
         self.counted_loop(wide, lo, extent, lambda: self.stmt(body))
         if not self.builder.block.is_terminated:
             self.release(self.frees.pop())
@@ -455,7 +454,7 @@ class _FunctionBuilder:
             i.add_incoming(nxt, b.block)
             latch = b.branch(head)
             hint = {"unroll": [("llvm.loop.unroll.enable", None)],
-                    "vectorized": [("llvm.loop.vectorize.enable", True)]}.get(kind)
+                    "vectorized": [("llvm.loop.vectorize.enable", True), ("llvm.loop.unroll.disable", None)]}.get(kind)
             if hint:
                 latch.set_metadata("llvm.loop", self.loop_metadata(hint))
         b.position_at_end(end)

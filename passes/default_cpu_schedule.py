@@ -14,8 +14,10 @@ Per PrimFunc (skipped when already `tirx.is_scheduled` or holding non-serial loo
 
        spatial           for i, j, k:             for i_j_k_0_fused in T.parallel(...):
                                             ==>       for k_1 in T.vectorized(LANES):
-                         the innermost loop is split by the vector width (vectorised whole
-                         when shorter), the rest fused into one parallel loop
+                         the innermost loop is split by the vector width when that divides its
+                         extent (or it is the only loop), else vectorised whole so that LLVM
+                         vectorises it with a scalar tail instead of a predicate per lane;
+                         the other loops are fused into one parallel loop
        reduction         for i, j, r:  (j is the last index of every access using it)
                                             ==>   for i_j_0_fused in T.parallel(...):
                                                       for r:  for j_1 in T.vectorized(LANES):
@@ -147,12 +149,9 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
         return
     inner = loops[leading - 1]
     if rest_is_reduce and not _is_contraction(block) and _contiguous(block, _iter_var_of(block, realize, inner)) \
-            and _extent(sch, inner) != 1:
-        outer_spatial = loops[:leading - 1]
-        vector_loop = inner
-        if _extent(sch, inner) is None or _extent(sch, inner) > lanes:
-            outer_part, vector_loop = sch.split(inner, [None, lanes])
-            outer_spatial = outer_spatial + [outer_part]
+            and _extent(sch, inner) not in (0, 1):
+        outer, vector_loop = _vector_split(sch, inner, lanes, alone=leading == 1)
+        outer_spatial = loops[:leading - 1] + outer
         sch.reorder(*loops[leading:], vector_loop)
         sch.vectorize(vector_loop)
         _parallelize(sch, outer_spatial, parallel_ok)
@@ -162,17 +161,24 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
 
 def _schedule_spatial(sch: Schedule, loops: list, lanes: int, parallel_ok: bool) -> None:
     inner = loops[-1]
-    extent = _extent(sch, inner)
-    outer = loops[:-1]
-    if extent is None or extent > lanes:
-        outer_part, vector_loop = sch.split(inner, [None, lanes])
-        outer = outer + [outer_part]
+    outer, vector_loop = _vector_split(sch, inner, lanes, alone=len(loops) == 1)
+    if vector_loop is not None:
         sch.vectorize(vector_loop)
-    elif extent >= 2:
-        sch.vectorize(inner)
-    else:
-        outer = loops
-    _parallelize(sch, outer, parallel_ok)
+    _parallelize(sch, loops[:-1] + outer, parallel_ok)
+
+
+def _vector_split(sch: Schedule, loop: tir.Var, lanes: int, alone: bool) -> tuple[list, tir.Var | None]:
+    """Split `loop` for vectors: (the loops left for parallelism, the loop to vectorise).
+    A multiple of the vector width splits exactly; any other extent is vectorised whole, so
+    LLVM's vectoriser handles the tail without a predicate in the loop, unless the loop is
+    the only one (its outer part is then needed for parallelism: a predicated tail)."""
+    extent = _extent(sch, loop)
+    if extent is not None and extent < 2:
+        return [loop], None
+    if extent is not None and (extent <= lanes or (extent % lanes and not alone)):
+        return [], loop
+    outer, vector_loop = sch.split(loop, [None, lanes])
+    return [outer], vector_loop
 
 
 def _parallelize(sch: Schedule, loops: list, parallel_ok: bool) -> None:
