@@ -17,7 +17,6 @@ import io
 import random
 import re
 import signal
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,7 +118,7 @@ class Report:
     failures: list = field(default_factory=list)
 
 
-class _Timeout(Exception):
+class _Timeout(BaseException):  # not an Exception: irtool-opt must not catch it
     pass
 
 
@@ -133,6 +132,7 @@ PIPELINES = [[], [], [], ["-p", "canonicalize-ops,simplify-expr,fold-constant,fu
 
 def run_one(data: bytes, tmp: Path, rng: random.Random, time_limit: int = 10) -> Failure | None | str:
     """Run one mutant; None or "diagnosed" when it behaved, a Failure otherwise."""
+    from irtool.cli import with_deep_stack
     from irtool.cli.opt import run
     from irtool.text import parse
 
@@ -143,10 +143,8 @@ def run_one(data: bytes, tmp: Path, rng: random.Random, time_limit: int = 10) ->
     extra = rng.choice(PIPELINES)
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(time_limit)
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20000))  # as the console script sets it
-    try:
-        code = run([str(src), "-o", str(out), *extra], stdout=stdout, stderr=stderr)
+    try:  # as the console script runs it (a deep stack); the alarm interrupts the wait
+        code = with_deep_stack(lambda: run([str(src), "-o", str(out), *extra], stdout=stdout, stderr=stderr))
     except _Timeout:
         return Failure("hang", f"over {time_limit} s with {extra}", data)
     except BaseException as err:  # noqa: BLE001 — anything escaping is the failure we look for
@@ -154,7 +152,6 @@ def run_one(data: bytes, tmp: Path, rng: random.Random, time_limit: int = 10) ->
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
-        sys.setrecursionlimit(limit)
     err_text = stderr.getvalue()
     if "irtool-opt: internal error" in err_text or "Traceback (most recent call last)" in err_text:
         return Failure("internal error", err_text.strip().splitlines()[0][:300] + f" with {extra}", data)

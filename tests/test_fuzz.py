@@ -12,6 +12,7 @@ import io
 import pytest
 from fuzzing import fuzz
 
+from irtool.cli import with_deep_stack
 from irtool.cli.opt import run
 
 MUTANTS = 2000
@@ -63,3 +64,49 @@ def test_ndim_must_be_an_integer(tmp_path):
     stderr = io.StringIO()
     assert run([str(path)], stdout=io.StringIO(), stderr=stderr) == 1
     assert f"{path}:2:10: error: `ndim` must be an integer" in stderr.getvalue()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    # `T.axis.remap` with arguments of the wrong shape
+    ('@T.prim_func\ndef f(A: T.Buffer((4,), "float32")):\n    for i in range(4):\n        with T.sblock("b"):\n'
+     '            vi, vj = T.axis.remap("S")\n            A[vi] = T.float32(0)\n',
+     "5:22: error: `T.axis.remap` takes the kind letters and a list of loop variables"),
+    # an R.Prim dtype that is no dtype (it printed back as text the parser then rejected)
+    ('@R.function\ndef f(k: R.Prim("int\uff0564")):\n    return k\n', "2:10: error: unknown data type"),
+])
+def test_more_inputs_fuzzing_found(text, message, tmp_path):
+    test_inputs_fuzzing_found(text, message, tmp_path)
+
+
+def _nested_functions(depth: int) -> str:
+    return "def @main(%x: float32) {\n  " + "fn () {" * depth + "%x" + "}" * depth + "\n}\n"
+
+
+def test_deeply_nested_blocks_are_a_diagnostic_not_a_hang(tmp_path):
+    """Printing indents each nested block again, so 5,000 nested functions took minutes and
+    gigabytes; blocks nest up to MAX_BLOCK_NESTING, deeper is a diagnostic."""
+    from irtool.text.relay_parser import MAX_BLOCK_NESTING
+
+    ok, deep = tmp_path / "ok.ir", tmp_path / "deep.ir"
+    ok.write_text(_nested_functions(MAX_BLOCK_NESTING - 1))
+    deep.write_text(_nested_functions(MAX_BLOCK_NESTING))
+    out, stderr = io.StringIO(), io.StringIO()
+    assert with_deep_stack(lambda: run([str(ok)], stdout=out, stderr=stderr)) == 0, stderr.getvalue()
+    assert out.getvalue().count("fn () {") == MAX_BLOCK_NESTING - 1
+    stderr = io.StringIO()
+    assert with_deep_stack(lambda: run([str(deep)], stdout=io.StringIO(), stderr=stderr)) == 1
+    assert f"blocks nested more than {MAX_BLOCK_NESTING} deep are not supported" in stderr.getvalue()
+
+
+def test_deep_expressions_through_the_command_line(tmp_path):
+    """The console script runs on a deep stack: 20,000 nested calls parse and print."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "deep.ir"
+    path.write_text("def @main(%x: float32) {\n  " + "negative(" * 20000 + "%x" + ")" * 20000 + "\n}\n")
+    proc = subprocess.run([Path(sys.executable).parent / "irtool-opt", path], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert proc.stdout.count("negative(") == 20000

@@ -15,16 +15,55 @@ def report_internal_error(tool: str, err: Exception, stderr) -> int:
     return 1
 
 
-def run_main(run) -> None:
-    """The console-script entry: deep IR needs recursion room, and a closed pipe
-    (`irtool-opt x.ir | head`) is not an error."""
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+RECURSION_LIMIT = 200_000
+STACK_BYTES = 512 * 1024 * 1024
+
+
+def with_deep_stack(fn):
+    """Call `fn()` in a thread with a large stack and a matching recursion limit, so deeply
+    nested input (5,000 nested functions, a 100k-term expression) reaches the code that
+    reports on it instead of Python's recursion limit or the C stack's end. Exceptions are
+    re-raised in the caller."""
+    import threading
+
+    result: list = []
+    error: list = []
+
+    def target() -> None:
+        try:
+            result.append(fn())
+        except BaseException as err:  # noqa: BLE001 — handed to the caller
+            error.append(err)
+
+    old_limit, old_size = sys.getrecursionlimit(), threading.stack_size()
+    sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
+    threading.stack_size(STACK_BYTES)
     try:
-        code = run()
+        worker = threading.Thread(target=target, name="irtool", daemon=True)
+        worker.start()
+    finally:
+        threading.stack_size(old_size)
+    try:
+        while worker.is_alive():
+            worker.join(0.05)
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if error:
+        raise error[0]
+    return result[0]
+
+
+def run_main(run) -> None:
+    """The console-script entry: deep IR needs a deep stack, and a closed pipe
+    (`irtool-opt x.ir | head`) is not an error."""
+    try:
+        code = with_deep_stack(run)
         sys.stdout.flush()
     except BrokenPipeError:
         code = 0
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except KeyboardInterrupt:
+        code = 130
     sys.exit(code)
 
 

@@ -48,6 +48,9 @@ def _is_metadata(child) -> bool:
     return getattr(child, "type", None) == "METADATA" and hasattr(child, "value")
 
 
+MAX_BLOCK_NESTING = 256  # `{ ... }` of functions, lets and ifs; Python allows ~200 nested blocks
+
+
 class _Scope:
     __slots__ = ("names", "graph")
 
@@ -62,6 +65,7 @@ class _Builder(Transformer):
     def __init__(self, source: SourceFile) -> None:
         self.source = source
         self.scopes: list[_Scope] = [_Scope({})]
+        self.block_depth = 0
         self.global_vars: dict[str, GlobalVar] = {}
         self.global_refs: dict[str, Span] = {}
         self.meta: dict[tuple[str, int], Constant] = {}
@@ -151,10 +155,14 @@ class _Builder(Transformer):
 
     # ------------------------------------------------------------------ blocks
 
-    def open_block(self, _children) -> None:
+    def open_block(self, children) -> None:
+        self.block_depth += 1
+        if self.block_depth > MAX_BLOCK_NESTING:  # printing indents each level again: bound the cost
+            self.error(f"blocks nested more than {MAX_BLOCK_NESTING} deep are not supported", children[0])
         self.scopes.append(_Scope(self.scopes[-1].graph))
 
     def block(self, children):
+        self.block_depth -= 1
         self.scopes.pop()
         return children[1]
 
@@ -548,7 +556,7 @@ _TOKEN_NAMES = {
     "LOCAL": "a local variable (`%x`)", "GRAPH_VAR": "a graph variable (`%0`)",
     "GLOBAL": "a global name (`@f`)", "NAME": "a name", "NUMBER": "a number",
     "STRING": "a string", "META_REF": "a `meta[...]` reference",
-    "METADATA": "`#[metadata]`", "VERSION": "`#[version = ...]`", "$END": "end of input",
+    "LBRACE": "`{`", "METADATA": "`#[metadata]`", "VERSION": "`#[version = ...]`", "$END": "end of input",
     "ATOMIC_CALL": None, "ATOMIC_BINDING": None,  # fast-path spellings of calls and bindings
     **{f"OP_{k}": None for k in ("MUL", "DIV", "ADD", "SUB", "LT", "LE", "GT", "GE", "EQ", "NE")},
 }

@@ -189,6 +189,7 @@ class RelayPrinter:
                     uses[key] = 1
                     stack.append(child)
         self.uses = uses
+        self._shared_below: dict[int, bool] = {}
 
     # ------------------------------------------------------------------ names
 
@@ -292,14 +293,22 @@ class RelayPrinter:
             if include_root and root not in self.bound and self.uses.get(id(root), 0) > 1:
                 self.ref(root)  # a free variable also used outside the block: declare it here
             return
-        from ..ir.visitor import post_order, sub_exprs
+        from ..ir.visitor import sub_exprs
 
-        nodes = post_order(root)
-        inner: dict[int, int] = {}
-        for node in nodes:
-            for child in sub_exprs(node):
-                inner[id(child)] = inner.get(id(child), 0) + 1
         uses = self.uses
+        shared = self.shared_below(root)
+        # Only nodes with several users can need binding here, and every parent of such a
+        # node has it below: subtrees without one are skipped (nested blocks stay linear).
+        nodes, inner, seen, stack = [], {}, {id(root)}, [root]
+        while stack:
+            node = stack.pop()
+            nodes.append(node)
+            for child in sub_exprs(node):
+                key = id(child)
+                inner[key] = inner.get(key, 0) + 1
+                if key not in seen and (uses.get(key, 0) > 1 or shared.get(key)):
+                    seen.add(key)
+                    stack.append(child)
         for node in nodes:
             cls = type(node)
             if cls in (GlobalVar, Op, Constant) or node in self.bound:
@@ -309,6 +318,27 @@ class RelayPrinter:
                     self.ref(node)
             elif uses.get(id(node), 0) > inner.get(id(node), 0):
                 self.ref(node)
+
+    def shared_below(self, root: Expr) -> dict[int, bool]:
+        """id(node) -> whether a node with several users is strictly below it (memoised
+        over the function being printed)."""
+        from ..ir.visitor import sub_exprs
+
+        memo = self._shared_below
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            key = id(node)
+            if key in memo:
+                continue
+            children = sub_exprs(node)
+            if not expanded:
+                stack.append((node, True))
+                stack.extend((c, False) for c in children if id(c) not in memo)
+                continue
+            uses = self.uses
+            memo[key] = any(uses.get(id(c), 0) > 1 or memo.get(id(c), False) for c in children)
+        return memo
 
     def visit(self, root: Expr) -> None:
         """Compute the text of `root` and of every unvisited node under it, in TVM's

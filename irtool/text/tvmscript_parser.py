@@ -1036,6 +1036,8 @@ class _TirBuilder(_Builder):
                 self.error("only `T.axis.remap` can assign several names", node)
             names = [str(t.children[0]) for t in target.children if t is not None]
             pos, _, _ = self.call_args(value_node)
+            if len(pos) != 2 or not isinstance(pos[0], str) or not isinstance(pos[1], (list, tuple)):
+                self.error("`T.axis.remap` takes the kind letters and a list of loop variables", value_node)
             kinds, loops = pos
             if len(kinds) != len(names) or len(loops) != len(names):
                 self.error("`T.axis.remap` needs one kind letter and one loop variable per name", value_node)
@@ -1584,6 +1586,8 @@ class _RelaxBuilder(_TirBuilder):
         if value is not None:
             value = _as_prim(value, "int64") if not isinstance(value, str) else self.symbol(value, node)
             dtype = dtype or value.dtype
+        if dtype is not None and (not isinstance(dtype, str) or not is_valid_dtype(dtype)):
+            self.error(f"unknown data type `{dtype}`", node)
         return rx.PrimStructInfo(dtype or "int64", value)
 
     def r_object(self, node, pos, kw):
