@@ -8,6 +8,7 @@ module does the part of that rewriting the schedules here produce, with the same
     (q * c + r) // c  ->  q + r // c                  always exact for floor division
     (q * c + r) %  c  ->  r % c
     r // c -> 0,  r % c -> r                          when 0 <= r < c is proven from the bounds
+    x // c, x % c -> a constant                       when x has one value (a unit loop)
     x % (k * c) % c   ->  x % c
     (x // a + b) // c ->  (x + a * b) // (a * c)      (a, c > 0; split of a symbolic extent)
     a < b  ->  true                                   when max(a) < min(b)
@@ -81,6 +82,8 @@ def _rebuild(terms: list[tuple[int, tir.PrimExpr | None]], dtype: str) -> tir.Pr
 def _divmod(op: str, x: tir.PrimExpr, c: int, bounds: Bounds) -> tir.PrimExpr | None:
     """`x // c` or `x % c` simplified, or None when no rule applies."""
     rx = bound(x, bounds)
+    if rx is not None and rx[0] == rx[1]:  # a unit loop: its only value
+        return tb.const(rx[0] // c if op == "floordiv" else rx[0] % c, x.dtype)
     if rx is not None and 0 <= rx[0] and rx[1] < c:
         return tb.const(0, x.dtype) if op == "floordiv" else x
     if op == "floormod" and isinstance(x, tir.BinOp) and x.op == "floormod" and isinstance(x.b, tir.IntImm) \

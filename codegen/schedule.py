@@ -149,11 +149,11 @@ class Schedule:
         extents = [n.extent for n in nodes]
         values = {}
         for k, v in enumerate(vars_):
-            value: tir.PrimExpr = fused
+            value: tir.PrimExpr = fused  # unfolded: `f // 1` of a unit loop simplifies to 0, not f
             if k > 0:  # what the outer loops do not hold
-                value = tb.floormod(value, _product(extents[k:], dtype))
+                value = tir.BinOp("floormod", value, _product(extents[k:], dtype))
             if k < len(vars_) - 1:  # over what the inner loops hold
-                value = tb.floordiv(value, _product(extents[k + 1:], dtype))
+                value = tir.BinOp("floordiv", value, _product(extents[k + 1:], dtype))
             values[v] = value
         loop = tir.For(fused, tb.const(0, dtype), _product(extents, dtype), "serial", nodes[-1].body)
         self._replace({nodes[0]: loop})
