@@ -4,8 +4,9 @@ dlight rules (`ApplyDefaultSchedule`), written with the primitives of `irtool.co
 Per PrimFunc (skipped when already `tirx.is_scheduled` or holding non-serial loops):
 
   1. Inline. Every spatial block storing into an intermediate buffer is compute-inlined
-     into its consumers; a spatial consumer that reads its only intermediate producer
-     elementwise is reverse-compute-inlined. Repeated until nothing changes, so an
+     into its consumers (unless it calls an intrinsic such as exp and has several consumers
+     or a reduction one: that would compute it again per use); a spatial consumer that
+     reads its only intermediate producer elementwise is reverse-compute-inlined. Repeated until nothing changes, so an
      elementwise/injective chain of a fused group becomes one block that writes no
      intermediate tensor (its `T.sblock_alloc_buffer`s are gone).
 
@@ -102,6 +103,8 @@ def _inline_all(sch: Schedule) -> None:
         changed = False
         for primitive in (sch.compute_inline, sch.reverse_compute_inline):
             for name in sch.blocks():
+                if primitive == sch.compute_inline and _costly_to_recompute(sch, name):
+                    continue
                 try:
                     primitive(name)
                 except ScheduleError:
@@ -110,6 +113,32 @@ def _inline_all(sch: Schedule) -> None:
                 break
             if changed:
                 break
+
+
+def _costly_to_recompute(sch: Schedule, name: str) -> bool:
+    """A producer calling an intrinsic (exp, tanh...) read by a reduction or by several blocks:
+    inlining would compute it again per use (softmax's exp would run twice), so it stays."""
+    from irtool.codegen.schedule import _reads_buffer, _realizes
+
+    block = sch.get_block(name)
+    if not isinstance(block.body, tir.BufferStore) or not _has_call(block.body.value):
+        return False
+    readers = [r.block for r, _ in _realizes(sch.func.body)
+               if r.block is not block and _reads_buffer(r.block, block.body.buffer)]
+    return len(readers) > 1 or any(iv.iter_type != tir.DATA_PAR for b in readers for iv in b.iter_vars)
+
+
+def _has_call(e) -> bool:
+    from irtool.ir.tir_visitor import StmtExprVisitor
+
+    found = []
+
+    class V(StmtExprVisitor):
+        def visit_Call(self, node):
+            found.append(node)
+
+    V().visit(e)
+    return bool(found)
 
 
 def _root_blocks(sch: Schedule) -> list[str]:
