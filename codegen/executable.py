@@ -38,7 +38,7 @@ from ..ir import relax as rx
 from ..ir import tir
 from ..ir.expr import GlobalVar, Op
 from ..ir.module import IRModule
-from .llvm_codegen import I32, I64, PTR, ModuleBuilder, _FunctionBuilder, scalar_type
+from .llvm_codegen import I32, I64, PTR, CodegenError, ModuleBuilder, _FunctionBuilder, scalar_type
 
 ALIGN = 64  # bytes: every planned tensor starts on a cache line
 
@@ -215,7 +215,8 @@ class _MainBuilder(_FunctionBuilder):
             if not isinstance(self.mod.functions.get(gv.name_hint), tir.PrimFunc):
                 raise self.fail_at(f"`{gv.name_hint}` is not a PrimFunc", e)
             for a in args:
-                self.use(a, k)
+                if not isinstance(a, rx.PrimValue):  # a scalar argument (arange's bounds) is no tensor
+                    self.use(a, k)
             out = e.sinfo_args[0]
             fields = list(out.fields_) if isinstance(out, rx.TupleStructInfo) else [out]
             temps = []
@@ -319,12 +320,15 @@ class _MainBuilder(_FunctionBuilder):
         func = self.mod.functions[gv.name_hint]
         sig = self.mb.signatures.get(gv.name_hint)
         outs = list(result) if isinstance(result, tuple) else [result]
-        actual = [self.values[a] if isinstance(a, rx.Var) else self.use(a, k) for a in args] + outs
+        # call_tir passes its arguments positionally: tensors and PrimValues, outputs, tir_vars
+        prims = [a.value for a in args if isinstance(a, rx.PrimValue)] + [_as_prim(v) for v in extra]
+        actual = [self.values[a] if isinstance(a, rx.Var) else self.use(a, k)
+                  for a in args if not isinstance(a, rx.PrimValue)] + outs
         buffers = [obj for kind, obj in sig.params if kind == "buffer"]
         scalars = [obj for kind, obj in sig.params if kind != "buffer"]
-        if len(buffers) != len(actual) or len(scalars) != len(extra):
+        if len(buffers) != len(actual) or len(scalars) != len(prims):
             raise self.fail_at(f"`{gv.name_hint}` takes {len(buffers)} buffers and {len(scalars)} scalars; "
-                               f"call_tir passes {len(actual)} tensors and {len(extra)} values", call)
+                               f"call_tir passes {len(actual)} tensors and {len(prims)} values", call)
         # the callee's symbolic sizes, from the shapes of what is passed
         bound: dict = {}
         for buf, t in zip(buffers, actual):
@@ -339,7 +343,7 @@ class _MainBuilder(_FunctionBuilder):
             if kind == "buffer":
                 call_args.append(self.pointer(actual[buffers.index(obj)]))
             else:
-                e = _as_prim(extra[scalars.index(obj)])
+                e = _as_prim(prims[scalars.index(obj)])
                 call_args.append(self.cast_to(self.expr(e), e.dtype, obj.dtype))
         for v in sig.size_vars:
             if v not in bound:
@@ -354,6 +358,22 @@ class _MainBuilder(_FunctionBuilder):
             self.release(scope)
         b.ret(status)
         b.position_at_end(ok)
+
+
+def _call_site(main: rx.Function | None, prim_func: str | None):
+    """The source location of main's first call_tir of `prim_func` (a PrimFunc made by
+    legalize-ops/fuse-tir has none of its own), or None."""
+    if main is None or prim_func is None:
+        return None
+    for block in main.body.blocks:
+        for b in block.bindings:
+            v = b.value
+            if isinstance(v, rx.Call) and isinstance(v.op, Op) and v.op.name == "relax.call_tir" \
+                    and getattr(v.args[0], "name_hint", None) == prim_func:
+                for node in (v, b, b.var):
+                    if getattr(node, "span", None) is not None:
+                        return node.span
+    return None
 
 
 def _as_prim(d) -> tir.PrimExpr:
@@ -415,7 +435,13 @@ class Executable:
                 builder = _MainBuilder(mb, mod, self.main, "irtool_main")
                 self.plan = builder.build_main()
                 self.returned_tuple = builder.returned_tuple
-        self.lib = NativeLibrary(mod, opt_level, extra=extra)
+        try:
+            self.lib = NativeLibrary(mod, opt_level, extra=extra)
+        except CodegenError as err:
+            span = _call_site(self.main, getattr(err, "prim_func", None)) if err.span is None else None
+            if span is None:
+                raise
+            raise BuildError(f"{err} (in PrimFunc `{err.prim_func}`, called here)", span) from None
         self.compile_seconds = time.perf_counter() - started
         if self.main is not None:
             self._entry = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
@@ -460,7 +486,7 @@ class Executable:
             raise TypeError("this module has no Relax entry function; call its PrimFuncs by name")
         from .native import NativeError, _eval_size
 
-        arrays = [np.ascontiguousarray(a) for a in arrays]
+        arrays = [np.asarray(a, order="C") for a in arrays]  # (ascontiguousarray makes a 0-d array 1-d)
         env = self._check_inputs(arrays)
         outputs = []
         for s in self.plan.outputs:

@@ -75,7 +75,11 @@ def generate_llvm(mod, module_name: str = "irtool", extra=None) -> tuple[str, di
     def build():
         mb = ModuleBuilder(module_name)
         for name, fn in _prim_funcs(mod):
-            mb.add(fn, name)
+            try:
+                mb.add(fn, name)
+            except CodegenError as err:  # which PrimFunc: generated ones have no source location
+                err.prim_func = name
+                raise
         if extra is not None:  # more code over the PrimFuncs (a model's entry point)
             extra(mb)
         return str(mb.module), mb.signatures
@@ -195,6 +199,11 @@ class NativeFunction:
                 keep.append(arg)
             else:
                 cell = _scalar_cell(arg, obj)
+                if obj.dtype.startswith(("int", "uint")):  # a size a buffer's shape may be written in
+                    bound = env.setdefault(obj, int(arg))
+                    if bound != int(arg):
+                        raise NativeError(f"{sig.name}: argument {i} (`{obj.name}`) is {int(arg)}, "
+                                          f"but a buffer's shape makes it {bound}")
                 keep.append(cell)
                 slots[i] = ctypes.addressof(cell)
         for expr, value, where in pending:  # dims computed from sizes bound by other arguments
