@@ -1,0 +1,359 @@
+"""Random Relax modules through TVM 0.27's zero pipeline and ours, stage by stage.
+
+TVM builds each module with its BlockBuilder (so the input is what TVM's own frontends
+make: normalised bindings, constants in the metadata section) and prints it with
+`show_meta=True`; both sides then start from that text. TVM re-parses it and runs
+LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps and FuseTIR one at a time,
+printing after each (with and without metadata), and also `relax.get_pipeline("zero")`
+whole. Ours runs the same five stages on the same text. `compare_seed` finds the first
+stage whose printout differs, and checks that stage alone on TVM's previous printout, so
+a difference is pinned on one pass.
+
+Used by tests/test_zero_pipeline.py (a few dozen modules) and
+benchmarks/random_pipeline_compare.py (the long run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+
+from irtool.diagnostics import DiagnosticError
+from irtool.ir.structural import structural_equal
+from irtool.text import parse, to_text
+from irtool.transform import PassContext, get_pass
+
+STAGES = ("legalize-ops", "annotate-tir-op-pattern", "fold-constant", "fuse-ops", "fuse-tir")
+
+# The op kinds the generator draws from, with their weights (one line each).
+TVM_GENERATOR = r'''
+import os, random, sys, traceback
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.relax import op as R
+
+KINDS = {
+    "conv": 4, "conv_bias": 3, "unary": 4, "bin_same": 3, "bin_rank1": 2, "bin_rank3": 2, "bin_scalar": 2,
+    "bin_0d": 1, "matmul": 2, "max_pool": 1, "avg_pool": 1, "adaptive_pool": 1, "softmax": 2, "layer_norm": 1, "batch_norm": 1,
+    "reduce_keep": 2, "reduce_axis1": 1, "reshape": 2, "transpose": 1, "split_concat": 2, "slice_concat": 1,
+    "concat_conv": 1, "const_fold": 2, "const_fold_exp": 1, "astype": 1, "where": 1, "clip": 1, "mlp_head": 1, "variance": 1,
+}
+
+
+def random_module(seed):
+    rng = random.Random(seed)
+    nrng = np.random.RandomState(seed)
+    C, H = 4, 6
+    B = tvm.tirx.Var("n", "int64") if seed % 4 == 3 else 1
+    full = (B, C, H, H)
+    def t(shape, dtype="float32"): return relax.TensorType(shape, dtype)
+    def const(shape):
+        return relax.const(nrng.uniform(-1, 1, shape).astype("float32"))
+    kinds, weights = zip(*((k, w) for k, w in KINDS.items() if k not in EXCLUDED))
+    mod = tvm.IRModule()
+    nfuncs = 2 if rng.random() < 0.15 else 1
+    for fi in range(nfuncs):
+        bb = relax.BlockBuilder()
+        params = [relax.Var("x", t(full))] + [relax.Var(f"p{i}", t(full)) for i in range(rng.randint(0, 2))]
+        w = relax.Var("w", t((C, C, 3, 3)))
+        params.append(w)
+        name = "main" if fi == 0 else f"f{fi}"
+        with bb.function(name, params):
+            with bb.dataflow():
+                pool = [p for p in params if p is not w]
+                small, flat = [], []
+                n = rng.randint(3, 14)
+                for step in range(n):
+                    kind = rng.choices(kinds, weights)[0]
+                    a = rng.choice(pool)
+                    if kind == "conv":
+                        v = R.nn.conv2d(a, w if rng.random() < 0.4 else const((C, C, 3, 3)), padding=1)
+                    elif kind == "conv_bias":  # as ONNX Conv imports: the bias reshaped, then added
+                        c = bb.emit(R.nn.conv2d(a, const((C, C, 3, 3)), padding=1))
+                        v = R.add(c, bb.emit(R.reshape(const((C,)), (1, C, 1, 1))))
+                    elif kind == "unary":
+                        f = rng.choice([R.exp, R.nn.relu, R.sigmoid, R.tanh, R.negative, R.abs, R.floor,
+                                        lambda x: R.sqrt(R.abs(x)), R.erf])
+                        v = f(a)
+                    elif kind == "bin_same":
+                        v = rng.choice([R.add, R.multiply, R.subtract, R.maximum, R.minimum])(a, rng.choice(pool))
+                    elif kind == "bin_rank1":
+                        v = rng.choice([R.add, R.multiply])(a, const((H,)))
+                    elif kind == "bin_rank3":
+                        b = const((C, 1, 1))
+                        v = R.subtract(b, a) if rng.random() < 0.5 else R.multiply(a, b)
+                    elif kind == "bin_scalar":
+                        v = rng.choice([R.add, R.multiply, R.divide])(a, relax.const(rng.choice([0.5, 2.0, -1.0]), "float32"))
+                    elif kind == "bin_0d":
+                        v = R.add(a, relax.const(np.array(1.5, "float32")))
+                    elif kind == "matmul":
+                        v = R.matmul(a, const((H, H)) if rng.random() < 0.6 else rng.choice(pool))
+                    elif kind == "max_pool":
+                        v = R.nn.max_pool2d(a, pool_size=[3, 3], padding=[1, 1, 1, 1])
+                    elif kind == "avg_pool":
+                        v = R.nn.avg_pool2d(a, pool_size=[3, 3], padding=[1, 1, 1, 1])
+                    elif kind == "adaptive_pool":
+                        small.append(bb.emit(R.nn.adaptive_avg_pool2d(a, output_size=[1, 1])))
+                        continue
+                    elif kind == "softmax":
+                        v = (R.nn.softmax if rng.random() < 0.7 else R.nn.log_softmax)(a, axis=-1)
+                    elif kind == "layer_norm":
+                        v = R.nn.layer_norm(a, const((H,)), const((H,)), axes=[-1])
+                    elif kind == "batch_norm":
+                        bn = bb.emit(R.nn.batch_norm(a, const((C,)), const((C,)), const((C,)),
+                                                     relax.const(nrng.uniform(0.5, 1, (C,)).astype("float32")), axis=1))
+                        v = relax.TupleGetItem(bn, 0)
+                    elif kind == "reduce_keep":
+                        f = rng.choice([R.sum, R.mean, R.max])
+                        small.append(bb.emit(f(a, axis=[2, 3], keepdims=True)))
+                        if rng.random() < 0.6:
+                            v = R.add(a, rng.choice(small))
+                        else:
+                            continue
+                    elif kind == "reduce_axis1":
+                        v = R.subtract(a, R.mean(a, axis=[1], keepdims=True))
+                    elif kind == "variance":
+                        v = R.divide(a, R.add(R.variance(a, axis=[2, 3], keepdims=True), relax.const(1.0, "float32")))
+                    elif kind == "reshape":
+                        r = bb.emit(R.reshape(a, (B, C, H * H)))
+                        v = R.reshape(R.exp(r) if rng.random() < 0.5 else r, full)
+                    elif kind == "transpose":
+                        v = R.permute_dims(a, [0, 1, 3, 2])
+                    elif kind == "split_concat":
+                        parts = bb.emit(R.split(a, 2, axis=1))
+                        x0 = bb.emit(relax.TupleGetItem(parts, 0))
+                        x1 = bb.emit(relax.TupleGetItem(parts, 1))
+                        if rng.random() < 0.5:
+                            x1 = bb.emit(R.exp(x1))
+                        v = R.concat([x1, x0] if rng.random() < 0.5 else [x0, x1], axis=1)
+                    elif kind == "slice_concat":
+                        s = bb.emit(R.strided_slice(a, axes=[3], begin=[0], end=[3]))
+                        v = R.concat([s, R.negative(s)], axis=3)
+                    elif kind == "concat_conv":  # 2C channels back to C
+                        cat = bb.emit(R.concat([a, rng.choice(pool)], axis=1))
+                        v = R.nn.conv2d(cat, const((C, 2 * C, 1, 1)))
+                    elif kind == "const_fold":  # a constant subexpression for FoldConstant
+                        k = bb.emit(R.multiply(const((C, 1, 1)), const((C, 1, 1))))
+                        v = R.add(a, bb.emit(R.subtract(k, const((1, H)))))
+                    elif kind == "const_fold_exp":  # a transcendental folded
+                        v = R.multiply(a, bb.emit(R.exp(const((C, 1, 1)))))
+                    elif kind == "astype":
+                        v = R.astype(R.astype(a, "float16"), "float32")
+                    elif kind == "where":
+                        v = R.where(R.greater(a, rng.choice(pool)), a, relax.const(0.0, "float32"))
+                    elif kind == "clip":
+                        v = R.clip(a, -0.5, 0.5)
+                    elif kind == "mlp_head":  # flatten, dense, bias, relu: a 2-D branch
+                        f2 = bb.emit(R.reshape(a, (B, C * H * H)))
+                        m = bb.emit(R.matmul(f2, const((C * H * H, 10))))
+                        flat.append(bb.emit(R.nn.relu(bb.emit(R.add(m, const((10,)))))))
+                        if rng.random() < 0.5:
+                            flat.append(bb.emit(R.nn.softmax(flat[-1], axis=-1)))
+                        continue
+                    direct = step == n - 1 and rng.random() < 0.5
+                    pool.append((bb.emit_output if direct else bb.emit)(v))
+                outs = [pool[-1]]
+                for v in rng.sample(pool[1:-1], max(0, min(len(pool) - 2, rng.randint(0, 2)))):
+                    if v not in outs:
+                        outs.append(v)
+                for extra in (small, flat):
+                    if extra and rng.random() < 0.5:
+                        outs.append(extra[-1])
+                outs = [o if not isinstance(o, relax.DataflowVar) else bb.emit_output(o) for o in outs]
+            bb.emit_func_output(outs[0] if len(outs) == 1 else relax.Tuple(outs))
+        gv = bb.get().get_global_var(name)
+        mod[name] = bb.get()[gv]
+    return mod
+
+
+STAGES = [relax.transform.LegalizeOps, relax.transform.AnnotateTIROpPattern, relax.transform.FoldConstant,
+          relax.transform.FuseOps, relax.transform.FuseTIR]
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+out, first, last = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+EXCLUDED = set(filter(None, sys.argv[4].split(","))) if len(sys.argv) > 4 else set()
+for seed in range(first, last):
+    stem = os.path.join(out, str(seed))
+    write(stem + ".in.py", random_module(seed).script(show_meta=True))
+    text = open(stem + ".in.py").read()
+    cur = tvm.script.from_source(text)
+    failed = False
+    for k, stage in enumerate(STAGES, 1):
+        try:
+            cur = stage()(cur)
+        except Exception as e:
+            write(f"{stem}.{k}.error", f"{type(e).__name__}: {e}")
+            failed = True
+            break
+        write(f"{stem}.{k}.py", cur.script())
+        write(f"{stem}.{k}.meta.py", cur.script(show_meta=True))
+    if not failed:
+        whole = relax.get_pipeline("zero")(tvm.script.from_source(text))
+        try:
+            tvm.ir.assert_structural_equal(whole, cur)
+        except ValueError:
+            write(stem + ".zero_differs", whole.script())
+'''
+
+# TVM parses our final printout (with metadata) and compares it with its own result.
+TVM_PARSE_BACK = r'''
+import sys, tvm
+bad = []
+for stem in sys.argv[1:]:
+    ours = tvm.script.from_source(open(stem + ".ours.py").read())
+    theirs = tvm.script.from_source(open(stem + ".5.meta.py").read())
+    try:
+        tvm.ir.assert_structural_equal(ours, theirs)
+    except ValueError:
+        bad.append(stem)
+print("\n".join(bad))
+'''
+
+
+def run_tvm_side(tvm_python: str, outdir: str, first: int, last: int, excluded=(), timeout: int = 3600) -> None:
+    """Generate modules [first, last) in TVM (without the op kinds `excluded`) and print
+    each stage of its zero pipeline."""
+    runner = os.path.join(outdir, "tvm_zero_pipeline.py")
+    with open(runner, "w") as f:
+        f.write(TVM_GENERATOR)
+    proc = subprocess.run([tvm_python, runner, outdir, str(first), str(last), ",".join(excluded)], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    if proc.returncode != 0:
+        raise RuntimeError(f"TVM side failed:\n{proc.stderr[-3000:]}")
+
+
+def tvm_parse_back(tvm_python: str, outdir: str, stems: list[str]) -> list[str]:
+    """The stems whose `.ours.py` TVM parses to something not equal to its own result."""
+    if not stems:
+        return []
+    runner = os.path.join(outdir, "tvm_parse_back.py")
+    with open(runner, "w") as f:
+        f.write(TVM_PARSE_BACK)
+    proc = subprocess.run([tvm_python, runner, *stems], capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"TVM could not parse our output:\n{proc.stderr[-3000:]}")
+    return [line for line in proc.stdout.splitlines() if line]
+
+
+@dataclasses.dataclass
+class Outcome:
+    seed: int
+    status: str                 # "match", "differs", "our_error", "tvm_error", "both_error"
+    stage: str | None = None    # the first stage that differs / fails
+    isolated: bool | None = None  # does that stage alone, on TVM's previous printout, differ too?
+    detail: str = ""
+    ours_final: str | None = None  # our final printout with metadata (for TVM to parse back)
+
+
+def run_stage(stage: str, mod):
+    with PassContext():
+        return get_pass(stage)()(mod)
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def first_difference(ours: str, theirs: str) -> str:
+    """The first line where two printouts differ, with the function it is in."""
+    a, b = ours.splitlines(), theirs.splitlines()
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            where = next((ln.strip() for ln in reversed(b[:i]) if ln.lstrip().startswith("def ")), "")
+            return f"line {i + 1} in {where[:100]}\n  ours: {x.strip()}\n  TVM:  {y.strip()}"
+    return f"lengths differ: ours {len(a)} lines, TVM {len(b)} lines"
+
+
+_NOT_OPS = {"R.Tensor", "R.Tuple", "R.Shape", "R.Object", "R.Prim", "R.call_tir", "R.shape", "R.const", "R.output",
+            "R.dataflow", "R.tuple", "R.func_attr", "R.function", "R.prim_value", "R.match_cast"}
+
+
+def _relax_ops(text: str) -> set[str]:
+    """The Relax operators a printout calls (R.nn.conv2d, ...)."""
+    import re
+
+    return set(re.findall(r"\bR\.[a-z_][a-z_0-9.]*(?=\()", text)) - _NOT_OPS
+
+
+def constant_difference(ours, theirs) -> str:
+    """Which constants differ between two modules that print the same (their data)."""
+    import numpy as np
+
+    from irtool.ir import relax as rx
+    from irtool.ir.relax_visitor import ExprVisitor
+
+    def constants(mod) -> list:
+        found = []
+
+        class Collect(ExprVisitor):
+            def visit_constant_(self, c) -> None:
+                found.append(c.data)
+
+        for fn in mod.functions.values():
+            if isinstance(fn, rx.Function):
+                Collect().visit_expr(fn)
+        return found
+
+    for index, (x, y) in enumerate(zip(constants(ours), constants(theirs))):
+        if x is None or y is None or x.dtype != y.dtype or x.shape != y.shape:
+            return f"constant {index}: {getattr(x, 'shape', None)} vs {getattr(y, 'shape', None)}"
+        if x.tobytes() != y.tobytes():
+            ulps = 0
+            if x.dtype.kind == "f":
+                ints = {2: np.int16, 4: np.int32, 8: np.int64}[x.dtype.itemsize]
+                ulps = int(np.max(np.abs(x.view(ints).astype(np.int64) - y.view(ints).astype(np.int64))))
+            return f"constant {index} {x.dtype}{list(x.shape)}: data differs by up to {ulps} ULP"
+    return "same text and constants, not structurally equal"
+
+
+def compare_seed(outdir: str, seed: int) -> Outcome:
+    """Our stages on `{seed}.in.py` against TVM's printouts; the first differing stage."""
+    stem = os.path.join(outdir, str(seed))
+    mod = parse(_read(stem + ".in.py"), stem + ".in.py")
+    for k, stage in enumerate(STAGES, 1):
+        tvm_error = os.path.exists(f"{stem}.{k}.error")
+        try:
+            ours = run_stage(stage, mod)
+        except DiagnosticError as e:
+            if tvm_error:
+                return Outcome(seed, "both_error", stage, detail=str(e).splitlines()[0])
+            return Outcome(seed, "our_error", stage, _isolated(stem, k, stage), str(e).splitlines()[0])
+        if tvm_error:
+            return Outcome(seed, "tvm_error", stage, detail=_read(f"{stem}.{k}.error").splitlines()[0])
+        text = to_text(ours, show_meta_data=False).rstrip("\n")
+        theirs_text = _read(f"{stem}.{k}.py").rstrip("\n")
+        same = text == theirs_text
+        if same:
+            theirs = parse(_read(f"{stem}.{k}.meta.py"), f"{stem}.{k}.meta.py")
+            same = structural_equal(ours, theirs)
+            if not same:
+                return Outcome(seed, "differs", stage, _isolated(stem, k, stage), constant_difference(ours, theirs))
+        else:
+            detail = first_difference(text, theirs_text)
+            left = sorted(_relax_ops(text) - _relax_ops(theirs_text))
+            if left:
+                detail = f"left as Relax op calls: {', '.join(left)}\n{detail}"
+            return Outcome(seed, "differs", stage, _isolated(stem, k, stage), detail)
+        mod = ours
+    return Outcome(seed, "match", ours_final=to_text(mod))
+
+
+def _isolated(stem: str, k: int, stage: str) -> bool | None:
+    """Does our `stage` alone, on TVM's printout before it, give TVM's printout after it?
+    True: the stage differs by itself; False: it differs only on our own earlier output."""
+    before = stem + ".in.py" if k == 1 else f"{stem}.{k - 1}.meta.py"
+    try:
+        ours = run_stage(stage, parse(_read(before), before))
+    except DiagnosticError:
+        return True
+    except Exception:  # noqa: BLE001 - an internal error is a difference too
+        return True
+    return to_text(ours, show_meta_data=False).rstrip("\n") != _read(f"{stem}.{k}.py").rstrip("\n")
