@@ -15,6 +15,19 @@ from .node import Node
 
 _MAPPED = (relax.Var, tir.Var, tir.Buffer)
 
+# Fields TVM's structural equality and hash skip (SEqHashIgnore): an sblock's name, so
+# BlockBuilder.add_func dedups PrimFuncs whose blocks were named after different inputs.
+_IGNORED_FIELDS = {tir.SBlock: ("name",)}
+_COMPARED_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _compared_fields(t: type) -> tuple[str, ...]:
+    fields = _COMPARED_FIELDS.get(t)
+    if fields is None:
+        ignored = _IGNORED_FIELDS.get(t, ())
+        fields = _COMPARED_FIELDS[t] = tuple(f for f in t.fields if f not in ignored)
+    return fields
+
 
 def _is_array(x) -> bool:
     return type(x).__name__ == "ndarray"
@@ -40,7 +53,7 @@ class _Equal:
                 self.r2l[id(b)] = a
             if ta is relax.Constant:
                 return self._constant(a, b)
-            return all(self.eq(getattr(a, f), getattr(b, f)) for f in ta.fields)
+            return all(self.eq(getattr(a, f), getattr(b, f)) for f in _compared_fields(ta))
         if ta is tuple or ta is list:
             return len(a) == len(b) and all(self.eq(x, y) for x, y in zip(a, b, strict=True))
         if ta is dict:  # attribute maps (`T.target({...})`)
@@ -84,7 +97,7 @@ class _Hash:
                 self.numbers[id(x)] = len(self.numbers)
             if t is relax.Constant and x.data is not None:
                 return hash((t.__name__, self.h(x.data)))
-            return hash((t.__name__, *(self.h(getattr(x, f)) for f in t.fields)))
+            return hash((t.__name__, *(self.h(getattr(x, f)) for f in _compared_fields(t))))
         if t is tuple or t is list:
             return hash(tuple(self.h(v) for v in x))
         if t is dict:
