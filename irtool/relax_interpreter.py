@@ -68,9 +68,11 @@ def eval_prim(e, env: dict):
 
 
 class RelaxInterpreter:
-    def __init__(self, mod: IRModule, packed_funcs: dict | None = None) -> None:
+    def __init__(self, mod: IRModule, packed_funcs: dict | None = None, poison: bool = False) -> None:
         self.mod = mod
         self.packed_funcs = packed_funcs or {}
+        # checking mode of the memory operators: storage handed out again or killed is poisoned
+        self.poison = poison
 
     # -- functions
     def call_function(self, name: str, args: list):
@@ -179,19 +181,28 @@ class RelaxInterpreter:
     def call(self, call: rx.Call, env: dict, shape_env: dict):
         op = call.op
         if isinstance(op, Op):
-            if op.name == "relax.call_tir":
+            if op.name in ("relax.call_tir", "relax.call_tir_inplace"):
                 return self.call_tir(call, env, shape_env)
             if op.name in ("relax.call_dps_packed", "relax.call_pure_packed"):
                 return self.call_packed(call, env, shape_env)
             from .ops import relax as relax_ops
+            from .ops import relax_memory
 
             args = [self.eval(a, env, shape_env) for a in call.args]
             try:
+                if op.name in relax_memory.MEMORY_OPS:
+                    return relax_memory.evaluate(op.name, args, self.poison)
                 return relax_ops.evaluate(op.name, args, call.attrs)
             except (ValueError, TypeError, IndexError) as err:
                 raise DiagnosticError(f"`{op.name}` failed: {err}", call.span) from None
         callee = self.eval(op, env, shape_env) if not isinstance(op, GlobalVar) else FunctionValue(op.name_hint)
         args = [self.eval(a, env, shape_env) for a in call.args]
+        prim_func = self.mod.functions.get(op.name_hint) if isinstance(op, GlobalVar) else None
+        if isinstance(prim_func, tir.PrimFunc):  # destination passing: the outputs are written in place
+            from .tir_interpreter import run_prim_func
+
+            run_prim_func(prim_func, args, self.mod)
+            return ()
         if isinstance(callee, FunctionValue):
             return self.call_function(callee.name, args)
         raise DiagnosticError("only Relax functions of the module can be called", call.span)
@@ -216,6 +227,11 @@ class RelaxInterpreter:
         outputs = list(out) if isinstance(out, tuple) else [out]
         extra = list(self.eval(call.args[2], env, shape_env)) if len(call.args) > 2 else []
         args = inputs + outputs + extra
+        if call.op.name == "relax.call_tir_inplace":  # an output of index i >= 0 is input i, written in place
+            indices = call.attrs.get("inplace_indices", ())
+            outputs = [inputs[i] if i >= 0 else o for i, o in zip(indices, outputs, strict=True)]
+            out = tuple(outputs) if isinstance(out, tuple) else outputs[0]
+            args = inputs + [o for i, o in zip(indices, outputs, strict=True) if i < 0] + extra
         if len(args) != len(func.params):
             raise DiagnosticError(f"`{gv.name_hint}` takes {len(func.params)} buffers and scalars, but call_tir "
                                   f"passes {len(args)} ({len(inputs)} inputs, {len(outputs)} outputs)", call.span)
@@ -246,9 +262,11 @@ def _describe(value) -> str:
     return repr(value)
 
 
-def run_relax(mod: IRModule, inputs=None, entry: str = "main", packed_funcs: dict | None = None):
+def run_relax(mod: IRModule, inputs=None, entry: str = "main", packed_funcs: dict | None = None,
+              poison: bool = False):
     """Run the Relax function `entry` on `inputs` (a list in parameter order, or a dict by
-    parameter name)."""
+    parameter name). `poison`: storage reused or killed is overwritten (NaN) first, so a
+    memory plan that shares bytes between live tensors changes the results."""
     fn = mod.functions.get(entry)
     if not isinstance(fn, rx.Function):
         raise DiagnosticError(f"the module has no Relax function `{entry}`")
@@ -259,7 +277,7 @@ def run_relax(mod: IRModule, inputs=None, entry: str = "main", packed_funcs: dic
             raise DiagnosticError(f"missing inputs for `{entry}`: {', '.join(missing)}", fn.span)
         inputs = [inputs[p.name_hint] for p in fn.params]
     args = [np.asarray(v) if isinstance(v, (int, float, bool, list)) else v for v in inputs]
-    return RelaxInterpreter(mod, packed_funcs).call_function(entry, args)
+    return RelaxInterpreter(mod, packed_funcs, poison).call_function(entry, args)
 
 
 def random_input(sinfo, rng, span=None):

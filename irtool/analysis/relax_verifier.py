@@ -116,8 +116,10 @@ class _RelaxChecker(ExprVisitor):
             callee = self.mod.functions.get(op.name_hint)
             if callee is None:
                 self.fail(f"the module has no function `{op.name_hint}`", call)
-            if isinstance(callee, tir.PrimFunc):
-                self.fail(f"`{op.name_hint}` is a PrimFunc; call it with `R.call_tir`", call)
+            if isinstance(callee, tir.PrimFunc) and len(call.args) != len(callee.params):
+                # a direct call is destination passing (CallTIRRewrite's form): every buffer is passed
+                self.fail(f"`{op.name_hint}` is a PrimFunc of {len(callee.params)} parameters (inputs, then "
+                          f"outputs), called with {len(call.args)} arguments", call)
         else:
             self.visit_expr(op)
         for a in call.args:

@@ -73,6 +73,7 @@ from ..ir.relax import Tuple as RelaxTuple
 from ..ir.relax import Var as RelaxVar
 from ..ir.types import ANY, TensorType, TupleType
 from ..ops import relax as relax_ops
+from ..ops import relax_memory
 from ..ops.registry import AttrError, TypeRelError
 
 
@@ -761,6 +762,10 @@ def deduce_call(op_name: str, args_sinfo: list, attrs=None, arg_exprs=None, sinf
         if not sinfo_args:
             raise StructInfoError(f"{op_name} needs its struct info argument (out_ty) to have a result")
         return sinfo_args[0]
+    if op_name in relax_memory.MEMORY_OPS:  # R.builtin.alloc_tensor, R.memory.*: from their arguments
+        if arg_exprs is None:
+            raise StructInfoError(f"{op_name} needs its argument expressions")
+        return relax_memory.deduce(op_name, arg_exprs)
     op = relax_ops.lookup(op_name)
     if op is None:
         raise StructInfoError(f"unknown Relax operator `{op_name}`")

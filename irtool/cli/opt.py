@@ -77,6 +77,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
                         ".svg/.png/.pdf with Graphviz installed")
     p.add_argument("--print-types", action="store_true",
                    help="infer types and print them as TVM does (`/* ty=... */`)")
+    p.add_argument("--print-memory-plan", action="store_true",
+                   help="report each Relax function's planned peak bytes against one buffer per tensor (stderr)")
     p.add_argument("--verify-roundtrip", action="store_true",
                    help="check that the output parses back to an equal module and prints identically")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
@@ -243,6 +245,10 @@ def _process(text: str, name: str, passes, args, timing, stderr, config: dict) -
 
         infer_types(mod)
     out = to_text(mod, show_types=args.print_types)
+    if args.print_memory_plan:
+        from ..passes.static_plan_block_memory import memory_plan_summary
+
+        stderr.write(memory_plan_summary(mod) + "\n")
     if args.dump_graph:
         from ..analysis.graphviz import write_graph
 

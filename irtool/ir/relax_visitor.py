@@ -118,8 +118,9 @@ def struct_info_of(e, mod: IRModule | None):
         fn = mod.functions.get(e.name_hint) if mod is not None else None
         if isinstance(fn, rx.Function):
             return fn.struct_info
+        # a PrimFunc called directly (destination passing) returns nothing and is impure, as in TVM
         return rx.ObjectStructInfo() if fn is None or not isinstance(fn, tir.PrimFunc) else \
-            rx.FuncStructInfo(None, rx.ObjectStructInfo())
+            rx.FuncStructInfo(None, rx.TupleStructInfo([]), purity=False)
     return e.struct_info
 
 

@@ -30,9 +30,10 @@ from lark.indenter import DedentError, Indenter
 from ..diagnostics import DiagnosticError, SourceFile, Span
 from ..ir import relax as rx
 from ..ir import tir
-from ..ir.expr import GlobalVar, Op
+from ..ir.expr import Attrs, GlobalVar, Op
 from ..ir.module import IRModule
 from ..ir.types import is_valid_dtype
+from ..ops import relax_memory
 
 # ----------------------------------------------------------------------------- syntax
 
@@ -1675,6 +1676,8 @@ class _RelaxBuilder(_TirBuilder):
         from ..ops.registry import AttrError
 
         op_name = "relax." + name[2:]
+        if op_name in relax_memory.MEMORY_OPS:
+            return self.memory_op_call(op_name, node)
         op = relax_ops.lookup(op_name)
         if op is None:
             self.error(f"unknown name `{name}`", node.children[0])
@@ -1696,6 +1699,22 @@ class _RelaxBuilder(_TirBuilder):
         except AttrError as err:
             self.error(str(err), node)
         return self.normalize(rx.Call(Op.get(op_name), args, attrs, span=self.span(node)), node)
+
+    def memory_op_call(self, op_name: str, node):
+        """R.builtin.alloc_tensor / R.memory.*: arguments as TVM's Python constructors take
+        them; `ty_args=` (TVM prints it on CallTIRRewrite's allocations) is kept."""
+        op = relax_memory.MEMORY_OPS[op_name]
+        pos, kw, _ = self.call_args(node)
+        ty_args = kw.pop("ty_args", None)
+        try:
+            values = relax_memory.bind_arguments(op, pos, kw)
+            args = [relax_memory.as_argument(kind, v) for (_, kind, _), v in zip(op.args, values, strict=True)]
+        except ValueError as err:
+            self.error(f"`R.{op_name[6:]}` {err}", node)
+        sinfo_args = [self.as_struct_info(s, node) for s in (ty_args if isinstance(ty_args, (list, tuple))
+                                                              else [ty_args] if ty_args is not None else [])]
+        args = [self.leaf(a, node) for a in args]
+        return self.normalize(rx.Call(Op.get(op_name), args, None, sinfo_args, span=self.span(node)), node)
 
     def op_arg(self, kind: str, value, node) -> rx.Expr:
         if kind == "shape" and isinstance(value, (tuple, list)):
@@ -1756,8 +1775,12 @@ class _RelaxBuilder(_TirBuilder):
             except StructInfoError as err:
                 raise _StructInfoError(f"`{op.name.replace('relax.', 'R.', 1)}`: {err}") from None
         fsinfo = self.sinfo(op) if not isinstance(op, rx.ExternFunc) else op.struct_info
-        if isinstance(op, GlobalVar) and isinstance(self.mb.functions.get(op.name_hint), tir.PrimFunc):
-            raise _StructInfoError(f"`{op.name_hint}` is a PrimFunc; call it with `R.call_tir`")
+        prim_func = self.mb.functions.get(op.name_hint) if isinstance(op, GlobalVar) else None
+        if isinstance(prim_func, tir.PrimFunc):  # destination passing (CallTIRRewrite's form): returns nothing
+            if len(call.args) != len(prim_func.params):
+                raise _StructInfoError(f"`{op.name_hint}` is a PrimFunc of {len(prim_func.params)} parameters "
+                                       f"(inputs, then outputs), called with {len(call.args)} arguments")
+            return rx.TupleStructInfo([])
         if isinstance(fsinfo, rx.FuncStructInfo):
             if fsinfo.params is not None and len(fsinfo.params) != len(call.args):
                 raise _StructInfoError(f"the function takes {len(fsinfo.params)} arguments, "
@@ -1837,6 +1860,35 @@ class _RelaxBuilder(_TirBuilder):
                              rx.ShapeExpr(self.dims(tir_vars, node)))
         call = rx.Call(Op.get(op_name), call_args, None, [sinfo], span=self.span(node))
         call.struct_info = sinfo
+        return call
+
+    def r_call_packed(self, node, pos, kw):
+        """`R.call_packed("f", args..., ty_args=...)`: a call of the packed function itself (its
+        result the struct info argument, else an object), as RemovePurityChecking and
+        CallTIRRewrite leave them."""
+        if not pos or not isinstance(pos[0], str):
+            self.error("`R.call_packed` takes the packed function's name first", node)
+        sinfo = kw.pop("ty_args", kw.pop("sinfo_args", None))
+        if kw:
+            self.error(f"unexpected argument `{next(iter(kw))}`", node)
+        sinfos = [self.as_struct_info(s, node) for s in
+                  (sinfo if isinstance(sinfo, (list, tuple)) else [sinfo] if sinfo is not None else [])]
+        args = [self.leaf(self.to_expr(a, node), node) for a in pos[1:]]
+        call = rx.Call(rx.ExternFunc(pos[0]), args, None, sinfos, span=self.span(node))
+        call.struct_info = sinfos[0] if sinfos else rx.ObjectStructInfo()
+        return call
+
+    def r_call_tir_inplace(self, node, pos, kw):
+        indices = kw.pop("inplace_indices", None)
+        if len(pos) < 2 or indices is None:
+            self.error("`R.call_tir_inplace` takes a PrimFunc, a tuple of arguments, `out_ty=` and "
+                       "`inplace_indices=`", node)
+        indices = tuple(indices) if isinstance(indices, (list, tuple)) else (indices,)
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
+            self.error("`inplace_indices` must be integers (-1: a new output)", node)
+        call = self.r_call_tir(node, pos, kw)
+        call.op = Op.get("relax.call_tir_inplace")
+        call.attrs = Attrs({"inplace_indices": indices})
         return call
 
     def r_call_dps_packed(self, node, pos, kw):
@@ -1982,7 +2034,8 @@ class _RelaxBuilder(_TirBuilder):
             return None
         value = self.to_expr(self.eval(expr), expr)
         self.normalize(value, expr)
-        self.emit(rx.Var("_", value.struct_info), value)
+        # inside a dataflow block the unnamed result is a dataflow variable, as TVM's builder emits it
+        self.emit((rx.DataflowVar if self.dataflow_outputs is not None else rx.Var)("_", value.struct_info), value)
         return None
 
     def r_assign(self, node):
@@ -2203,7 +2256,8 @@ def _relax_calls() -> dict:
         "R.const": r.r_const, "R.tuple": r.r_tuple, "R.shape": r.r_shape, "R.prim_value": r.r_prim_value,
         "R.str": r.r_str,
         "R.dtype": r.r_dtype, "R.ExternFunc": r.r_extern, "R.extern": r.r_extern,
-        "R.call_tir": r.r_call_tir, "R.call_dps_packed": r.r_call_dps_packed,
+        "R.call_tir": r.r_call_tir, "R.call_dps_packed": r.r_call_dps_packed, "R.call_tir_inplace": r.r_call_tir_inplace,
+        "R.call_packed": r.r_call_packed,
         "R.call_pure_packed": r.r_call_pure_packed, "R.match_cast": r.r_match_cast,
         "R.func_attr": r.r_statement_only, "R.output": r.r_statement_only, "R.dataflow": r.r_statement_only,
     })
