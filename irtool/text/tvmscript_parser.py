@@ -2256,8 +2256,8 @@ def _relax_calls() -> dict:
         "R.const": r.r_const, "R.tuple": r.r_tuple, "R.shape": r.r_shape, "R.prim_value": r.r_prim_value,
         "R.str": r.r_str,
         "R.dtype": r.r_dtype, "R.ExternFunc": r.r_extern, "R.extern": r.r_extern,
-        "R.call_tir": r.r_call_tir, "R.call_dps_packed": r.r_call_dps_packed, "R.call_tir_inplace": r.r_call_tir_inplace,
-        "R.call_packed": r.r_call_packed,
+        "R.call_tir": r.r_call_tir, "R.call_dps_packed": r.r_call_dps_packed,
+        "R.call_tir_inplace": r.r_call_tir_inplace, "R.call_packed": r.r_call_packed,
         "R.call_pure_packed": r.r_call_pure_packed, "R.match_cast": r.r_match_cast,
         "R.func_attr": r.r_statement_only, "R.output": r.r_statement_only, "R.dataflow": r.r_statement_only,
     })
