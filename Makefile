@@ -51,6 +51,12 @@ demo: venv
 	@echo
 	@echo '$$ irtool-run examples/relax_call_tir.ir --random-inputs     # Relax + TIR (TVMScript)'
 	@$(BIN)/irtool-run examples/relax_call_tir.ir --random-inputs
+	@echo
+	@echo '$$ irtool-opt examples/seed000.ir -p relay-to-relax,zero-pipeline     # lowered to TIR as TVM 0.27 does (metadata not shown)'
+	@$(BIN)/irtool-opt examples/seed000.ir -p relay-to-relax,zero-pipeline | sed -n '/^@I.ir_module/,$$p' | grep -v '^ *T.reads\|^ *T.writes'
+	@echo
+	@echo '$$ irtool-run examples/seed000.ir --random-inputs --seed 0 --backend native --repeat 10     # compiled with LLVM'
+	@$(BIN)/irtool-run examples/seed000.ir --random-inputs --seed 0 --backend native --repeat 10
 
 lint: venv
 	$(BIN)/ruff check .
