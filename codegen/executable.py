@@ -394,8 +394,9 @@ def _needs_pipeline(fn: rx.Function) -> bool:
     return False
 
 
-def prepare(mod: IRModule, entry: str = "main") -> IRModule:
-    """Relay -> Relax -> the zero pipeline, as far as `mod` needs."""
+def prepare(mod: IRModule, entry: str = "main", schedule: bool = True) -> IRModule:
+    """Relay -> Relax -> the zero pipeline, as far as `mod` needs; then, for a model (a Relax
+    entry function), `default-cpu-schedule` on its PrimFuncs (those already scheduled stay)."""
     from ..ir.expr import Function as RelayFunction
     from ..transform import PassContext, get_pass
 
@@ -404,12 +405,9 @@ def prepare(mod: IRModule, entry: str = "main") -> IRModule:
     fn = mod.functions.get(entry)
     if isinstance(fn, rx.Function) and _needs_pipeline(fn):
         with PassContext(opt_level=3):
-            for name in ("legalize-ops", "annotate-tir-op-pattern", "fold-constant", "fuse-ops", "fuse-tir"):
-                try:
-                    p = get_pass(name)
-                except KeyError:
-                    continue
-                mod = p()(mod)
+            mod = get_pass("zero-pipeline")()(mod)
+    if isinstance(mod.functions.get(entry), rx.Function) and schedule:
+        mod = get_pass("default-cpu-schedule")()(mod)
     return mod
 
 
@@ -420,11 +418,11 @@ class Executable:
     """A compiled module. A Relax `main` is called as a model; a TIR-only module exposes
     its PrimFuncs (`exe["f"](a, b, out)`)."""
 
-    def __init__(self, mod: IRModule, entry: str = "main", opt_level: int = 3) -> None:
+    def __init__(self, mod: IRModule, entry: str = "main", opt_level: int = 3, schedule: bool = True) -> None:
         from .native import NativeLibrary
 
         started = time.perf_counter()
-        self.mod = mod = prepare(mod, entry)
+        self.mod = mod = prepare(mod, entry, schedule)
         self.entry = entry
         fn = mod.functions.get(entry)
         self.main = fn if isinstance(fn, rx.Function) else None
@@ -542,8 +540,10 @@ class Executable:
                 f"with one buffer per tensor") if p else "no Relax entry function"
 
 
-def build(mod: IRModule, target: str = "llvm", entry: str = "main", opt_level: int = 3) -> Executable:
-    """Compile a module (Relay, Relax at any stage, or TIR) for the host CPU."""
+def build(mod: IRModule, target: str = "llvm", entry: str = "main", opt_level: int = 3,
+          schedule: bool = True) -> Executable:
+    """Compile a module (Relay, Relax at any stage, or TIR) for the host CPU; `schedule=False`
+    compiles the zero pipeline's PrimFuncs as they are (no default-cpu-schedule)."""
     if target not in ("llvm", "native"):
         raise BuildError(f"unknown target `{target}` (the native backend is `llvm`)")
-    return Executable(mod, entry, opt_level)
+    return Executable(mod, entry, opt_level, schedule)
