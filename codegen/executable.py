@@ -350,7 +350,7 @@ class _MainBuilder(_FunctionBuilder):
                 raise self.fail_at(f"cannot tell `{gv.name_hint}`'s size `{v.name}` from its arguments", call)
             call_args.append(self.cast_to(self.expr(bound[v]), bound[v].dtype, v.dtype))
         del func
-        status = b.call(self.mb.module.globals[f"{gv.name_hint}.impl"], call_args)
+        status = b.call(self.mb.module.globals[f"{sig.llvm_name}.impl"], call_args)
         ok, bad = self.new_block("call_ok"), self.new_block("call_failed")
         b.cbranch(b.icmp_signed("==", status, I32(0)), ok, bad)
         b.position_at_end(bad)

@@ -62,6 +62,27 @@ class PackedSignature:
     name: str
     params: list = field(default_factory=list)  # ("buffer", Buffer) | ("handle", Var) | ("scalar", Var)
     size_vars: list = field(default_factory=list)  # symbolic sizes bound from buffer shapes
+    symbol: str = ""  # the packed entry's LLVM name when it is not `name` (see `llvm_symbol`)
+
+    @property
+    def llvm_name(self) -> str:
+        return self.symbol or self.name
+
+
+# Names the generated code may call (LLVM lowers its math intrinsics and loop idioms to libm and
+# libc calls: llvm.exp.f64 becomes `exp`, a zeroing loop `memset`): a PrimFunc named like one
+# would be called in its place (a PrimFunc `exp` on float64 called itself with a double: a crash).
+_C_NAMES = frozenset("""exp exp2 exp10 expm1 log log2 log10 log1p pow sqrt cbrt sin cos tan sincos asin acos atan
+atan2 sinh cosh tanh asinh acosh atanh erf erfc tgamma lgamma floor ceil round rint lrint lround nearbyint trunc
+fabs copysign fmin fmax fmod remainder hypot ldexp frexp modf nextafter malloc calloc realloc free aligned_alloc
+posix_memalign memcpy memmove memset memcmp bzero abort exit syscall printf puts""".split())
+
+
+def llvm_symbol(name: str) -> str:
+    """`name`, or `name.primfunc` when the name is one of the C library's (a '.' keeps it apart)."""
+    base = name[:-1] if name.endswith(("f", "l")) and name[:-1] in _C_NAMES else name
+    clash = base in _C_NAMES or name.startswith(("__", "irtool", "pthread_", "llvm."))
+    return f"{name}.primfunc" if clash else name
 
 
 def _size_vars(func: tir.PrimFunc) -> list[tir.Var]:
@@ -140,6 +161,7 @@ class ModuleBuilder:
 
     def add(self, func: tir.PrimFunc, name: str) -> PackedSignature:
         sig = signature(func, name)
+        sig.symbol = llvm_symbol(name) if llvm_symbol(name) != name else ""
         _FunctionBuilder(self, func, sig).build()
         self.signatures[name] = sig
         return sig
@@ -179,7 +201,7 @@ class _FunctionBuilder(ExprCodegen):
         for v in sig.size_vars:
             arg_types.append(scalar_type(v.dtype))
             names.append(v.name)
-        impl = ir.Function(self.mb.module, ir.FunctionType(I32, arg_types), f"{sig.name}.impl")
+        impl = ir.Function(self.mb.module, ir.FunctionType(I32, arg_types), f"{sig.llvm_name}.impl")
         impl.linkage = "internal"
         noalias = bool(func.attr("tirx.noalias") or func.attr("tir.noalias"))
         for arg, name, (kind, _) in zip(impl.args, names, [*sig.params, *[("size", None)] * len(sig.size_vars)]):
@@ -209,7 +231,7 @@ class _FunctionBuilder(ExprCodegen):
 
     def _packed_entry(self, impl: ir.Function) -> None:
         sig = self.sig
-        fn = ir.Function(self.mb.module, ir.FunctionType(I32, [PTR]), sig.name)
+        fn = ir.Function(self.mb.module, ir.FunctionType(I32, [PTR]), sig.llvm_name)
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         args = []
         slots = [k for k, _ in sig.params] + ["size"] * len(sig.size_vars)
@@ -329,7 +351,7 @@ class _FunctionBuilder(ExprCodegen):
         used = _vars_used(s.body)
         captured = [(v, self.vars[v]) for v in used if v in self.vars] + \
             [(v, self.data[v]) for v in used if v in self.data and v not in self.vars]
-        name = self.mb.unique(f"{self.sig.name}.task")
+        name = self.mb.unique(f"{self.sig.llvm_name}.task")
         task = ir.Function(self.mb.module, ir.FunctionType(I32, [PTR, I64, I64]), name)
         task.linkage = "internal"
         # the body takes the captured values as parameters, so that distinct pointers can be

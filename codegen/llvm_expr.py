@@ -120,7 +120,8 @@ class ExprCodegen:
         op = e.op
         if kind == "float":
             if op in _FCMP:
-                return b.fcmp_unordered(_FCMP[op], a, c) if op == "ne" else b.fcmp_ordered(_FCMP[op], a, c)
+                # every comparison ordered, `!=` too: TVM's codegen emits FCmpONE, so NaN != x is false
+                return b.fcmp_ordered(_FCMP[op], a, c)
             if op == "add":
                 return b.fadd(a, c)
             if op == "sub":

@@ -313,7 +313,7 @@ class NativeLibrary:
         self.engine = llvm.create_mcjit_compiler(llmod, self.tm)
         self.engine.finalize_object()
         self._error_slot = self.engine.get_global_value_address("__irtool_last_error")
-        self.functions = {name: NativeFunction(self, sig, self.engine.get_function_address(name))
+        self.functions = {name: NativeFunction(self, sig, self.engine.get_function_address(sig.llvm_name))
                           for name, sig in self.signatures.items()}
 
     def __getitem__(self, name: str) -> NativeFunction:

@@ -162,6 +162,7 @@ _RING_OPS = frozenset(("add", "sub", "mul"))
 _FLOAT_BINOPS = {
     **_INT_BINOPS,
     "div": "({a} / {b})",
+    "ne": "(({t0} := {a}) < ({t1} := {b}) or {t0} > {t1})",  # ordered, as TVM's FCmpONE: NaN != x is false
     "floordiv": "np.floor({a} / {b})",
     "floormod": "ffloormod({a}, {b})",
     "truncdiv": "np.trunc({a} / {b})",
@@ -179,6 +180,7 @@ _VECTOR_BINOPS = {
     "max": "vmax({a}, {b})",
     "and": "np.logical_and({a}, {b})",
     "or": "np.logical_or({a}, {b})",
+    "ne": "np.logical_or(({t0} := {a}) < ({t1} := {b}), {t0} > {t1})",
 }
 
 # Intrinsics on floats (scalars or vectors): `tirx.NAME` -> template of {0}, {1}, {T}

@@ -66,8 +66,10 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(a) & np.isnan(b), 0, dist)
 
 
-def assert_same(got, expected, what: str = "", max_ulp: int = MAX_ULP) -> None:
-    """Same structure, dtypes and shapes; integers and bools equal; floats within `max_ulp`."""
+def assert_same(got, expected, what: str = "", max_ulp: int = MAX_ULP, rtol: float = 0.0) -> None:
+    """Same structure, dtypes and shapes; integers and bools equal; floats within `max_ulp`
+    (or, with `rtol`, relatively close: chains of transcendental functions amplify the last
+    bits libm and NumPy differ in)."""
     got, expected = flat(got), flat(expected)
     assert len(got) == len(expected), f"{what}: {len(got)} results, expected {len(expected)}"
     for i, (g, e) in enumerate(zip(got, expected)):
@@ -75,6 +77,9 @@ def assert_same(got, expected, what: str = "", max_ulp: int = MAX_ULP) -> None:
         assert g.dtype == e.dtype and g.shape == e.shape, f"{where}: {g.dtype}{g.shape}, expected {e.dtype}{e.shape}"
         if e.dtype.kind != "f":
             np.testing.assert_array_equal(g, e, err_msg=where)
+            continue
+        if rtol:
+            np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol, err_msg=where)
             continue
         dist = ulp_distance(g, e)
         if dist.size and dist.max() > max_ulp:

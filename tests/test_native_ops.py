@@ -458,3 +458,87 @@ def test_integer_power_is_a_located_diagnostic():
     rendered = err.value.render()
     assert "ipow.py:10:13: error: cannot compile to native code: intrinsic `tirx.pow` returning int32" in rendered
     assert "(in PrimFunc `power`, called here)" in rendered and "gv = R.power(x, y)" in rendered
+
+
+LIBM_NAMED = '''
+@I.ir_module
+class Module:
+    @T.prim_func
+    def exp(A: T.Buffer((67,), "float64"), B: T.Buffer((67,), "float64")):
+        for i in range(67):
+            with T.sblock("B"):
+                vi = T.axis.spatial(67, i)
+                B[vi] = T.exp(A[vi]) + T.erf(A[vi]) + T.tanh(A[vi]) + T.pow(A[vi], A[vi])
+
+    @T.prim_func
+    def erf(A: T.Buffer((67,), "float64"), B: T.Buffer((67,), "float64")):
+        for i in range(67):
+            with T.sblock("B"):
+                vi = T.axis.spatial(67, i)
+                B[vi] = T.erf(A[vi]) + T.exp(A[vi])
+
+    @T.prim_func
+    def memset(A: T.Buffer((1000,), "int8")):
+        for i in range(1000):
+            with T.sblock("A"):
+                vi = T.axis.spatial(1000, i)
+                A[vi] = T.int8(0)
+
+    @T.prim_func
+    def malloc(A: T.Buffer((67,), "float64"), B: T.Buffer((67,), "float64")):
+        C = T.alloc_buffer((5000,), "float64")
+        for i in range(5000):
+            with T.sblock("C"):
+                vi = T.axis.spatial(5000, i)
+                C[vi] = T.float64(1)
+        for i in range(67):
+            with T.sblock("B"):
+                vi = T.axis.spatial(67, i)
+                B[vi] = A[vi] + C[vi * 7]
+'''
+
+_LIBM_RUNNER = """
+import numpy as np, irtool
+from irtool.codegen.native import compile_tir
+from irtool.tir_interpreter import run_prim_func
+mod = irtool.parse(open(__import__("sys").argv[1]).read(), "libm_named.py")
+lib = compile_tir(mod)
+a = np.linspace(0.1, 2.0, 67)
+for name in ("exp", "erf", "malloc"):
+    got, want = np.zeros(67), np.zeros(67)
+    lib[name](a, got)
+    run_prim_func(mod.functions[name], [a, want], mod)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+buf = np.ones(1000, "int8")
+lib["memset"](buf)
+assert not buf.any()
+print("ok")
+"""
+
+
+def test_prim_funcs_named_like_c_library_functions(tmp_path):
+    """A PrimFunc `exp` on float64: LLVM lowers llvm.exp.f64 to a call of libm's `exp`, which
+    the JIT resolved to the PrimFunc's own entry (called with a double: a segfault). PrimFuncs
+    named like libm/libc functions get `.primfunc` symbols; they are still called by name.
+    (Run in a subprocess: a regression crashes.)"""
+    import subprocess
+    import sys
+
+    (tmp_path / "mod.py").write_text(LIBM_NAMED)
+    (tmp_path / "run.py").write_text(_LIBM_RUNNER)
+    proc = subprocess.run([sys.executable, str(tmp_path / "run.py"), str(tmp_path / "mod.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stderr[-2000:])
+
+
+def test_not_equal_is_ordered_on_nan_as_tvm():
+    """TVM's codegen emits FCmpONE for `!=`: NaN != anything is false (checked with TVM 0.27's
+    VM: not_equal([nan, nan, 1, 1], [nan, 1, nan, 2]) = [F, F, F, T]). Native code used an
+    unordered compare and the interpreter NumPy's `!=` (both true on NaN)."""
+    x = np.array([np.nan, np.nan, 1.0, 1.0], "float32")
+    y = np.array([np.nan, 1.0, np.nan, 2.0], "float32")
+    mod = parse(module_text("x:4:float32 y:4:float32", "R.not_equal(x, y)"))
+    legalized = get_pass("legalize-ops")()(mod)
+    expected = [False, False, False, True]
+    np.testing.assert_array_equal(run_relax(legalized, [x, y]), expected)
+    np.testing.assert_array_equal(irtool.build(mod)(x, y), expected)
