@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import llvmlite.ir as ir
 
 from ..ir import tir
-from .llvm_expr import ExprCodegen
+from .llvm_expr import ExprCodegen, element_bytes
 from .llvm_types import (
     I1,
     I8,
@@ -446,8 +446,9 @@ class _FunctionBuilder(ExprCodegen):
     def s_BufferStore(self, s: tir.BufferStore) -> None:
         value = self.expr(s.value)
         ptr, lanes, index = self.address(s.buffer, s.indices, s)
-        if lanes == 1 or index is None:
-            self.builder.store(self.to_memory(value, s.buffer.dtype), ptr)
+        if lanes == 1 or index is None:  # a vector: aligned to an element only (see e_BufferLoad)
+            self.builder.store(self.to_memory(value, s.buffer.dtype), ptr,
+                               align=element_bytes(self.mem_type(s.buffer.dtype)))
         else:
             for k in range(lanes):
                 p = self.builder.gep(ptr, [self.builder.extract_element(index, I32(k))],
@@ -473,7 +474,17 @@ class _FunctionBuilder(ExprCodegen):
             with b.goto_entry_block():
                 return b.alloca(t, size=I64(max(static, 1)))
         malloc = self.mb.declare("malloc", PTR, [I64])
-        p = b.call(malloc, [b.mul(count, I64(size))])
+        nbytes = b.mul(count, I64(size))
+        p = b.call(malloc, [nbytes])
+        # out of memory (or a negative symbolic size): fail the call instead of writing through NULL
+        ok, bad = self.new_block("alloc_ok"), self.new_block("alloc_failed")
+        null = b.icmp_unsigned("==", p, ir.Constant(PTR, None))
+        b.cbranch(b.and_(null, b.icmp_signed("!=", nbytes, I64(0))), bad, ok)
+        b.position_at_end(bad)
+        name = getattr(node, "name", None) or getattr(node, "name_hint", None) or \
+            getattr(getattr(node, "buffer_var", None), "name", "?")
+        self.fail(f"cannot allocate `{name}` ({dtype}): out of memory or a negative size")
+        b.position_at_end(ok)
         self.frees[-1].append(p)
         return p
 
@@ -483,7 +494,7 @@ class _FunctionBuilder(ExprCodegen):
             self.vars[iv.var] = self.cast_to(self.expr(value), value.dtype, iv.var.dtype)
         self.frees.append([])
         for buf in block.alloc_buffers:
-            self.data[buf.data] = self.allocate(buf.dtype, buf.shape, block)
+            self.data[buf.data] = self.allocate(buf.dtype, buf.shape, buf)
             self.distinct.add(buf.data)
         for mb in block.match_buffers:
             self.match_buffer(mb)

@@ -34,6 +34,13 @@ _ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _FCMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
+def element_bytes(t: ir.Type) -> int:
+    """The size (and the alignment a vector access may assume) of one element of memory type `t`."""
+    if isinstance(t, ir.IntType):
+        return max(1, t.width // 8)
+    return {"half": 2, "float": 4, "double": 8}[str(t)]
+
+
 class ExprCodegen:
     """The `e_<Node>` methods and their helpers."""
 
@@ -103,8 +110,9 @@ class ExprCodegen:
         etype = self.mem_type(e.buffer.dtype)
         if lanes == 1:
             return self.from_memory(b.load(ptr, typ=etype), e.buffer.dtype)
-        if index is None:
-            return self.from_memory(b.load(ptr, typ=ir.VectorType(etype, lanes)), e.buffer.dtype)
+        if index is None:  # aligned to an element only: <4 x float> at A + 3 is not 16-byte aligned
+            return self.from_memory(b.load(ptr, typ=ir.VectorType(etype, lanes), align=element_bytes(etype)),
+                                    e.buffer.dtype)
         out = ir.Constant(ir.VectorType(etype, lanes), ir.Undefined)
         for k in range(lanes):
             p = b.gep(ptr, [b.extract_element(index, I32(k))], source_etype=etype)

@@ -542,3 +542,92 @@ def test_not_equal_is_ordered_on_nan_as_tvm():
     expected = [False, False, False, True]
     np.testing.assert_array_equal(run_relax(legalized, [x, y]), expected)
     np.testing.assert_array_equal(irtool.build(mod)(x, y), expected)
+
+
+MISALIGNED_VECTORS = '''
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((40,), "DTYPE"), B: T.Buffer((40,), "DTYPE")):
+        B[T.Ramp(1, 1, 3)] = A[T.Ramp(3, 1, 3)] + A[T.Ramp(5, 1, 3)]
+        B[T.Ramp(5, 1, 4)] = A[T.Ramp(1, 1, 4)] * A[T.Ramp(2, 1, 4)]
+        B[T.Ramp(11, 1, 8)] = A[T.Ramp(17, 1, 8)] - A[T.Ramp(9, 1, 8)]
+        B[T.Ramp(23, 1, 16)] = A[T.Ramp(7, 1, 16)]
+'''
+
+_MISALIGNED_RUNNER = """
+import sys, numpy as np, irtool
+from irtool.codegen.native import compile_tir
+for dtype in ("float32", "float64", "float16", "int8", "int32", "int64"):
+    mod = irtool.parse(open(sys.argv[1]).read().replace("DTYPE", dtype), "misaligned.py")
+    a = (np.arange(40) % 11).astype(dtype)
+    got, want = np.zeros(40, dtype), np.zeros(40, dtype)
+    compile_tir(mod)["f"](a, got)
+    want[1:4] = a[3:6] + a[5:8]
+    want[5:9] = a[1:5] * a[2:6]
+    want[11:19] = a[17:25] - a[9:17]
+    want[23:39] = a[7:23]
+    assert got.tobytes() == want.tobytes(), (dtype, got, want)
+print("ok")
+"""
+
+
+def test_contiguous_vectors_at_unaligned_offsets(tmp_path):
+    """`A[T.Ramp(3, 1, 3)]` was a `load <3 x float>` with LLVM's default (16-byte) alignment at
+    A + 12 bytes: an aligned AVX move, a segfault. Vector loads and stores now assume the
+    alignment of one element. (Run in a subprocess: a regression crashes.)"""
+    import subprocess
+    import sys
+
+    (tmp_path / "mod.py").write_text(MISALIGNED_VECTORS)
+    (tmp_path / "run.py").write_text(_MISALIGNED_RUNNER)
+    proc = subprocess.run([sys.executable, str(tmp_path / "run.py"), str(tmp_path / "mod.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stderr[-2000:])
+
+
+HEAP_BUFFER = '''
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float32"), n: T.int64):
+        B = T.alloc_buffer((n - T.int64(8),), "float32")
+        for i in range(n - T.int64(8)):
+            with T.sblock("B"):
+                vi = T.axis.spatial(n - T.int64(8), i)
+                B[vi] = T.float32(1)
+        for i in range(4):
+            with T.sblock("A"):
+                vi = T.axis.spatial(4, i)
+                A[vi] = B[vi * T.int64(1000)]
+'''
+
+_HEAP_RUNNER = """
+import sys, numpy as np, irtool
+from irtool.codegen.native import NativeError, compile_tir
+lib = compile_tir(irtool.parse(open(sys.argv[1]).read(), "heap.py"))
+a = np.zeros(4, "float32")
+lib["f"](a, 4008)
+assert (a == 1).all()
+for n in (1 << 50, 3):  # more than any machine has; a negative size
+    try:
+        lib["f"](a, n)
+        raise SystemExit("no error")
+    except NativeError as err:
+        assert "cannot allocate `B` (float32): out of memory or a negative size" in str(err), err
+print("ok")
+"""
+
+
+def test_failed_heap_allocation_is_an_error_not_a_crash(tmp_path):
+    """A buffer too big for the machine (or of negative symbolic size) made `malloc` return
+    NULL, and the PrimFunc wrote through it: a segfault. The call now fails with a message.
+    (Run in a subprocess: a regression crashes.)"""
+    import subprocess
+    import sys
+
+    (tmp_path / "mod.py").write_text(HEAP_BUFFER)
+    (tmp_path / "run.py").write_text(_HEAP_RUNNER)
+    proc = subprocess.run([sys.executable, str(tmp_path / "run.py"), str(tmp_path / "mod.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stderr[-2000:])
