@@ -62,6 +62,17 @@ class _Tensor:
     first: int = -1  # the binding that defines it
     last_use: int = -1
     ptr: object = None  # its address in the code being generated
+    storage: object = None  # a view's _Storage (kind "view")
+    view_offset: object = None  # its byte offset in the storage
+
+
+@dataclass
+class _Storage:
+    """`R.memory.alloc_storage(R.shape([bytes]), ...)` of the memory-planned form."""
+
+    size: object  # bytes: an int or a TIR expression of main's sizes
+    offset: int = 0  # in the arena, when static
+    ptr: object = None
 
 
 @dataclass
@@ -210,6 +221,18 @@ class _MainBuilder(_FunctionBuilder):
         return t
 
     def value_of(self, e, k: int, binding):
+        """The value a binding names. Besides the call_tir form, the memory-planned form of
+        call-tir-rewrite + static-plan-block-memory is read: storages, tensors viewing them,
+        fresh allocations and destination-passing PrimFunc calls."""
+        if isinstance(e, rx.Call) and isinstance(e.op, Op) and e.op.name.startswith(("relax.memory.",
+                                                                                      "relax.builtin.")):
+            return self.memory_value(e, k, binding)
+        if isinstance(e, rx.Call) and isinstance(e.op, GlobalVar) and \
+                isinstance(self.mod.functions.get(e.op.name_hint), tir.PrimFunc):
+            for a in e.args:
+                if not isinstance(a, rx.PrimValue):
+                    self.use(a, k)
+            return ()
         if isinstance(e, rx.Call) and isinstance(e.op, Op) and e.op.name == "relax.call_tir":
             gv, args, _ = _call_tir_parts(e)
             if not isinstance(self.mod.functions.get(gv.name_hint), tir.PrimFunc):
@@ -236,6 +259,35 @@ class _MainBuilder(_FunctionBuilder):
             raise self.fail_at(f"`{e.op.name.replace('relax.', 'R.')}` was not lowered to TIR "
                                f"(legalize-ops has no legalization for it)", e)
         raise self.fail_at(f"`{type(e).__name__}` in main", e)
+
+    def memory_value(self, e: rx.Call, k: int, binding):
+        name = e.op.name
+        if name == "relax.memory.alloc_storage":
+            size = e.args[0].values[0] if isinstance(e.args[0], rx.ShapeExpr) else None
+            if size is None:
+                raise self.fail_at("R.memory.alloc_storage needs its size as R.shape([bytes])", e)
+            return _Storage(size)
+        if name == "relax.memory.alloc_tensor":
+            storage = self.use(e.args[0], k)
+            if not isinstance(storage, _Storage):
+                raise self.fail_at("R.memory.alloc_tensor of something that is not a storage", e)
+            offset = e.args[1].value if isinstance(e.args[1], rx.PrimValue) else 0
+            return _Tensor(binding.var, binding.var.struct_info, "view", first=k, storage=storage,
+                           view_offset=offset)
+        if name == "relax.builtin.alloc_tensor":
+            s = binding.var.struct_info
+            if not isinstance(s, rx.TensorStructInfo) or not isinstance(s.shape, tuple):
+                raise self.fail_at("R.builtin.alloc_tensor without a static rank", e)
+            return _Tensor(binding.var, s, "temp", first=k)
+        if name in ("relax.memory.kill_storage", "relax.memory.kill_tensor"):
+            return ()
+        raise self.fail_at(f"`{name.replace('relax.', 'R.')}` in main", e)
+
+    def emit_direct_call(self, call: rx.Call, k: int) -> None:
+        """`cls.f(inputs..., outputs...)`: a destination-passing call of a PrimFunc."""
+        args = [a for a in call.args if not isinstance(a, rx.PrimValue)]
+        prims = [a.value for a in call.args if isinstance(a, rx.PrimValue)]
+        self.call_prim_func(call.op, [self.use(a, k) for a in args], prims, call)
 
     # -------------------------------------------------------------- code
     def build_main(self) -> MainPlan:
@@ -270,10 +322,14 @@ class _MainBuilder(_FunctionBuilder):
             arena = b.call(self.mb.declare("aligned_alloc", PTR, [I64, I64]), [I64(ALIGN), I64(plan.arena_bytes)])
             self.frees[-1].append(arena)
         self.arena = arena
+        self.place_storages()
         for k, binding in enumerate(bindings):
             e = binding.value
             if isinstance(e, rx.Call) and isinstance(e.op, Op) and e.op.name == "relax.call_tir":
                 self.emit_call(e, self.values[binding.var], k)
+            elif isinstance(e, rx.Call) and isinstance(e.op, GlobalVar) and \
+                    isinstance(self.mod.functions.get(e.op.name_hint), tir.PrimFunc):
+                self.emit_direct_call(e, k)
         for t, k in self.copies:
             self.copy(self.pointer(t), self.outputs_ptr[k], t.sinfo)
         self.release(self.frees.pop())
@@ -288,8 +344,43 @@ class _MainBuilder(_FunctionBuilder):
                     seen.add(id(t))
                     yield t
 
+    def place_storages(self) -> None:
+        """The memory plan's storages: static sizes in the arena (after what was planned
+        here), symbolic ones allocated at entry; freed at the end."""
+        b = self.builder
+        storages, seen = [], set()
+        for t in self._all_tensors():
+            if t.kind == "view" and id(t.storage) not in seen:
+                seen.add(id(t.storage))
+                storages.append(t.storage)
+        for t in self._all_tensors():
+            if t.kind == "view" and _bytes(t.sinfo) is not None:
+                self.plan.naive_bytes += _align(max(_bytes(t.sinfo), 1))
+        static = [st for st in storages if isinstance(st.size, (int, tir.IntImm))]
+        for st in static:
+            st.offset = self.plan.arena_bytes
+            self.plan.arena_bytes += _align(int(getattr(st.size, "value", st.size)))
+        if static:
+            if self.arena is not None:  # grow: one arena for both
+                self.frees[-1].remove(self.arena)
+                b.call(self.mb.declare("free", ir.VoidType(), [PTR]), [self.arena])
+            self.arena = b.call(self.mb.declare("aligned_alloc", PTR, [I64, I64]),
+                                [I64(ALIGN), I64(self.plan.arena_bytes)])
+            self.frees[-1].append(self.arena)
+            for st in static:
+                st.ptr = b.gep(self.arena, [I64(st.offset)], source_etype=ir.IntType(8))
+        for st in storages:
+            if st.ptr is None:
+                size = _as_prim(st.size)
+                st.ptr = self.allocate("uint8", [size], None)
+
     def pointer(self, t: _Tensor) -> ir.Value:
         b = self.builder
+        if t.kind == "view":
+            if t.ptr is None:
+                offset = self.cast_to(self.expr(_as_prim(t.view_offset)), _as_prim(t.view_offset).dtype, "int64")
+                t.ptr = b.gep(t.storage.ptr, [offset], source_etype=ir.IntType(8))
+            return t.ptr
         if t.kind == "input":
             return self.inputs_ptr[t.index]
         if t.kind == "output":
@@ -315,15 +406,18 @@ class _MainBuilder(_FunctionBuilder):
         self.builder.call(memcpy, [dst, src, self.size_in_bytes(s), ir.IntType(1)(0)])
 
     def emit_call(self, call: rx.Call, result, k: int) -> None:
-        b = self.builder
         gv, args, extra = _call_tir_parts(call)
-        func = self.mod.functions[gv.name_hint]
-        sig = self.mb.signatures.get(gv.name_hint)
         outs = list(result) if isinstance(result, tuple) else [result]
         # call_tir passes its arguments positionally: tensors and PrimValues, outputs, tir_vars
         prims = [a.value for a in args if isinstance(a, rx.PrimValue)] + [_as_prim(v) for v in extra]
         actual = [self.values[a] if isinstance(a, rx.Var) else self.use(a, k)
                   for a in args if not isinstance(a, rx.PrimValue)] + outs
+        self.call_prim_func(gv, actual, prims, call)
+
+    def call_prim_func(self, gv, actual: list, prims: list, call) -> None:
+        """Call PrimFunc `gv` on tensors `actual` (inputs, then outputs) and scalars `prims`."""
+        b = self.builder
+        sig = self.mb.signatures.get(gv.name_hint)
         buffers = [obj for kind, obj in sig.params if kind == "buffer"]
         scalars = [obj for kind, obj in sig.params if kind != "buffer"]
         if len(buffers) != len(actual) or len(scalars) != len(prims):
@@ -349,7 +443,6 @@ class _MainBuilder(_FunctionBuilder):
             if v not in bound:
                 raise self.fail_at(f"cannot tell `{gv.name_hint}`'s size `{v.name}` from its arguments", call)
             call_args.append(self.cast_to(self.expr(bound[v]), bound[v].dtype, v.dtype))
-        del func
         status = b.call(self.mb.module.globals[f"{sig.llvm_name}.impl"], call_args)
         ok, bad = self.new_block("call_ok"), self.new_block("call_failed")
         b.cbranch(b.icmp_signed("==", status, I32(0)), ok, bad)
@@ -394,9 +487,11 @@ def _needs_pipeline(fn: rx.Function) -> bool:
     return False
 
 
-def prepare(mod: IRModule, entry: str = "main", schedule: bool = True) -> IRModule:
+def prepare(mod: IRModule, entry: str = "main", schedule: bool = True, plan_memory: bool = True) -> IRModule:
     """Relay -> Relax -> the zero pipeline, as far as `mod` needs; then, for a model (a Relax
-    entry function), `default-cpu-schedule` on its PrimFuncs (those already scheduled stay)."""
+    entry function), `default-cpu-schedule` on its PrimFuncs (those already scheduled stay)
+    and TVM's memory planning (to-non-dataflow, remove-purity-checking, call-tir-rewrite,
+    static-plan-block-memory), whose storages the entry point allocates."""
     from ..ir.expr import Function as RelayFunction
     from ..transform import PassContext, get_pass
 
@@ -406,9 +501,18 @@ def prepare(mod: IRModule, entry: str = "main", schedule: bool = True) -> IRModu
     if isinstance(fn, rx.Function) and _needs_pipeline(fn):
         with PassContext(opt_level=3):
             mod = get_pass("zero-pipeline")()(mod)
-    if isinstance(mod.functions.get(entry), rx.Function) and schedule:
+    main = mod.functions.get(entry)
+    if isinstance(main, rx.Function) and schedule:
         mod = get_pass("default-cpu-schedule")()(mod)
+    if isinstance(main, rx.Function) and plan_memory and _calls_tir(main):
+        for name in ("to-non-dataflow", "remove-purity-checking", "call-tir-rewrite", "static-plan-block-memory"):
+            mod = get_pass(name)()(mod)
     return mod
+
+
+def _calls_tir(fn: rx.Function) -> bool:
+    return any(isinstance(b.value, rx.Call) and isinstance(b.value.op, Op) and b.value.op.name == "relax.call_tir"
+               for block in fn.body.blocks for b in block.bindings)
 
 
 # ----------------------------------------------------------------------------- the executable
