@@ -105,12 +105,10 @@ CASES: list[tuple[str, str, str]] = [
     ("batch_flatten-sym", "x:nx3x2:float32", "R.nn.batch_flatten(x)"),
 ]
 
-# Known gaps: TVM legalizes these, we leave the call as it is (see codegen/topi/pool.py): the
-# divisors and windows TVM prints are its arithmetic simplifier's rewrites of the TOPI formulas.
+# Known gaps: TVM legalizes these, we leave the call as it is (see codegen/topi/pool.py; avg_pool2d
+# has tests/test_legalize_avg_pool.py): the windows TVM prints are its arithmetic simplifier's
+# rewrites of the TOPI formulas.
 UNLEGALIZED: list[tuple[str, str, str]] = [
-    ("avg_pool2d",        "x:1x2x6x6:float32", "R.nn.avg_pool2d(x, pool_size=[2, 2], strides=[2, 2])"),
-    ("avg_pool2d-incl",   "x:1x2x5x5:float32",
-     "R.nn.avg_pool2d(x, pool_size=[3, 3], padding=[1, 1, 1, 1], count_include_pad=True)"),
     ("adaptive_avg_pool2d-uneven", "x:1x2x5x7:float32", "R.nn.adaptive_avg_pool2d(x, output_size=[2, 3])"),
 ]
 

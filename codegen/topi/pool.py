@@ -10,10 +10,26 @@ R.nn.adaptive_avg_pool2d call them.
                          (schedule_rule "meta_schedule.adaptive_pool_avg") dividing by the
                          window size
 
+    avg_pool2d           `pad_temp` (zeros, as for max) then `pool_sum` over rv0, rv1, then
+                         `pool_avg` (schedule_rule "meta_schedule.pool_avg") dividing by the
+                         element count of each window, per axis, count_include_pad or not
+
 Windows are built as TVM's arithmetic simplifier leaves them in the cases handled here:
 adaptive pooling only where each output size divides the input size (window
-`o * (in / out) + rv`, a constant divisor); other sizes, and avg_pool2d, stay unlegalized
-(see the report in tests/test_legalize_nn.py).
+`o * (in / out) + rv`, a constant divisor); other sizes stay unlegalized (see the report in
+tests/test_legalize_nn.py).
+
+avg_pool2d's divisor is TOPI's `(min(start + k - 1, n + pad_tail - 1) - start) + 1` per axis
+(start = v * s - pad_head; without count_include_pad the padded head is also subtracted,
+`- max(pad_head - v * s, 0)`, the end clamps at n - 1 and the product is `max(.., 1)`).
+CreatePrimFunc's simplifier rewrites it; `_avg_pool_count` writes the rewritten form directly,
+as TVM 0.27 prints it for constant sizes, dilation 1, ceil_mode False, both pads < kernel:
+the stride scales a `min`/`max` out when it divides both of its constants and the offset
+is at most one stride (`min(v * 2 + 2, 8)` -> `min(v + 1, 4) * 2`, but `min(v * 2 + 4, 8)`
+stays), and a padding-free strided window counts the head as `min(v, 0) * s`. Checked
+byte-for-byte against TVM on every stride 1..4, kernel 1..5, pads 0..2 (< kernel), sizes 7..9
+(tests/test_legalize_avg_pool.py). Left unlegalized: dilation, ceil_mode, symbolic sizes,
+a pad >= kernel, and strided pools with a kernel over 5 or a pad over 2 (unverified forms).
 """
 
 from __future__ import annotations
@@ -118,6 +134,87 @@ def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Te
         factor = tb.mul(factor, tb.cast("int32", r))
     return te.compute_ax(out_shape, lambda output: tb.div(pool_sum(*output), factor), name="adaptive_pool_avg",
                          tag="elemwise", attrs={"schedule_rule": "meta_schedule.adaptive_pool_avg"})
+
+
+def _avg_pool_count(v: tir.Var, n: int, k: int, s: int, head: int, tail: int, include_pad: bool) -> tir.PrimExpr:
+    """Elements of one window along one axis, in the form TVM's simplifier prints (docstring)."""
+    def c(value: int) -> tir.PrimExpr:
+        return tb.const(value, v.dtype)
+
+    def scaled_min(offset: int, bound: int) -> tir.PrimExpr:
+        """min(v * s + offset, bound), the stride scaled out when it divides both constants."""
+        if offset % s == 0 and bound % s == 0 and offset // s <= 1:
+            return tb.mul(tb.min_(tb.add(v, c(offset // s)), c(bound // s)), c(s))
+        return tb.min_(tb.add(tb.mul(v, c(s)), c(offset)), c(bound))
+
+    reach, vs = k - 1 - head, tb.mul(v, c(s))
+    if include_pad:
+        last = n + tail - 1
+        if s > 1 and reach % s == 0 and last % s == 0 and reach // s <= 1:
+            return tb.add(tb.mul(tb.min_(c(reach // s), tb.sub(c(last // s), v)), c(s)), c(1 + head))
+        return tb.add(tb.min_(c(reach), tb.sub(c(last), vs)), c(1 + head))
+    if s == 1:
+        return tb.sub(tb.add(tb.min_(c(reach), tb.sub(c(n - 1), v)), c(1 + head)),
+                      tb.max_(tb.sub(c(head), v), c(0)))
+    if head == 0:
+        return tb.sub(tb.add(tb.add(tb.mul(tb.min_(v, c(0)), c(s)), scaled_min(reach, n - 1)), c(1)), vs)
+    skipped = (tb.mul(tb.max_(tb.sub(c(head // s), v), c(0)), c(s)) if head % s == 0 and head // s <= 1
+               else tb.max_(tb.sub(c(head), vs), c(0)))
+    return tb.sub(tb.sub(tb.add(scaled_min(reach, n - 1), c(1 + head)), skipped), vs)
+
+
+def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axes: list[int]) -> te.Tensor:
+    """pool_impl_nd with pool_type avg, dilation 1 and ceil_mode False (constant sizes)."""
+    k = len(kernel)
+    pad_before, pad_after = [0] * len(x.shape), [0] * len(x.shape)
+    out_shape = list(x.shape)
+    raxes = [te.reduce_axis((0, int(kernel[i])), name=f"rv{i}") for i in range(k)]
+    for i, ii in enumerate(axes):
+        pad_before[ii], pad_after[ii] = int(padding[i]), int(padding[i + k])
+        size = const_int(x.shape[ii]) - int(kernel[i]) + int(padding[i]) + int(padding[i + k])
+        out_shape[ii] = tb.const(size // int(stride[i]) + 1, x.shape[ii].dtype)
+    do_pad = any(pad_before) or any(pad_after)
+    temp = topi_pad(x, pad_before, pad_after, tb.const(0, x.dtype), "pad_temp") if do_pad else x
+
+    def window_sum(output):
+        indices = list(output)
+        for i, ii in enumerate(axes):
+            indices[ii] = tb.add(tb.mul(output[ii], int(stride[i])), raxes[i].var)
+        return te.sum(temp(*indices), axis=raxes)
+
+    pool_sum = te.compute_ax(out_shape, window_sum, name="pool_sum", tag="pool_sum")
+
+    def average(output):
+        count = None
+        for i, ii in enumerate(axes):
+            axis_count = _avg_pool_count(output[ii], const_int(x.shape[ii]), int(kernel[i]), int(stride[i]),
+                                         int(padding[i]), int(padding[i + k]), count_include_pad)
+            count = axis_count if count is None else tb.mul(count, axis_count)
+        if not count_include_pad:
+            count = tb.max_(count, tb.const(1, count.dtype))
+        return tb.div(pool_sum(*output), tb.cast(x.dtype, count))
+
+    return te.compute_ax(out_shape, average, name="pool_avg", tag="elemwise",
+                         attrs={"schedule_rule": "meta_schedule.pool_avg"})
+
+
+@register_legalize("relax.nn.avg_pool2d")
+def _avg_pool2d(bb, call):
+    at = call.attrs
+    axes = height_width_axes(at["layout"])
+    if at["out_layout"] != at["layout"] or axes is None or at["ceil_mode"] or \
+            any(int(d) != 1 for d in at["dilation"]):
+        return call  # see the module docstring
+    shape = call.args[0].struct_info.shape
+    kernel, padding = [int(p) for p in at["pool_size"]], [int(p) for p in at["padding"]]
+    strides = [int(s) for s in at["strides"]]
+    if any(const_int(shape[i]) is None for i in axes) or \
+            any(p >= kernel[i % 2] for i, p in enumerate(padding)) or \
+            any(strides[i % 2] > 1 and (kernel[i % 2] > 5 or p > 2) for i, p in enumerate(padding)):
+        return call  # beyond the grid checked against TVM (module docstring)
+    return bb.call_te(avg_pool, call.args[0], kernel=kernel, stride=strides,
+                      padding=padding, count_include_pad=at["count_include_pad"], axes=axes,
+                      primfunc_name_hint="avg_pool2d")
 
 
 @register_legalize("relax.nn.max_pool2d")
