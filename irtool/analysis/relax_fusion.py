@@ -36,7 +36,7 @@ from ..ir import tir
 from ..ir.expr import GlobalVar, Op
 from ..ir.module import IRModule
 from ..ir.node_structural import node_equal, node_hash
-from ..ir.relax_visitor import ExprMutator, ExprVisitor, deduce_struct_info
+from ..ir.relax_visitor import ExprMutator, ExprVisitor
 from . import struct_info as si
 from .graph_partitioner import INJECTIVE, MAX_FUSED_OPS, OPAQUE, GraphPartitioner, IndexedForwardGraph
 
@@ -603,5 +603,4 @@ def fuse_module(mod: IRModule, opt_level: int, max_depth: int = MAX_FUSED_OPS) -
     return OperatorFusor(mod, group_of).transform()
 
 
-__all__ = ["FunctionCreator", "OperatorFusor", "build_graph", "deduce_struct_info", "fuse_module",
-           "is_fusable_function"]
+__all__ = ["FunctionCreator", "OperatorFusor", "build_graph", "fuse_module", "is_fusable_function"]
