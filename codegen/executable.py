@@ -454,15 +454,17 @@ class _MainBuilder(_FunctionBuilder):
 
 
 def _call_site(main: rx.Function | None, prim_func: str | None):
-    """The source location of main's first call_tir of `prim_func` (a PrimFunc made by
+    """The source location of main's first call of `prim_func` (a PrimFunc made by
     legalize-ops/fuse-tir has none of its own), or None."""
     if main is None or prim_func is None:
         return None
     for block in main.body.blocks:
         for b in block.bindings:
             v = b.value
-            if isinstance(v, rx.Call) and isinstance(v.op, Op) and v.op.name == "relax.call_tir" \
-                    and getattr(v.args[0], "name_hint", None) == prim_func:
+            call_tir = isinstance(v, rx.Call) and isinstance(v.op, Op) and v.op.name == "relax.call_tir"
+            direct = isinstance(v, rx.Call) and isinstance(v.op, GlobalVar)  # after call-tir-rewrite
+            if (call_tir and getattr(v.args[0], "name_hint", None) == prim_func) or \
+                    (direct and v.op.name_hint == prim_func):
                 for node in (v, b, b.var):
                     if getattr(node, "span", None) is not None:
                         return node.span
@@ -526,6 +528,7 @@ class Executable:
         from .native import NativeLibrary
 
         started = time.perf_counter()
+        source = mod
         self.mod = mod = prepare(mod, entry, schedule)
         self.entry = entry
         fn = mod.functions.get(entry)
@@ -540,7 +543,10 @@ class Executable:
         try:
             self.lib = NativeLibrary(mod, opt_level, extra=extra)
         except CodegenError as err:
-            span = _call_site(self.main, getattr(err, "prim_func", None)) if err.span is None else None
+            span = None
+            if err.span is None and self.main is not None:  # the memory passes keep no spans: look before them
+                before = prepare(source, entry, schedule, plan_memory=False).functions.get(entry)
+                span = _call_site(before, getattr(err, "prim_func", None))
             if span is None:
                 raise
             raise BuildError(f"{err} (in PrimFunc `{err.prim_func}`, called here)", span) from None

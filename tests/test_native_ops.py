@@ -172,6 +172,12 @@ for dtype in ["float32", "float64", "float16", "int32", "int8", "uint8"]:
     for tag, x, attrs in pools if dtype == "float32" else pools[:2]:
         case("pool", f"max_pool2d-{dtype}-{tag}", f"x:{x}:{dtype}", f"R.nn.max_pool2d(x{', ' if attrs else ''}{attrs})")
 for dtype in F:
+    for tag, x, attrs in [("2s2", "1x2x7x7", "pool_size=[2, 2], strides=[2, 2]"),
+                          ("pad-incl", "1x2x5x5", "pool_size=[3, 3], padding=[1, 1, 1, 1], count_include_pad=True"),
+                          ("pad-excl", "1x2x5x5", "pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]"),
+                          ("11", "1x1x1x1", "")]:
+        if dtype == "float32" or tag == "pad-excl":
+            case("pool", f"avg_pool2d-{dtype}-{tag}", f"x:{x}:{dtype}", f"R.nn.avg_pool2d(x{', ' if attrs else ''}{attrs})")
     for tag, x, attrs in [("global", "1x3x7x5", "output_size=[1, 1]"), ("none", "1x2x4x4", ""),
                           ("nhwc", "1x6x6x2", 'output_size=[3, 2], layout="NHWC"')]:
         case("pool", f"adaptive_avg_pool2d-{dtype}-{tag}", f"x:{x}:{dtype}",
@@ -227,6 +233,10 @@ for dtype in ["int64", "int32", "float32", "float64", "int8"]:
          f'R.arange(R.prim_value(1), R.prim_value(n), R.prim_value(3), dtype="{dtype}")')
     case("creation", f"arange-neg-{dtype}", "x:n:float32",
          f'R.arange(R.prim_value(n), R.prim_value(0), R.prim_value(-2), dtype="{dtype}")')
+for dtype in FI:
+    case("elemwise", f"square-{dtype}", f"x:3x1x37:{dtype}:small", "R.square(x)")
+    case("creation", f"full_like-{dtype}", f"x:7x5:{dtype}", 'R.full_like(x, R.const(3, "int32"))')
+case("creation", "full_like-float32-to-int8", "x:0x5:float32", 'R.full_like(x, R.const(2.5, "float32"), dtype="int8")')
 for dtype in ["float32", "float64", "float16"]:
     for tag, x, call in [("linear", "1x3x4x5", "R.image.resize2d(x, R.shape([7, 3]))"),
                          ("nearest", "1x2x4x4", 'R.image.resize2d(x, R.shape([8, 6]), method="nearest_neighbor")'),

@@ -4,7 +4,7 @@ inputs; the outputs must be equal (integers and bools exactly, floats to rtol 1e
 
 The modules: TVM's own printouts (tests/data/tvm-0.27: the seed models after FuseTIR with
 their metadata, the second seed's input, a symbolic batch after the zero pipeline), and
-modules printed after *our* zero pipeline (with metadata): one case of every operator of
+modules printed after *our* zero pipeline and CPU schedule (with metadata; before memory planning): one case of every operator of
 test_native_ops.py and its IEEE special-value cases (NaN, infinities, signed zeros: TVM's
 semantics, not NumPy's), and random programs of test_legalize_ops.py. TVM runs in a subprocess
 (the `tvm_python` fixture), on text we print.
@@ -71,10 +71,10 @@ def _modules() -> list[tuple[str, str, list]]:
     for k in ops.FIRST_OF_EACH_OP + specials:
         _, case_id, params, call = ops.CASES[k]
         mod = parse(ops.module_text(params, call), case_id)
-        out.append((f"op-{case_id}", to_text(prepare(mod), show_meta_data=True), ops._inputs_for(k, mod)))
+        out.append((f"op-{case_id}", to_text(prepare(mod, plan_memory=False), show_meta_data=True), ops._inputs_for(k, mod)))
     for seed in range(8):
         mod = parse(random_program(seed))
-        out.append((f"random{seed}", to_text(prepare(mod), show_meta_data=True), _inputs(mod, seed)))
+        out.append((f"random{seed}", to_text(prepare(mod, plan_memory=False), show_meta_data=True), _inputs(mod, seed)))
     return out
 
 
