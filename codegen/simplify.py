@@ -45,6 +45,10 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
             folded = _fold_offsets(e.op, a, b)
             if folded is not None:
                 return folded
+        if e.op in ("add", "sub") and e.dtype in _INDEX_DTYPES:
+            signed = _signed_constant(e.op, a, b)
+            if signed is not None:
+                return signed
         if e.op == "lt" and tb.is_int(a.dtype) and isinstance(b, tir.BinOp) and b.op == "add" and \
                 isinstance(b.b, tir.IntImm) and b.b.value == 1 and not isinstance(b.a, tir.IntImm):
             return tb.le(a, b.a)  # TVM's rewrite rule `x < y + 1` -> `x <= y` (symbolic pad bounds)
@@ -87,6 +91,30 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
 
 def simplify_cmp(op: str, a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr:
     return _FOLD[op](a, b)
+
+
+_INDEX_DTYPES = ("int32", "int64")
+
+
+def _signed_constant(op: str, a, b):
+    """TVM's canonical form of a sum with one constant term (int32/int64 only; narrower
+    integers are left alone): the constant last, its sign in the operator.
+        x - (-2) -> x + 2    x + (-2) -> x - 2    2 + x -> x + 2    -2 + x -> x - 2
+        -2 - x -> 0 - x - 2  (2 - x stays)
+    """
+    a_const, b_const = isinstance(a, tir.IntImm), isinstance(b, tir.IntImm)
+    if a_const == b_const:
+        return None
+    limit = -(2 ** (int(a.dtype[3:]) - 1))  # the most negative value has no positive counterpart
+    if op == "add" and a_const:
+        a, b = b, a
+    if op == "add":
+        return tb.sub(a, -b.value) if limit < b.value < 0 else (tb.add(a, b) if a_const else None)
+    if b_const:
+        return tb.add(a, -b.value) if limit < b.value < 0 else None
+    if limit < a.value < 0:
+        return tb.sub(tb.sub(tir.IntImm(0, a.dtype), b), -a.value)
+    return None
 
 
 def _fold_offsets(op: str, a, b):

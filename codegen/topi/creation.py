@@ -62,6 +62,7 @@ register_legalize("relax.ones", _full(False, 1.0, "ones"))
 register_legalize("relax.ones_like", _full(True, 1.0, "ones"))
 register_legalize("relax.zeros", _full(False, 0.0, "zeros"))
 register_legalize("relax.zeros_like", _full(True, 0.0, "zeros"))
+register_legalize("relax.full_like", _full(True, None, "full"))
 
 
 @register_legalize("relax.arange")

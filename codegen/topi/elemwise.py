@@ -71,7 +71,8 @@ UNARY: dict[str, tuple[str, Callable]] = {
 
 
 # the ones TOPI implements in C++: a `T_<name>` block over ax0, ax1, ...
-CPP_UNARY = {"relax.logical_not": "T_logical_not"}
+CPP_UNARY = {"relax.logical_not": "T_logical_not",
+             "relax.square": "T_multiply"}  # TVM legalizes square as `x * x` of te tensors: topi.multiply
 
 
 def unary(rule: Callable, cpp_name: str | None = None) -> Callable:

@@ -27,6 +27,8 @@ Each `RelaxOp` says how a Relax call is written and what it means:
     float_only  Relax rejects non-float inputs (exp, sqrt, softmax ...), Relay does not.
     rank_depends  attrs -> True when the result's rank depends on which dimensions are 1
                 (squeeze without an axis): a symbolic input dimension then leaves the rank unknown.
+    positional_attrs  attributes TVM's Python API also takes positionally after the arguments,
+                in its parameter order (`R.astype(x, "float16")`, `R.cumsum(x, 1)`).
     sym_rel     a relation on symbolic values, for results no sentinel fit can express: it
                 takes dims and prim values as ints or TIR expressions (None: unknown) and returns
                 the result type with TIR dims, or None to leave the call to the generic way.
@@ -64,6 +66,7 @@ from ..ir import tir
 from ..ir.expr import Attrs, TypedScalar
 from ..ir.types import ANY, TensorType, TupleType
 from . import registry
+from . import relax_scan_sort as scan_sort
 from .common import broadcast_shapes, fmt_shape, fmt_type, np, same_dtype, tensor_arg
 from .nn import _pad4, _pair
 from .registry import REQUIRED, AttrError, AttrSpec, TypeRelError
@@ -174,6 +177,7 @@ class RelaxOp:
     derived: tuple[tuple[str, str], ...] = ()
     rank_depends: Callable | None = None
     sym_rel: Callable | None = None
+    positional_attrs: tuple[str, ...] = ()
     _specs: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -733,7 +737,8 @@ _op("relax.zeros_like",         "x",                             DTYPE_OPT,    "
     post=_cast_to_attr)
 _op("relax.ones_like",          "x",                             DTYPE_OPT,    "ones_like",        convert=_first,
     post=_cast_to_attr)
-_op("relax.astype",             "x",                             DTYPE,        "cast")
+_op("relax.astype",             "x",                             DTYPE,        "cast",
+    positional_attrs=("dtype",))
 _op("relax.clip",               "x min:prim max:prim",           (),           "clip",             convert=_clip)
 _op("relax.where",              "condition x1 x2",               (),           "where",            convert=_where)
 _op("relax.nn.leakyrelu",       "data",                          (_A("alpha", "float", 0.01),), "nn.leaky_relu",
@@ -792,6 +797,26 @@ _op("relax.nn.pad",             "data",                          PAD,          "
 _op("relax.nn.prelu",           "data alpha",                    (_A("axis", "int", 1),), "nn.prelu")
 _op("relax.nn.batch_flatten",   "data",                          (),           "nn.batch_flatten")
 _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d)
+# TVM 0.27 operators with no Relay counterpart here: relations and references in relax_scan_sort
+SCAN = (_A("axis", "int?", None), _A("dtype", "dtype", ""), _A("exclusive", "bool", False))
+SORT = (_A("axis", "int", -1), _A("descending", "bool", False))
+TOPK = (_A("k", "int", 1), _A("axis", "int", -1), _A("ret_type", "str", "both"), _A("largest", "bool", True),
+        _A("dtype", "dtype", "int32"))
+_op("relax.square",             "x",                             (),           None,  rel=scan_sort._same,
+    ref=scan_sort._square)
+_op("relax.full_like",          "x fill_value",                  DTYPE_OPT,    None,  rel=scan_sort._full_like_rel,
+    ref=scan_sort._full_like, positional_attrs=("dtype",))
+_op("relax.cumsum",             "data",                          SCAN,         None,  rel=scan_sort._scan_rel,
+    ref=scan_sort._cumsum, sym_rel=scan_sort._scan_sym, positional_attrs=("axis", "dtype", "exclusive"))
+_op("relax.cumprod",            "data",                          SCAN,         None,  rel=scan_sort._scan_rel,
+    ref=scan_sort._cumprod, sym_rel=scan_sort._scan_sym, positional_attrs=("axis", "dtype", "exclusive"))
+_op("relax.sort",               "x",                             SORT,         None,  rel=scan_sort._same,
+    ref=scan_sort._sort, positional_attrs=("axis", "descending"))
+_op("relax.argsort",            "data",                          SORT + (_A("dtype", "dtype", "int32"),), None,
+    rel=scan_sort._argsort_rel, ref=scan_sort._argsort, positional_attrs=("axis", "descending", "dtype"))
+_op("relax.topk",               "data",                          TOPK,         None,  rel=scan_sort._topk_rel,
+    ref=scan_sort._topk, sym_rel=scan_sort._topk_sym,
+    positional_attrs=("k", "axis", "ret_type", "largest", "dtype"))
 
 
 # ----------------------------------------------------------------------------- API

@@ -381,6 +381,43 @@ def _unify(a, b) -> tuple[tir.PrimExpr, tir.PrimExpr]:
     return a, b
 
 
+# TVM 0.27's bitwise and shift operators: the Python operator, and whether bools are allowed
+_BIT_OPS = {"bitwise_and": (int.__and__, True), "bitwise_or": (int.__or__, True),
+            "bitwise_xor": (int.__xor__, True), "shift_left": (int.__lshift__, False),
+            "shift_right": (int.__rshift__, False)}
+_INDEX_DTYPES = ("int32", "int64")
+
+
+def _bit_op(op: str, a, b, span=None, fold: bool = True):
+    """`a & b`, `a << b` ... as TVM's operators build them (tirx/op/op.cc): the operands'
+    types matched, int32/int64 constants folded (TVM_INDEX_CONST_PROPAGATION), a shift by 0
+    dropped; Python numbers on both sides stay Python numbers. `fold=False` is the node
+    constructor (`T.BitwiseAnd`, `T.LShift`). Raises TypeError for non-integer operands."""
+    py_op, bools = _BIT_OPS[op]
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b)) and fold:
+        return py_op(a, b)
+    a, b = _unify(a, b)
+    for v in (a, b):
+        if not (v.dtype.startswith(("int", "uint")) or bools and v.dtype == "bool"):
+            raise TypeError(f"`{op}` needs integer operands, got {v.dtype}")
+    if fold and isinstance(b, tir.IntImm) and b.dtype in _INDEX_DTYPES and a.dtype in _INDEX_DTYPES:
+        if op.startswith("shift") and not 0 <= b.value < int(a.dtype[3:]):
+            raise TypeError(f"shift amount {b.value} must be non-negative and less than {a.dtype[3:]} "
+                            f"for type {a.dtype}")
+        if isinstance(a, tir.IntImm):
+            return tir.IntImm(py_op(a.value, b.value), a.dtype, span=span)
+        if op.startswith("shift") and b.value == 0:
+            return a
+    return tir.Call(a.dtype, f"tirx.{op}", [a, b], span=span)
+
+
+def _bit_not(a, span=None):
+    """`~a` (TVM's bitwise_neg: never folded)."""
+    if not (a.dtype.startswith(("int", "uint")) or a.dtype == "bool"):
+        raise TypeError(f"`bitwise_not` needs an integer operand, got {a.dtype}")
+    return tir.Call(a.dtype, "tirx.bitwise_not", [a], span=span)
+
+
 def _promoted(x: str, y: str) -> str | None:
     """TVM's BinaryOpMatchTypes: an integer meets a float as that float; the same kind
     meets the wider width. None when TVM has no rule (the operands stay as they are)."""
@@ -486,19 +523,24 @@ class _TirBuilder(_Builder):
 
     def e_shift(self, node):
         items = node.children
-        value = _as_prim(self.eval(items[0]))
+        value = self.eval(items[0])
         for i in range(1, len(items), 2):
             op = "shift_left" if str(items[i]) == "<<" else "shift_right"
-            rhs = _as_prim(self.eval(items[i + 1]), value.dtype)
-            value = tir.Call(value.dtype, f"tirx.{op}", [value, rhs], span=self.span(node))
+            value = self.bit_op(op, value, self.eval(items[i + 1]), node)
         return value
+
+    def bit_op(self, op: str, a, b, node, fold: bool = True):
+        try:
+            return _bit_op(op, a, b, self.span(node), fold)
+        except TypeError as err:
+            self.error(str(err), node)
 
     def _bitwise(self, op):
         def handler(node):
             vals = [self.eval(c) for c in node.children]
-            value = _as_prim(vals[0])
+            value = vals[0]
             for v in vals[1:]:
-                value = tir.Call(value.dtype, f"tirx.{op}", _unify(value, v), span=self.span(node))
+                value = self.bit_op(op, value, v, node)
             return value
         return handler
 
@@ -512,8 +554,10 @@ class _TirBuilder(_Builder):
         return self._bitwise("bitwise_and")(node)
 
     def e_invert(self, node):
-        v = _as_prim(self.eval(node.children[0]))
-        return tir.Call(v.dtype, "tirx.bitwise_not", [v], span=self.span(node))
+        v = self.eval(node.children[0])
+        if isinstance(v, int) and not isinstance(v, bool):
+            return ~v  # a Python number, as TVM's parser evaluates it
+        return _bit_not(_as_prim(v), self.span(node))
 
     def e_unary(self, node):
         op, operand = node.children
@@ -527,7 +571,10 @@ class _TirBuilder(_Builder):
         if isinstance(v, tir.FloatImm):
             return tir.FloatImm(-v.value, v.dtype)
         v = _as_prim(v)
-        return tir.BinOp("sub", tir.const(0, v.dtype), v, span=self.span(node))
+        if v.dtype.startswith("uint"):
+            self.error(f"cannot negate a {v.dtype} value (TVM makes no -1 of an unsigned type)", node)
+        # TVM's PrimExpr.__neg__: x * -1
+        return tir.BinOp("mul", v, tir.const(-1, v.dtype), span=self.span(node))
 
     def e_power(self, node):
         base, exp = node.children
@@ -720,6 +767,22 @@ class _TirBuilder(_Builder):
             a, b = _unify(pos[0], pos[1])
             return tir.BinOp(op, a, b, span=self.span(node))
         return handler
+
+    def t_bit_op(self, op: str, fold: bool):
+        def handler(self, node, pos, kw):
+            if len(pos) != 2 or kw:
+                self.error(f"`T.{op}` takes two operands", node)
+            a, b = (_as_prim(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in pos)
+            return self.bit_op(op, a, b, node, fold)
+        return handler
+
+    def t_bit_not(self, node, pos, kw):
+        if len(pos) != 1 or kw:
+            self.error("`T.bitwise_not` takes one operand", node)
+        try:
+            return _bit_not(_as_prim(pos[0]), self.span(node))
+        except TypeError as err:
+            self.error(str(err), node)
 
     def t_if_then_else(self, node, pos, kw):
         cond = _as_prim(pos[0])
@@ -1062,12 +1125,16 @@ class _TirBuilder(_Builder):
             if isinstance(dom, (tuple, list)):
                 lo, hi = _unify(dom[0], dom[1])
                 rng = tir.Range(lo, self.simplify_sub(hi, lo))
-            else:
-                ext = _as_prim(dom, value.dtype)
+            else:  # TVM: a plain number is an int32 extent, whatever the binding's dtype
+                ext = _as_prim(dom, "int32")
                 rng = tir.Range(tir.const(0, ext.dtype), ext)
             kind = {"spatial": tir.DATA_PAR, "S": tir.DATA_PAR, "reduce": tir.COMM_REDUCE, "R": tir.COMM_REDUCE,
                     "scan": tir.ORDERED, "opaque": tir.OPAQUE}[callee.rsplit(".", 1)[1]]
-            self.add_iter(name, kind, rng, value, node)
+            # TVM's ir_builder axis: the variable is as wide as the widest of the domain and
+            # `dtype` (int32 by default); the binding is kept as written
+            dtype = str(kw.get("dtype", "int32"))
+            bits = max(_int_bits(rng.min.dtype), _int_bits(rng.extent.dtype), _int_bits(dtype))
+            self.add_iter(name, kind, rng, value, node, var_dtype=f"{dtype.rstrip('0123456789')}{bits}")
             return None
         buf = self.named_buffer(value_node, name)
         if buf is not None:
@@ -1160,11 +1227,11 @@ class _TirBuilder(_Builder):
         self.scopes.pop()
         return _Rest(tir.LetStmt(var, value, body, span=self.span(node)))
 
-    def add_iter(self, name, kind, rng, value, node):
+    def add_iter(self, name, kind, rng, value, node, var_dtype: str | None = None):
         if not self.block_stack:
             self.error("`T.axis` is only allowed inside `T.sblock`", node)
         ctx = self.block_stack[-1]
-        var = tir.Var(name, _as_prim(value).dtype, span=self.span(node))
+        var = tir.Var(name, var_dtype or _as_prim(value).dtype, span=self.span(node))
         ctx["iter_vars"].append(tir.IterVar(var, rng, kind))
         ctx["iter_values"].append(_as_prim(value))
         self.define(name, var)
@@ -1377,6 +1444,12 @@ def _tir_calls() -> dict:
                         ("gt", "GT"), ("ge", "GE"), ("and", "And"), ("or", "Or"), ("min", "Min"), ("max", "Max")):
         calls[f"T.{spelled}"] = t.t_minmax(t, op)
     calls["T.Not"] = lambda self, node, pos, kw: tir.Not(_as_prim(pos[0]), span=self.span(node))
+    # bitwise operators as functions (folding as the operators do) and as nodes (never folding)
+    for op, node_name in (("bitwise_and", "BitwiseAnd"), ("bitwise_or", "BitwiseOr"),
+                          ("bitwise_xor", "BitwiseXor"), ("shift_left", "LShift"), ("shift_right", "RShift")):
+        calls[f"T.{op}"] = t.t_bit_op(t, op, True)
+        calls[f"T.{node_name}"] = t.t_bit_op(t, op, False)
+    calls["T.bitwise_not"] = calls["T.BitwiseNot"] = t.t_bit_not
     calls["T.if_then_else"] = t.t_if_then_else
     calls["T.Select"] = t.t_select
     calls["T.Cast"] = calls["T.cast"] = t.t_cast
@@ -1545,7 +1618,9 @@ class _RelaxBuilder(_TirBuilder):
 
     def r_tensor(self, node, pos, kw):
         shape = pos[0] if pos else kw.pop("shape", None)
-        dtype = pos[1] if len(pos) > 1 else kw.pop("dtype", "")
+        dtype = pos[1] if len(pos) > 1 else kw.pop("dtype", None)
+        if isinstance(shape, str) and dtype is None:  # TVM: `R.Tensor("float32", ndim=2)` names the dtype
+            shape, dtype = None, shape
         ndim = self.ndim_value(kw.pop("ndim", -1), node)
         kw.pop("vdevice", None)
         if kw:
@@ -1652,6 +1727,13 @@ class _RelaxBuilder(_TirBuilder):
             if isinstance(sinfo, rx.TupleStructInfo) and not 0 <= index < len(sinfo.fields_):
                 self.error(f"index {index} is out of range for a tuple of {len(sinfo.fields_)} fields", node)
             return self.normalize(rx.TupleGetItem(base, index, span=self.span(node)))
+        if isinstance(base, (tuple, list)):  # a tuple literal: indexed as Python does, as TVM's parser
+            index = self.eval(subs.children[0])
+            if not isinstance(index, int) or isinstance(index, bool):
+                self.error("a tuple index must be an integer", node)
+            if not -len(base) <= index < len(base):
+                self.error(f"index {index} is out of range for a tuple of {len(base)} fields", node)
+            return base[index]
         return super().subscript(base, subs, node)
 
     def e_call(self, node):
@@ -1684,8 +1766,16 @@ class _RelaxBuilder(_TirBuilder):
         pos, kw, pos_nodes = self.call_args(node)
         arg_names = op.arg_names
         values, nodes = list(pos), list(pos_nodes)
-        if len(values) > len(arg_names):
-            self.error(f"`{name}` takes at most {len(arg_names)} arguments, got {len(values)}", node)
+        # attributes TVM's Python API also takes positionally (`R.astype(x, "float16")`)
+        extra = values[len(arg_names):]
+        if len(extra) > len(op.positional_attrs):
+            most = len(arg_names) + len(op.positional_attrs)
+            self.error(f"`{name}` takes at most {most} positional arguments, got {len(values)}", node)
+        for attr, value in zip(op.positional_attrs, extra):
+            if attr in kw:
+                self.error(f"`{name}` got attribute `{attr}` twice", node)
+            kw[attr] = value
+        del values[len(arg_names):], nodes[len(arg_names):]
         for a in arg_names[len(values):]:
             if a not in kw:
                 break
@@ -2194,6 +2284,12 @@ def _tuples(value):
     if isinstance(value, tir.FloatImm):
         return value.value
     return value
+
+
+def _int_bits(dtype: str) -> int:
+    """The bit width of an integer dtype ("int64" -> 64)."""
+    digits = dtype.lstrip("abcdefghijklmnopqrstuvwxyz")
+    return int(digits) if digits.isdigit() else 32
 
 
 def _widen(d):

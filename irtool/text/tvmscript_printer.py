@@ -197,6 +197,12 @@ _DTYPE_FIRST = frozenset({"reinterpret", "call_extern", "call_pure_extern", "cal
                           "call_llvm_pure_intrin", "vectorhigh", "vectorlow", "vectorcombine",
                           "dp4a", "get_active_lane_mask"})
 _DTYPE_LAST = frozenset({"tvm_struct_get"})
+# TVM 0.27's bitwise and shift nodes, printed infix: op -> (token, precedence, node name printed
+# when TVM's operator would fold the operands, as T.Add is for `+`)
+P_BITOR, P_BITXOR, P_BITAND, P_SHIFT, P_UNARY = 7, 8, 9, 10, 13
+_BITWISE_INFIX = {"bitwise_or": ("|", P_BITOR, "BitwiseOr"), "bitwise_xor": ("^", P_BITXOR, "BitwiseXor"),
+                  "bitwise_and": ("&", P_BITAND, "BitwiseAnd"), "shift_left": ("<<", P_SHIFT, "LShift"),
+                  "shift_right": (">>", P_SHIFT, "RShift")}
 # printer names that differ from the op name (TScriptPrinterName)
 _TIR_CALL_NAME = {"tvm_call_packed": "call_packed", "tvm_call_cpacked": "call_cpacked"}
 
@@ -246,6 +252,17 @@ def _folds(op: str, a, b) -> bool:
         return True
     rule = _ZERO_FOLDS.get(op)
     return bool(rule and rule(a, b))
+
+
+def _bitwise_folds(op: str, a, b) -> bool:
+    """Would TVM's `a & b` (`<<`, ...) build something other than the node? Its
+    TVM_INDEX_CONST_PROPAGATION folds int32/int64 constants, and a shift by 0."""
+    if a.dtype != b.dtype:
+        return True
+    index = ("int32", "int64")
+    if _is_int(a) and _is_int(b) and a.dtype in index:
+        return True
+    return op.startswith("shift") and _is_int(b) and b.dtype in index and b.value == 0
 
 
 def _fold_add(a, b):
@@ -762,6 +779,13 @@ class _Printer:
                 break
         if name == "buffer_data" and e.args:
             return _E(f"{self.call_arg(e.args[0]).text}.data")
+        if name in _BITWISE_INFIX and len(e.args) == 2:
+            return self.bitwise(name, e.args[0], e.args[1])
+        if name == "bitwise_not" and len(e.args) == 1:
+            a = self.prim(e.args[0])
+            if _is_int(e.args[0]) and e.args[0].dtype == "int32":  # `~5` would be Python's
+                return _call(self.T("BitwiseNot"), [a])
+            return _E(f"~{f'({a.text})' if a.prec < P_UNARY else a.text}", P_UNARY)
         name = _TIR_CALL_NAME.get(name, name)
         args = [self.call_arg(a) for a in e.args]
         if name in _DTYPE_FIRST:
@@ -769,6 +793,13 @@ class _Printer:
         elif name in _DTYPE_LAST:
             args.append(self.call_dtype(e))
         return _call(self.T(name), args)
+
+    def bitwise(self, name: str, a, b) -> _E:
+        token, prec, node = _BITWISE_INFIX[name]
+        a_doc, b_doc = self.prim(a), self.prim(b)
+        if _bitwise_folds(name, a, b):
+            return _call(self.T(node), [a_doc, b_doc])
+        return _binop(token, prec, a_doc, b_doc)
 
     def call_arg(self, a) -> _E:
         if isinstance(a, str):
