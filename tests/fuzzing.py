@@ -164,7 +164,7 @@ def run_one(data: bytes, tmp: Path, rng: random.Random, time_limit: int = 10) ->
     written = out.read_text()
     if "--split-input-file" not in extra:
         try:
-            parse(written, "out.ir")
+            with_deep_stack(lambda: parse(written, "out.ir"))  # as irtool-opt would read it
         except Exception as err:  # noqa: BLE001
             return Failure("unparsable output", f"{type(err).__name__}: {str(err)[:200]} with {extra}", data)
     return None

@@ -73,9 +73,31 @@ def test_ndim_must_be_an_integer(tmp_path):
      "5:22: error: `T.axis.remap` takes the kind letters and a list of loop variables"),
     # an R.Prim dtype that is no dtype (it printed back as text the parser then rejected)
     ('@R.function\ndef f(k: R.Prim("int\uff0564")):\n    return k\n', "2:10: error: unknown data type"),
+    # a Python keyword read as a symbolic size (it printed back as `with = TypeVar("with")`)
+    ('@R.function\ndef f(x: R.Tensor((with, 3), "float32")):\n    return x\n', "2:20: error: `with` is a Python keyword"),
+    # one-name T.axis.remap with a missing argument
+    ('@T.prim_func\ndef f(A: T.Buffer((4,), "float32")):\n    for i in range(4):\n        with T.sblock("b"):\n'
+     '            vi = T.axis.remap("S")\n            A[vi] = T.float32(0)\n',
+     "5:18: error: `T.axis.remap` takes the kind letters and a list of loop variables"),
 ])
+
+
 def test_more_inputs_fuzzing_found(text, message, tmp_path):
     test_inputs_fuzzing_found(text, message, tmp_path)
+
+
+def test_double_attributes_beyond_float32_print_so_they_parse_back(tmp_path):
+    """Regression: `clip(%x, a_min=1.5e308f64)` printed `a_min=1.5e+308f`, a float32 literal
+    the parser rejects; such a value now prints with `f64`."""
+    path = tmp_path / "clip.ir"
+    path.write_text("def @main(%x: Tensor[(4), float32]) {\n  clip(%x, a_min=0f, a_max=1.5e308f64)\n}\n")
+    out = io.StringIO()
+    assert run([str(path)], stdout=out, stderr=io.StringIO()) == 0
+    assert "a_max=1.5e+308f64" in out.getvalue()
+    again = tmp_path / "again.ir"
+    again.write_text(out.getvalue())
+    out2 = io.StringIO()
+    assert run([str(again)], stdout=out2, stderr=io.StringIO()) == 0 and out2.getvalue() == out.getvalue()
 
 
 def _nested_functions(depth: int) -> str:

@@ -21,6 +21,8 @@ print as literals, tensors as `meta[relay.Constant][i]` with a `#[metadata]` sec
 
 from __future__ import annotations
 
+import math
+
 from .._util import gc_paused
 from ..ir.expr import (
     Attrs,
@@ -67,6 +69,9 @@ def format_type(t: Type | None) -> str:
     raise TypeError(f"cannot print type {t!r}")
 
 
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
 def format_attr_value(value) -> str:
     cls = type(value)
     if cls is bool:
@@ -74,7 +79,9 @@ def format_attr_value(value) -> str:
     if cls is int:
         return str(value)
     if cls is float:
-        return format_float(value, 64) + "f"
+        # TVM writes a double attribute with an `f` suffix; one beyond float32's range needs f64
+        # to read back (the parser rejects a float32 literal it cannot represent)
+        return format_float(value, 64) + ("f64" if math.isfinite(value) and abs(value) > _FLOAT32_MAX else "f")
     if cls is str:
         return format_string(value)
     if value is None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import keyword
 import re
 import threading
 
@@ -160,6 +161,8 @@ class _Builder:
         raise DiagnosticError(message, self.span(node))
 
     def lookup(self, name: str, node):
+        if keyword.iskeyword(name):  # a keyword where the contextual lexer wanted a name (Python rejects it)
+            self.error(f"`{name}` is a Python keyword, not a name", node)
         for scope in reversed(self.scopes):
             if name in scope:
                 return scope[name]
@@ -1114,6 +1117,8 @@ class _TirBuilder(_Builder):
         callee = self.dotted_callee(value_node)
         if callee == "T.axis.remap":  # one variable: `vi = T.axis.remap("S", [i])`
             pos, _, _ = self.call_args(value_node)
+            if len(pos) != 2 or not isinstance(pos[0], str) or not isinstance(pos[1], (list, tuple)):
+                self.error("`T.axis.remap` takes the kind letters and a list of loop variables", value_node)
             kinds, loops = pos
             if len(kinds) != 1 or len(loops) != 1:
                 self.error("`T.axis.remap` needs one kind letter and one loop variable per name", value_node)
