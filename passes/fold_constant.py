@@ -381,13 +381,19 @@ class _RelaxFolder(RelaxExprMutator):
         try:
             arrays = [np.zeros(shape, dtype) for shape, dtype in outputs]
             # copies: a kernel may write its inputs, and a constant's data is shared
-            run_prim_func(self._kernel(func), [a.data.copy() for a in inputs] + arrays)
+            _evaluate(self._kernel(func), [a.data.copy() for a in inputs] + arrays, self.native)
         except Exception:  # noqa: BLE001 — TVM would skip a kernel it cannot build (or dtype NumPy lacks)
             return None
         constants = [rx.Constant(a) for a in arrays]
         if not isinstance(out_sinfo, rx.TupleStructInfo):
             return constants[0]
         return self.normalize(rx.Tuple(constants, call.span))
+
+    @property
+    def native(self) -> dict:
+        if not hasattr(self, "_native"):
+            self._native = {}
+        return self._native
 
     def _kernel(self, func: tir.PrimFunc) -> tir.PrimFunc:
         bucket = self.kernels.setdefault(node_hash(func), [])
@@ -396,6 +402,49 @@ class _RelaxFolder(RelaxExprMutator):
                 return known
         bucket.append(func)
         return func
+
+
+# Float intrinsics whose last bits the TIR interpreter (NumPy) and TVM (LLVM + libm) may
+# disagree on; a kernel calling one is evaluated natively, as TVM's FoldConstant builds it.
+_LIBM_ROUNDED = frozenset(("exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
+                           "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "erf", "hypot"))
+NATIVE_ELEMENTS = 1 << 20  # and so is a large one (faster than the interpreter)
+
+
+def _wants_native(func: tir.PrimFunc, arrays: list) -> bool:
+    from irtool.ir.tir_visitor import StmtExprVisitor
+
+    if sum(a.size for a in arrays) >= NATIVE_ELEMENTS:
+        return True
+    found = []
+
+    class _Calls(StmtExprVisitor):
+        def visit_Call(self, e) -> None:  # noqa: N802 — the visitor's naming
+            if e.op.split(".")[-1] in _LIBM_ROUNDED and e.dtype.startswith("float"):
+                found.append(e.op)
+
+    try:
+        _Calls(once=True).visit(func.body)
+    except Exception:  # noqa: BLE001 — a visitor gap: fall back to the interpreter
+        return False
+    return bool(found)
+
+
+def _evaluate(func: tir.PrimFunc, arrays: list, cache: dict) -> None:
+    """Run a fold's kernel: natively when it calls libm-rounded intrinsics or is large (TVM
+    evaluates with LLVM: the bits then match), else with the TIR interpreter."""
+    if _wants_native(func, arrays):
+        try:
+            from irtool.codegen.native import compile_tir
+
+            fn = cache.get(id(func))
+            if fn is None:
+                fn = cache[id(func)] = next(iter(compile_tir(func).functions.values()))
+            fn(*arrays)
+            return
+        except ImportError:  # no llvmlite: the interpreter is the fallback
+            pass
+    run_prim_func(func, arrays)
 
 
 def fold_relax_function(fn: rx.Function, mod: IRModule) -> rx.Function:
