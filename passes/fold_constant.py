@@ -408,7 +408,7 @@ class _RelaxFolder(RelaxExprMutator):
 # disagree on; a kernel calling one is evaluated natively, as TVM's FoldConstant builds it.
 _LIBM_ROUNDED = frozenset(("exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
                            "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "erf", "hypot"))
-NATIVE_ELEMENTS = 1 << 20  # and so is a large one (faster than the interpreter)
+NATIVE_ELEMENTS = 1 << 16  # and so is a large one (faster than the interpreter)
 
 
 def _wants_native(func: tir.PrimFunc, arrays: list) -> bool:
