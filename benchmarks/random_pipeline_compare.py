@@ -1,7 +1,7 @@
 """Random Relax modules through TVM 0.27's zero pipeline and ours: the long run.
 
     python benchmarks/random_pipeline_compare.py [--modules 500] [--first 0]
-        [--tvm-python /work/tvm-venv/bin/python] [--exclude kind,kind] [--workdir DIR] [--show 3]
+        [--tvm-python PATH (default: $IRTOOL_TVM_PYTHON)] [--exclude kind,kind] [--workdir DIR] [--show 3]
 
 TVM generates each module (tests/zero_pipeline_random.py: conv2d, pooling, softmax,
 layer_norm, batch_norm, reductions, matmul, broadcasts of several ranks, reshape,
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--modules", type=int, default=500)
     ap.add_argument("--first", type=int, default=0)
-    ap.add_argument("--tvm-python", default=os.environ.get("IRTOOL_TVM_PYTHON", "/work/tvm-venv/bin/python"))
+    ap.add_argument("--tvm-python", default=os.environ.get("IRTOOL_TVM_PYTHON"))
     ap.add_argument("--exclude", default="", help="op kinds the generator leaves out (comma-separated)")
     ap.add_argument("--workdir", default=None, help="keep the modules and printouts here")
     ap.add_argument("--show", type=int, default=2, help="details printed per class")
@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(workdir, exist_ok=True)
     seeds = range(args.first, args.first + args.modules)
     start = time.perf_counter()
+    if not args.tvm_python:
+        ap.error("give --tvm-python (or set IRTOOL_TVM_PYTHON) to a Python with apache-tvm 0.27")
     run_tvm_side(args.tvm_python, workdir, seeds.start, seeds.stop, [k for k in args.exclude.split(",") if k])
     tvm_seconds = time.perf_counter() - start
     start = time.perf_counter()

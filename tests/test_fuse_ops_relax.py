@@ -26,7 +26,7 @@ from irtool.transform import PassContext, get_pass
 
 HERE = os.path.dirname(__file__)
 LIT_FILE = os.path.join(HERE, "..", "lit_tests", "relax", "fuse-ops.ir")
-_REFERENCE_DIRS = (os.path.join(HERE, "data", "tvm-0.27"), "/work/shared/reference/tvm-0.27")
+_REFERENCE_DIRS = (os.path.join(HERE, "data", "tvm-0.27"),)
 REFERENCE = next((d for d in _REFERENCE_DIRS if os.path.isdir(d)), None)
 SEEDS = ("seed_conv_add_relu", "seed_two_conv_branches")
 RANDOM_MODULES = int(os.environ.get("IRTOOL_FUSE_RELAX_RANDOM", "200"))
