@@ -49,7 +49,7 @@ class OnnxOp:
 
 
 CONVERTERS: dict[str, OnnxOp] = {}
-_FAMILIES = ("elemwise", "nn", "tensor")
+_FAMILIES = ("elemwise", "nn", "tensor", "recurrent")
 _loaded = False
 
 
