@@ -238,6 +238,9 @@ DIRECT: dict[str, Direct] = {
 NO_COUNTERPART = {
     "nn.lrn": "Relax has no LRN operator (TVM's ONNX frontend composes it from R.nn.avg_pool3d, which irtool's "
               "Relax table lacks)",
+    **{op: "a shape computed at run time (Relax would take it as R.tensor_to_shape, which irtool's Relax table "
+           "lacks)" for op in ("dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones",
+                               "dyn.strided_slice", "dyn.tile")},
 }
 
 Converter = Callable[["_Translator", relay.Call, list], object]

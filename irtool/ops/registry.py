@@ -205,7 +205,7 @@ class OpDef:
 
 
 _OPS: dict[str, OpDef] = {}
-_FAMILIES = ("elemwise", "reduce", "nn", "transform", "image")
+_FAMILIES = ("elemwise", "reduce", "nn", "transform", "image", "dynamic")
 _loaded = False
 
 

@@ -79,12 +79,31 @@ def supported_ops() -> list[str]:
 # ----------------------------------------------------------------------------- conversion context
 
 
+class Dim:
+    """The size of axis `axis` of `tensor`, unknown until the program runs: an element of
+    a partially known shape value (see `Context.partial`)."""
+
+    __slots__ = ("tensor", "axis")
+
+    def __init__(self, tensor: Expr, axis: int) -> None:
+        self.tensor, self.axis = tensor, axis
+
+    def __repr__(self) -> str:
+        return f"Dim({self.axis})"
+
+
+# ops that only move the elements of a shape value: their NumPy references run on
+# object arrays holding ints and Dims (cast keeps the elements)
+_SHAPE_MOVES = frozenset({"take", "expand_dims", "concatenate", "strided_slice", "squeeze", "reshape", "cast"})
+
+
 class Context:
     """What a converter sees: the node, the opset, and helpers to build typed Relay."""
 
     def __init__(self, opset: int) -> None:
         self.opset = opset
         self.node = None
+        self._partial: dict[int, object] = {}
         from ...analysis.type_infer import TypeInferencer
 
         self._types = TypeInferencer()
@@ -165,6 +184,71 @@ class Context:
         if isinstance(expr, Constant) and expr.data is not None:
             return expr.data
         return None
+
+    def partial(self, expr: Expr | None):
+        """The value of an integer shape computation as a NumPy object array of ints and
+        `Dim`s (sizes known only at run time), or None. `Shape -> Gather -> Unsqueeze ->
+        Concat` of a tensor with a `?` batch gives `[Dim(0), -1]`, say, which lets a
+        Reshape stay static (`newshape=[0, -1]`) where TVM would build `dyn.reshape`."""
+        import numpy as np
+
+        from ...ops.registry import call_attrs, lookup
+
+        if expr is None:
+            return None
+        key = id(expr)
+        if key in self._partial:
+            return self._partial[key][1]
+        value = None
+        if isinstance(expr, Constant) and expr.data is not None and expr.data.dtype.kind in "iu":
+            value = expr.data.astype(object)
+        elif isinstance(expr, Call) and isinstance(expr.op, Op):
+            name = expr.op.name
+            if name == "shape_of":
+                x = expr.args[0]
+                value = np.array([d if d is not ANY else Dim(x, i) for i, d in enumerate(self.shape_of(x))],
+                                 dtype=object)
+            elif name in _SHAPE_MOVES:
+                args = [self._partial_arg(a) for a in expr.args]
+                if all(a is not None for a in args):
+                    opdef = lookup(name)
+                    attrs = call_attrs(opdef, expr.attrs)
+                    attrs = dict(attrs.items()) if attrs else {}
+                    try:
+                        value = args[0] if name == "cast" else opdef.ref(*args, **attrs)
+                    except (ValueError, TypeError, IndexError):
+                        value = None
+        self._partial[key] = (expr, value)  # the expr is kept alive so that its id stays its own
+        return value
+
+    def reshape_to(self, data: Expr, shape: Expr, allowzero: bool = False) -> Expr:
+        """`data` reshaped to a shape computed at run time: a static `reshape` when the
+        shape is known in part, else TVM's `dyn.reshape`. In a partly known shape, the
+        size of `data`'s own axis i at position i is Relay's 0 (copy), and one unknown
+        element is -1 (inferred); more unknowns need the run-time shape."""
+        value = self.partial(shape)
+        if value is not None and value.ndim == 1:
+            out, unknown = [], 0
+            for i, v in enumerate(value):
+                if isinstance(v, Dim) and v.tensor is data and v.axis == i and not allowzero:
+                    out.append(0)
+                elif isinstance(v, Dim):
+                    out.append(-1)
+                    unknown += 1
+                else:
+                    out.append(int(v))
+            if unknown == 0 or (unknown == 1 and out.count(-1) == 1):
+                return self.call("reshape", data, newshape=tuple(out), allowzero=allowzero)
+        return self.call("dyn.reshape", data, shape, allowzero=allowzero)
+
+    def _partial_arg(self, arg):
+        import numpy as np
+
+        if isinstance(arg, Tuple):
+            fields = [self.partial(f) for f in arg.fields]
+            return None if any(f is None for f in fields) else fields
+        value = self.partial(arg)
+        return None if value is None else np.asarray(value, dtype=object)
 
     def required_value(self, expr: Expr | None, what: str):
         v = self.value(expr)
@@ -325,5 +409,5 @@ def load_model(path: str):
     return model
 
 
-__all__ = ["CONVERTERS", "Context", "OnnxImportError", "converter", "converters", "from_onnx", "load_model",
+__all__ = ["CONVERTERS", "Context", "Dim", "OnnxImportError", "converter", "converters", "from_onnx", "load_model",
            "supported_ops"]

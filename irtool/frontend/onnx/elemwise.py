@@ -105,6 +105,13 @@ for _onnx, _relay in _VARIADIC.items():
 # ----------------------------------------------------------------------------- arithmetic
 
 
+@converter("Mod", 10)
+def _mod(ctx, inputs, attrs):
+    """`fmod=0`: the sign of the divisor (Relay's floor_mod, NumPy's mod); `fmod=1`: the
+    sign of the dividend (Relay's mod, C's fmod), as TVM's converter maps them."""
+    return ctx.call("mod" if attrs.get("fmod", 0) else "floor_mod", inputs[0], inputs[1])
+
+
 def _pow(ctx, base, exponent):
     """The result has the base's dtype; an exponent of another dtype (allowed from opset
     12) is cast, or for an integer base and a float exponent the power is computed in the

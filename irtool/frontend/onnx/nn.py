@@ -189,6 +189,8 @@ def _matmul(ctx, inputs, attrs):
     ashape, bshape = ctx.shape_of(a), ctx.shape_of(b)
     if len(bshape) == 2:
         y = _dense(ctx, a, _call(ctx, "transpose", b, axes=[1, 0]))
+    elif ANY in ashape[:-2] + bshape[:-2]:
+        y = _dynamic_batch_matmul(ctx, a, b)
     else:
         batch_a = _static(ctx, ashape[:-2], "batched MatMul")
         batch_b = _static(ctx, bshape[:-2], "batched MatMul")
@@ -207,6 +209,35 @@ def _matmul(ctx, inputs, attrs):
     if rb == 1:
         y = _call(ctx, "squeeze", y, axis=[len(ctx.shape_of(y)) - 1])
     return y
+
+
+def _dynamic_batch_matmul(ctx, a, b):
+    """A batched MatMul whose batch dimensions are known at run time: both sides are
+    broadcast to the joint batch shape, flattened to 3-D for `nn.batch_matmul`, and the
+    result reshaped back, with the shapes computed by the program as TVM's converter does."""
+    from ...ir.expr import Tuple
+
+    ra, rb = len(ctx.shape_of(a)), len(ctx.shape_of(b))
+    rank = max(ra, rb)
+
+    def shape(x, r):  # shape_of(x), padded with leading 1s to `rank`
+        s = _call(ctx, "shape_of", x, dtype="int64")
+        return s if r == rank else _call(ctx, "concatenate", Tuple([ctx.const([1] * (rank - r), "int64"), s]), axis=0)
+
+    def part(s, lo, hi):
+        return _call(ctx, "strided_slice", s, begin=[lo], end=[hi], strides=[1], axes=[0])
+
+    sa, sb = shape(a, ra), shape(b, rb)
+    batch = _call(ctx, "maximum", part(sa, 0, rank - 2), part(sb, 0, rank - 2))
+    minus_one = ctx.const([-1], "int64")
+    flat = []
+    for x, s in ((a, sa), (b, sb)):
+        target = _call(ctx, "concatenate", Tuple([batch, part(s, rank - 2, rank)]), axis=0)
+        x = _call(ctx, "dyn.broadcast_to", x, target)
+        flat.append(ctx.reshape_to(x, _call(ctx, "concatenate", Tuple([minus_one, part(s, rank - 2, rank)]), axis=0)))
+    y = _call(ctx, "nn.batch_matmul", *flat, transpose_a=False, transpose_b=False)
+    out = _call(ctx, "concatenate", Tuple([batch, part(sa, rank - 2, rank - 1), part(sb, rank - 1, rank)]), axis=0)
+    return ctx.reshape_to(y, out)
 
 
 def _dense(ctx, data, weight):

@@ -86,17 +86,21 @@ def _constant(ctx, inputs, attrs):
 
 @converter("ConstantOfShape", 9)
 def _constant_of_shape(ctx, inputs, attrs):
-    shape = _ints(ctx, inputs[0], "the shape")
     value = np.asarray(attrs.get("value", np.zeros((1,), "float32"))).reshape(-1)
     if value.size != 1:
         raise ctx.error("ConstantOfShape `value` must hold one element")
+    if ctx.value(inputs[0]) is None:  # a shape known at run time: TVM's dyn.full
+        return _call(ctx, "dyn.full", ctx.const(value[0], str(value.dtype)), inputs[0], dtype=str(value.dtype))
+    shape = _ints(ctx, inputs[0], "the shape")
     return ctx.const(np.full(shape, value[0], dtype=value.dtype))
 
 
 @converter("Range", 11)
 def _range(ctx, inputs, attrs):
-    start, limit, delta = (ctx.required_value(x, name) for x, name in zip(inputs, ("start", "limit", "delta")))
     dtype = _dtype(ctx, inputs[0])
+    if any(ctx.value(x) is None for x in inputs[:3]):  # bounds known at run time: arange of `?` elements
+        return _call(ctx, "arange", *inputs[:3], dtype=dtype)
+    start, limit, delta = (ctx.required_value(x, name) for x, name in zip(inputs, ("start", "limit", "delta")))
     if float(delta) == 0:
         raise ctx.error("Range delta is 0")
     n = max(math.ceil((float(limit) - float(start)) / float(delta)), 0)
@@ -130,11 +134,13 @@ def _shape(ctx, inputs, attrs):
 
 @converter("Reshape", 1, 5, 14)
 def _reshape(ctx, inputs, attrs):
+    allowzero = bool(attrs.get("allowzero", 0))
     if ctx.opset < 5:
         newshape = [int(v) for v in attrs["shape"]]
+    elif ctx.value(inputs[1]) is None:
+        return ctx.reshape_to(inputs[0], inputs[1], allowzero)
     else:
         newshape = _ints(ctx, inputs[1], "the shape")
-    allowzero = bool(attrs.get("allowzero", 0))
     if any(v < -1 for v in newshape) or newshape.count(-1) > 1:
         raise ctx.error(f"invalid Reshape shape {newshape}")
     if allowzero and 0 in newshape and -1 in newshape:
@@ -218,6 +224,8 @@ def _unsqueeze(ctx, inputs, attrs):
 
 @converter("Expand", 8)
 def _expand(ctx, inputs, attrs):
+    if ctx.value(inputs[1]) is None:
+        return _call(ctx, "dyn.broadcast_to", inputs[0], _expand_shape(ctx, inputs[0], inputs[1]))
     target = _ints(ctx, inputs[1], "the shape")
     shape = ctx.shape_of(inputs[0])
     n = max(len(shape), len(target))
@@ -238,8 +246,25 @@ def _expand(ctx, inputs, attrs):
     return _call(ctx, "broadcast_to", inputs[0], shape=out)
 
 
+def _expand_shape(ctx, data, shape):
+    """ONNX's two-way broadcast of `data` with a run-time `shape`, as TVM's Expand builds
+    it: both padded with 1s to one rank, then their elementwise maximum."""
+    dtype = _dtype(ctx, shape)
+    have = _call(ctx, "shape_of", data, dtype=dtype)
+    n_have, n_want = len(ctx.shape_of(data)), ctx.shape_of(shape)[0]
+    if n_want is ANY:
+        raise ctx.error("Expand needs a shape of static length")
+    if n_have < n_want:
+        have = _call(ctx, "concatenate", Tuple([ctx.const(np.ones(n_want - n_have, dtype)), have]), axis=0)
+    elif n_want < n_have:
+        shape = _call(ctx, "concatenate", Tuple([ctx.const(np.ones(n_have - n_want, dtype)), shape]), axis=0)
+    return _call(ctx, "maximum", have, shape)
+
+
 @converter("Tile", 6)
 def _tile(ctx, inputs, attrs):
+    if ctx.value(inputs[1]) is None:
+        return _call(ctx, "dyn.tile", inputs[0], inputs[1])
     reps = _ints(ctx, inputs[1], "the repeats")
     if len(reps) != len(ctx.shape_of(inputs[0])):
         raise ctx.error(f"Tile repeats {reps} must have one value per input dimension")
@@ -317,6 +342,8 @@ def _slice(ctx, inputs, attrs):
     if ctx.opset < 10:
         starts, ends = list(attrs["starts"]), list(attrs["ends"])
         axes, steps = attrs.get("axes"), None
+    elif any(ctx.value(x) is None for x in inputs[1:3] + inputs[4:5] if x is not None):
+        return _dynamic_slice(ctx, inputs)
     else:
         starts = _ints(ctx, inputs[1], "the starts")
         ends = _ints(ctx, inputs[2], "the ends")
@@ -348,6 +375,33 @@ def _slice(ctx, inputs, attrs):
         begin.append(b)
         end.append(e)
     return _call(ctx, "strided_slice", inputs[0], begin=begin, end=end, strides=steps, axes=axes)
+
+
+def _dynamic_slice(ctx, inputs):
+    """Slice with bounds known at run time: `dyn.strided_slice` over every axis, the
+    sliced axes (static `axes`) taking their bounds from the inputs, as TVM scatters them."""
+    data, starts, ends = inputs[:3]
+    ndim = len(ctx.shape_of(data))
+    axes_in, steps = _optional(inputs, 3), _optional(inputs, 4)
+    count = ctx.shape_of(starts)[0]
+    if count is ANY:
+        raise ctx.error("Slice needs starts of static length")
+    axes = list(range(count)) if axes_in is None else _axes(ctx, _ints(ctx, axes_in, "the axes"), ndim)
+    dtype = _dtype(ctx, starts)
+    shape = _call(ctx, "cast", _call(ctx, "shape_of", data, dtype="int64"), dtype=dtype)
+
+    def element(vector, k):
+        return _call(ctx, "expand_dims", _call(ctx, "take", _call(ctx, "cast", vector, dtype=dtype),
+                                               ctx.const(k, "int32"), axis=0), axis=0)
+
+    def full(given, default):
+        pieces = [element(given, axes.index(d)) if given is not None and d in axes else default(d) for d in range(ndim)]
+        return _call(ctx, "concatenate", Tuple(pieces), axis=0)
+
+    begin = full(starts, lambda d: ctx.const([0], dtype))
+    end = full(ends, lambda d: element(shape, d))
+    strides = full(steps, lambda d: ctx.const([1], dtype))
+    return _call(ctx, "dyn.strided_slice", data, begin, end, strides)
 
 
 @converter("Gather", 1, 11, 13)
