@@ -43,7 +43,8 @@ Registry (Relay) operators with no Relax counterpart in TVM 0.27, Relay-only:
     nn.global_avg_pool2d, nn.global_max_pool2d, nn.lrn,
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
-R.max over the spatial axes ...; the dyn.* ops' shapes would be R.tensor_to_shape values). `RELAY_ONLY` lists them; a test keeps it in step with the registry.
+R.max over the spatial axes ...; the dyn.* ops' shapes would be R.tensor_to_shape values).
+`RELAY_ONLY` lists them; a test keeps it in step with the registry.
 
 Where Relax's semantics differ from the Relay operator it maps to, `convert` bridges them:
 reductions with `axis=[]` reduce nothing (Relay: everything); argmax/argmin give int64; split
