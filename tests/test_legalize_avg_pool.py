@@ -1,8 +1,9 @@
 """legalize-ops on R.nn.avg_pool2d (codegen/topi/pool.py): every case legalizes into one
 call_tir whose PrimFunc, run by the interpreters, equals the op's NumPy reference; and
 (tvm-marked) TVM 0.27's LegalizeOps prints byte-identical text for each case, including a grid
-of every stride 1..4, kernel 1..5 and padding below the kernel on sizes 7..9. The cases left
-unlegalized (dilation, ceil_mode, symbolic sizes, padding >= kernel) are checked as such."""
+of every stride 1..4, kernel 1..5 and padding below the kernel on sizes 7..9, with and without
+ceil_mode. The cases left unlegalized (dilation, symbolic sizes, padding >= kernel) are checked
+as such."""
 
 from __future__ import annotations
 
@@ -53,8 +54,16 @@ GRID: list[tuple[str, str, str]] = [
     if ph < k and pt < k and n + ph + pt >= k
 ]
 
+# the same grid with ceil_mode: the tail padded by stride - 1 more, the last window dropped
+# when it would start in that padding; the divisor is unchanged
+CEIL_GRID: list[tuple[str, str, str]] = [
+    (f"ceil-n{n}k{k}s{s}p{ph}{pt}-{'i' if inc else 'e'}",
+     *_pool(f"1x1x{n}x5", (k, 2), (s, 1), (ph, 1, pt, 0), inc, ", ceil_mode=True"))
+    for n, k, s, ph, pt, inc in itertools.product((7, 8, 9), range(1, 6), range(1, 5), range(3), range(3), (True, False))
+    if ph < k and pt < k and n + ph + pt >= k
+]
+
 UNLEGALIZED: list[tuple[str, str, str]] = [
-    ("ceil", *_pool("1x1x7x7", (3, 3), (2, 2), (0, 0, 0, 0), False, ", ceil_mode=True")),
     ("dilation", *_pool("1x1x7x7", (2, 2), (1, 1), (0, 0, 0, 0), True, ", dilation=[2, 2]")),
     ("symbolic", "x:1x1xnx7:float32", "R.nn.avg_pool2d(x, pool_size=[2, 2])"),
     ("pad-ge-kernel", *_pool("1x1x7x7", (2, 2), (1, 1), (2, 2, 2, 2), True)),
@@ -67,7 +76,7 @@ def _ops(mod) -> list[str]:
     return [b.value.op.name for blk in main.body.blocks for b in blk.bindings if isinstance(b.value, rx.Call)]
 
 
-@pytest.mark.parametrize("case", CASES + GRID[::7], ids=[c[0] for c in CASES + GRID[::7]])
+@pytest.mark.parametrize("case", CASES + GRID[::7] + CEIL_GRID[::7], ids=[c[0] for c in CASES + GRID[::7] + CEIL_GRID[::7]])
 def test_legalized_matches_reference(case):
     """One call_tir whose PrimFunc, run by the TIR interpreter, equals avg_pool2d's reference."""
     _, params, call = case
@@ -118,11 +127,12 @@ def _tvm_texts(tvm_python, tmp_path, cases) -> list[tuple[str, str]]:
 def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     """TVM 0.27's LegalizeOps prints exactly our text for every case and the whole grid."""
     failures = []
-    for path, theirs in _tvm_texts(tvm_python, tmp_path, CASES + GRID):
+    for path, theirs in _tvm_texts(tvm_python, tmp_path, CASES + GRID + CEIL_GRID):
         ours = to_text(legalize(parse(open(path).read())), show_meta_data=True)
         if ours.rstrip("\n") != theirs.rstrip("\n"):
             failures.append(f"{os.path.basename(path)}\n--- ours\n{ours}\n--- TVM\n{theirs}")
-    assert not failures, f"{len(failures)} of {len(CASES + GRID)} differ:\n" + "\n\n".join(failures[:2])
+    total = len(CASES + GRID + CEIL_GRID)
+    assert not failures, f"{len(failures)} of {total} differ:\n" + "\n\n".join(failures[:2])
 
 
 @pytest.mark.tvm

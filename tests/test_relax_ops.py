@@ -16,7 +16,9 @@ import pytest
 
 from irtool.analysis.struct_info import deduce_call
 from irtool.ir import tir
+from irtool.ir.expr import Attrs
 from irtool.ir.relax import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
+from irtool.ir.types import TensorType
 from irtool.ops import registry
 from irtool.ops import relax as rx
 from irtool.ops.registry import AttrError, TypeRelError
@@ -601,3 +603,24 @@ def test_symbolic_struct_info_agrees_with_tvm_numerically():
             if not agree(at_env(ours, env), theirs, name):
                 problems.append(f"{name} at {env}: ours {at_env(ours, env)}, TVM {theirs}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d"])
+def test_ceil_mode_drops_a_window_starting_in_the_tail_padding(op):
+    # regression: TVM 0.27's Relax drops the last ceil_mode window when it would start in the
+    # tail padding ((out - 1) * stride >= size + pad_head); Relay v0.19 keeps it
+    at = {"pool_size": (4, 1), "strides": (3, 1), "padding": (0, 0, 2, 0), "ceil_mode": True, "layout": "NCHW"}
+    relax_op = rx.get(f"relax.nn.{op}")
+    out = relax_op.infer([TensorType((1, 1, 9, 5), "float32")], {**_defaults(relax_op), **at})
+    assert out.shape == (1, 1, 3, 5)
+    relay = registry.get(f"nn.{op}")
+    relay_attrs = relay.make_attrs(Attrs({k: v for k, v in at.items() if relay.attrs and k in {a.name for a in relay.attrs}}))
+    assert relay.type_rel([TensorType((1, 1, 9, 5), "float32")], relay_attrs).shape == (1, 1, 4, 5)
+    x = np.random.default_rng(0).standard_normal((1, 1, 9, 5)).astype("float32")
+    got = relax_op.run([x], {**_defaults(relax_op), **at})
+    full = relay.ref(x, **dict(relay_attrs.items()))
+    np.testing.assert_array_equal(got, full[:, :, :3])
+
+
+def _defaults(op) -> dict:
+    return {a.name: a.default for a in op.attrs}

@@ -28,7 +28,9 @@ the stride scales a `min`/`max` out when it divides both of its constants and th
 is at most one stride (`min(v * 2 + 2, 8)` -> `min(v + 1, 4) * 2`, but `min(v * 2 + 4, 8)`
 stays), and a padding-free strided window counts the head as `min(v, 0) * s`. Checked
 byte-for-byte against TVM on every stride 1..4, kernel 1..5, pads 0..2 (< kernel), sizes 7..9
-(tests/test_legalize_avg_pool.py). Left unlegalized: dilation, ceil_mode, symbolic sizes,
+(tests/test_legalize_avg_pool.py); ceil_mode (the tail padded by stride - 1 more, the divisor
+unchanged) on the same grid. Left unlegalized: dilation (TVM's simplifier prints the dilated
+divisor `(end - first) / d + 1` in several shapes we do not reproduce yet), symbolic sizes,
 a pad >= kernel, and strided pools with a kernel over 5 or a pad over 2 (unverified forms).
 """
 
@@ -163,16 +165,23 @@ def _avg_pool_count(v: tir.Var, n: int, k: int, s: int, head: int, tail: int, in
     return tb.sub(tb.sub(tb.add(scaled_min(reach, n - 1), c(1 + head)), skipped), vs)
 
 
-def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axes: list[int]) -> te.Tensor:
-    """pool_impl_nd with pool_type avg, dilation 1 and ceil_mode False (constant sizes)."""
+def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axes: list[int],
+             ceil_mode: bool = False) -> te.Tensor:
+    """pool_impl_nd with pool_type avg (constant sizes). ceil_mode pads the tail by
+    stride - 1 more and keeps the last window only if it starts inside the input or the
+    head padding; the divisor is unchanged (TOPI subtracts that offset again)."""
     k = len(kernel)
     pad_before, pad_after = [0] * len(x.shape), [0] * len(x.shape)
     out_shape = list(x.shape)
     raxes = [te.reduce_axis((0, int(kernel[i])), name=f"rv{i}") for i in range(k)]
     for i, ii in enumerate(axes):
-        pad_before[ii], pad_after[ii] = int(padding[i]), int(padding[i + k])
-        size = const_int(x.shape[ii]) - int(kernel[i]) + int(padding[i]) + int(padding[i + k])
-        out_shape[ii] = tb.const(size // int(stride[i]) + 1, x.shape[ii].dtype)
+        n, s, head = const_int(x.shape[ii]), int(stride[i]), int(padding[i])
+        tail = int(padding[i + k]) + (s - 1 if ceil_mode else 0)
+        pad_before[ii], pad_after[ii] = head, tail
+        count = (n - int(kernel[i]) + head + tail) // s + 1
+        if ceil_mode and (count - 1) * s >= n + head:
+            count -= 1
+        out_shape[ii] = tb.const(count, x.shape[ii].dtype)
     do_pad = any(pad_before) or any(pad_after)
     temp = topi_pad(x, pad_before, pad_after, tb.const(0, x.dtype), "pad_temp") if do_pad else x
 
@@ -202,8 +211,7 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
 def _avg_pool2d(bb, call):
     at = call.attrs
     axes = height_width_axes(at["layout"])
-    if at["out_layout"] != at["layout"] or axes is None or at["ceil_mode"] or \
-            any(int(d) != 1 for d in at["dilation"]):
+    if at["out_layout"] != at["layout"] or axes is None or any(int(d) != 1 for d in at["dilation"]):
         return call  # see the module docstring
     shape = call.args[0].struct_info.shape
     kernel, padding = [int(p) for p in at["pool_size"]], [int(p) for p in at["padding"]]
@@ -214,7 +222,7 @@ def _avg_pool2d(bb, call):
         return call  # beyond the grid checked against TVM (module docstring)
     return bb.call_te(avg_pool, call.args[0], kernel=kernel, stride=strides,
                       padding=padding, count_include_pad=at["count_include_pad"], axes=axes,
-                      primfunc_name_hint="avg_pool2d")
+                      ceil_mode=bool(at["ceil_mode"]), primfunc_name_hint="avg_pool2d")
 
 
 @register_legalize("relax.nn.max_pool2d")

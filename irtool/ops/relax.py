@@ -660,6 +660,49 @@ def _args(spec: str) -> tuple:
 _OPS: dict[str, RelaxOp] = {}
 
 
+def _ceil_pool(relay_name: str) -> dict:
+    """rel and ref of a Relax 2-D pool: the Relay operator's, except that with ceil_mode
+    TVM 0.27's Relax drops a last window that would start in the tail padding
+    (`(out - 1) * stride >= size + pad_head`, src/relax/op/nn/pooling.cc), where Relay
+    (v0.19) keeps it."""
+    def relay_attrs(at: dict):
+        relay_def = registry.get(relay_name)
+        known = {a.name for a in relay_def.attrs}
+        return relay_def, relay_def.make_attrs(Attrs({k: v for k, v in at.items() if k in known}))
+
+    def dropped(in_shape, at) -> list[int]:
+        """The spatial axes whose last window is dropped."""
+        layout = at["layout"]
+        if not at["ceil_mode"] or "H" not in layout or "W" not in layout:
+            return []
+        out = []
+        for i, axis in enumerate((layout.index("H"), layout.index("W"))):
+            n, k, s, d = in_shape[axis], at["pool_size"][i], at["strides"][i], at["dilation"][i]
+            if n is ANY:
+                continue
+            raw = (n + at["padding"][i] + at["padding"][i + 2] - (k - 1) * d - 1 + s - 1) // s + 1
+            if (raw - 1) * s >= n + at["padding"][i]:
+                out.append(axis)
+        return out
+
+    def rel(args, at):
+        relay_def, ra = relay_attrs(at)
+        t = relay_def.type_rel(args, ra)
+        shape = list(t.shape)
+        for axis in dropped(tensor_arg(args, 0, "data").shape, at):
+            shape[axis] = shape[axis] - 1 if shape[axis] is not ANY else ANY
+        return TensorType(tuple(shape), t.dtype)
+
+    def ref(data, **at):
+        relay_def, ra = relay_attrs(at)
+        out = np.asarray(relay_def.ref(data, **dict(ra.items())))
+        index = [slice(None)] * out.ndim
+        for axis in dropped(data.shape, at):
+            index[axis] = slice(0, out.shape[axis] - 1)
+        return out[tuple(index)]
+    return {"rel": rel, "ref": ref}
+
+
 def _op(name: str, args: str, attrs=(), relay: str | None = None, **kw) -> None:
     if name in _OPS:
         raise ValueError(f"Relax operator {name} declared twice")
@@ -783,8 +826,10 @@ _op("relax.matmul",             "x1 x2",                         OUT_DTYPE,    N
 _op("relax.nn.conv2d",          "data weight",                   CONV2D,       "nn.conv2d",        derived=OUT_LAYOUT)
 _op("relax.nn.conv2d_transpose", "data weight",                  CONV2D_T,     "nn.conv2d_transpose",
     derived=OUT_LAYOUT)
-_op("relax.nn.max_pool2d",      "data",                          POOL2D,       "nn.max_pool2d",    derived=POOL_OUT)
-_op("relax.nn.avg_pool2d",      "data",                          POOL2D,       "nn.avg_pool2d",    derived=POOL_OUT)
+_op("relax.nn.max_pool2d",      "data",                          POOL2D,       "nn.max_pool2d",    derived=POOL_OUT,
+    **_ceil_pool("nn.max_pool2d"))
+_op("relax.nn.avg_pool2d",      "data",                          POOL2D,       "nn.avg_pool2d",    derived=POOL_OUT,
+    **_ceil_pool("nn.avg_pool2d"))
 _op("relax.nn.adaptive_avg_pool2d", "data",                      ADAPTIVE_POOL2D, "nn.adaptive_avg_pool2d",
     convert=_adaptive_pool, derived=POOL_OUT)
 _op("relax.nn.batch_norm",      "data gamma beta moving_mean moving_var", BATCH_NORM, "nn.batch_norm",
