@@ -119,9 +119,17 @@ class Schedule:
             raise ScheduleError("split of a symbolic extent needs a None factor")
         ref = self._loop_ref(var)
         new_vars = [tir.Var(f"{var.name}_{k}", var.dtype) for k in range(len(factors))]
-        fused: tir.PrimExpr = new_vars[0]
-        for v, size in zip(new_vars[1:], sizes[1:]):
-            fused = tb.add(tb.mul(fused, size), v)
+        if all(isinstance(size, tir.IntImm) for size in sizes[1:]):
+            # the simplifier's form: each loop times the product of the extents inside it
+            fused = None
+            for k, v in enumerate(new_vars):
+                scale = math.prod(size.value for size in sizes[k + 1:])
+                term = v if scale == 1 else tb.mul(v, tb.const(scale, var.dtype))
+                fused = term if fused is None else tb.add(fused, term)
+        else:
+            fused = new_vars[0]
+            for v, size in zip(new_vars[1:], sizes[1:]):
+                fused = tb.add(tb.mul(fused, size), v)
         exact = isinstance(extent, tir.IntImm) and all(isinstance(s, tir.IntImm) for s in sizes) and \
             math.prod(s.value for s in sizes) == extent.value
         guard = None if exact else tir.BinOp("lt", fused, extent)

@@ -177,6 +177,9 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
     if leading == 0:
         return
     inner = loops[leading - 1]
+    if rest_is_reduce and _is_contraction(block) and \
+            _schedule_contraction(sch, loops, leading, block, realize, lanes, parallel_ok):
+        return
     if rest_is_reduce and not _is_contraction(block) and _contiguous(block, _iter_var_of(block, realize, inner)) \
             and _extent(sch, inner) not in (0, 1):
         outer, vector_loop = _vector_split(sch, inner, lanes, alone=leading == 1)
@@ -186,6 +189,77 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
         _parallelize(sch, outer_spatial, parallel_ok)
         return
     _parallelize(sch, loops[:leading], parallel_ok)
+
+
+# register tile of a contraction: rows (broadcast operand) x vectors (contiguous operand)
+TILE_ROWS = (6, 4, 3, 2)
+TILE_VECTORS = 2
+
+
+def _schedule_contraction(sch: Schedule, loops: list, leading: int, block: tir.SBlock,
+                          realize: tir.SBlockRealize, lanes: int, parallel_ok: bool) -> bool:
+    """A register-blocked micro-kernel for `C[.., i, .., j] += A[.., i, .., r] * B[.., r, .., j]`
+    (matmul, dense after its weight transpose, batch matmul, conv2d's oc x ow): j, the last
+    spatial loop, is contiguous in C and in one operand; i is a spatial loop the other
+    operand reads and the first does not (each A element is broadcast across a vector).
+
+        for <outer spatial>, i_0, j_0 (parallel):          C tile: rows x (vectors * lanes)
+          for r...:                                        kept in registers across r
+            for i_1 (unroll rows): for j_1 (vectorized vectors * lanes):  C += A * B
+
+    Returns False (nothing changed) when the shape does not fit."""
+    from irtool.codegen.schedule import _loads, _uses
+
+    iter_of = {lv: _iter_var_of(block, realize, lv) for lv in loops}
+    j_loop = loops[leading - 1]
+    j_var = iter_of[j_loop]
+    if not _contiguous(block, j_var):
+        return False
+    store = block.body
+    value = store.value
+    product = value.b if isinstance(value.a, tir.BufferLoad) and value.a.buffer is store.buffer else value.a
+    while isinstance(product, tir.Cast):
+        product = product.value
+    sides = [_loads(product.a), _loads(product.b)]
+    uses_j = [any(_uses(i, j_var) for ld in side for i in ld.indices) for side in sides]
+    if uses_j.count(True) != 1:
+        return False
+    broadcast = sides[uses_j.index(False)]
+    contiguous = sides[uses_j.index(True)]
+
+    def reads(side, var):
+        return any(_uses(i, var) for ld in side for i in ld.indices)
+
+    rows = [lv for lv in loops[:leading - 1] if reads(broadcast, iter_of[lv]) and not reads(contiguous, iter_of[lv])]
+    j_extent = _extent(sch, j_loop)
+    if not rows or j_extent is None:
+        return False
+    i_loop = rows[-1]
+    i_extent = _extent(sch, i_loop)
+    vectors = next((v for v in (TILE_VECTORS, 1) if j_extent % (lanes * v) == 0), None)
+    if vectors is None or i_extent is None:
+        return False
+    tile_rows = i_extent if i_extent <= TILE_ROWS[0] else next((r for r in TILE_ROWS if i_extent % r == 0), 1)
+    others = [lv for lv in loops[:leading] if lv not in (i_loop, j_loop)]
+    tile = []
+    if tile_rows > 1:
+        i_outer, i_inner = sch.split(i_loop, [None, tile_rows]) if tile_rows < i_extent else (None, i_loop)
+        tile.append(i_inner)
+    else:
+        i_outer = i_loop
+    if vectors > 1:
+        j_outer, j_vectors, j_inner = sch.split(j_loop, [None, vectors, lanes])
+        tile += [j_vectors, j_inner]
+    else:
+        j_outer, j_inner = sch.split(j_loop, [None, lanes])
+        tile.append(j_inner)
+    outer = others + [v for v in (i_outer, j_outer) if v is not None]
+    sch.reorder(*outer, *loops[leading:], *tile)
+    for loop in tile[:-1]:
+        sch.unroll(loop)
+    sch.vectorize(j_inner)
+    _parallelize(sch, outer, parallel_ok)
+    return True
 
 
 def _schedule_spatial(sch: Schedule, loops: list, lanes: int, parallel_ok: bool) -> None:

@@ -45,6 +45,10 @@ PROGRAMS = {
     "layer_norm": ("R.nn.layer_norm(x, y, y, axes=[-1])", "{a}, {b}", "{b}"),
     "max_pool": ("R.nn.max_pool2d(x, pool_size=[2, 2], strides=[1, 1])", "1, {a}, {b1}, {c1}", None),
     "matmul_bias": ("R.add(R.matmul(x, y), y[0])", "{a}, {b}", "{b}, {b}"),
+    # register-tiled contractions: the columns are a multiple of every vector width
+    "matmul_tile": ("R.matmul(x, y)", "{a}, {b}", "{b}, 48"),
+    "batch_matmul_tile": ("R.matmul(x, y)", "2, {a}, {c}", "2, {c}, 32"),
+    "conv_tile": ("R.nn.relu(R.nn.conv2d(x, y, padding=[1, 1, 1, 1]))", "1, {c}, {a}, 16", "{b}, {c}, 3, 3"),
 }
 SIZES = [(1, 1, 1), (1, 7, 3), (3, 17, 5), (13, 31, 2), (2, 33, 9)]
 VECTOR_BITS = (128, 256, 512)
