@@ -194,6 +194,7 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
 # register tile of a contraction: rows (broadcast operand) x vectors (contiguous operand)
 TILE_ROWS = (6, 4, 3, 2)
 TILE_VECTORS = 2
+SHORT_ROW = 4  # vectors: a row up to this many is one tile, vectorised whole
 
 
 def _schedule_contraction(sch: Schedule, loops: list, leading: int, block: tir.SBlock,
@@ -237,6 +238,8 @@ def _schedule_contraction(sch: Schedule, loops: list, leading: int, block: tir.S
     i_loop = rows[-1]
     i_extent = _extent(sch, i_loop)
     vectors = next((v for v in (TILE_VECTORS, 1) if j_extent % (lanes * v) == 0), None)
+    if vectors is None and 1 < j_extent <= SHORT_ROW * lanes:
+        vectors = 0  # a short row (conv's 28, 14, 7 columns): vectorised whole, LLVM takes the tail
     if vectors is None or i_extent is None:
         return False
     tile_rows = i_extent if i_extent <= TILE_ROWS[0] else next((r for r in TILE_ROWS if i_extent % r == 0), 1)
@@ -247,7 +250,10 @@ def _schedule_contraction(sch: Schedule, loops: list, leading: int, block: tir.S
         tile.append(i_inner)
     else:
         i_outer = i_loop
-    if vectors > 1:
+    if vectors == 0:
+        j_outer, j_inner = None, j_loop
+        tile.append(j_inner)
+    elif vectors > 1:
         j_outer, j_vectors, j_inner = sch.split(j_loop, [None, vectors, lanes])
         tile += [j_vectors, j_inner]
     else:
