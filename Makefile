@@ -62,8 +62,11 @@ lint: venv
 	$(BIN)/ruff check .
 
 bench: venv
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python benchmarks/text_throughput.py
 	$(BIN)/python benchmarks/fuse_ops.py $(if $(TVM_PYTHON),--tvm-python $(TVM_PYTHON))
+	$(BIN)/python benchmarks/matmul.py
+	$(BIN)/python benchmarks/native_models.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info lit_tests/relay/Output .pytest_cache .hypothesis

@@ -182,6 +182,16 @@ class _Recurrence:
             finals = states
         return outputs, finals
 
+    def each_direction(self, step_for, initial_for) -> tuple:
+        """Run `step_for(d)` from `initial_for(d)` in every direction and assemble Y and
+        the final states."""
+        outputs, finals = [], []
+        for d in range(self.num_directions):
+            outs, fin = self.run(d, step_for(d), initial_for(d))
+            outputs.append(outs)
+            finals.append(fin)
+        return self.assemble(outputs, finals)
+
     def assemble(self, outputs_per_direction: list[list], finals_per_direction: list[list]) -> tuple:
         """Y [T, D, batch, hidden] and each final state [D, batch, hidden] (batch first
         with layout=1)."""
@@ -210,18 +220,16 @@ def _reorder(ctx, x, count: int, order: list[int]):
 def _rnn(ctx, inputs, attrs):
     rec = _Recurrence(ctx, inputs, attrs, gates=1)
     acts = _activations(ctx, attrs, ["Tanh"], rec.num_directions)
-    outputs, finals = [], []
-    for d in range(rec.num_directions):
+
+    def step_for(d):
         w, r = rec.w[d], rec.r[d]
         wb, rb = rec.b[d] if rec.b is not None else (None, None)
 
-        def step(x, states, w=w, r=r, wb=wb, rb=rb, act=acts[d]):
+        def step(x, states):
             pre = _call(ctx, "add", _dense(ctx, x, w, wb), _dense(ctx, states[0], r, rb))
-            return [act(rec.gate_input(pre))]
-        outs, fin = rec.run(d, step, [rec.h0[d]])
-        outputs.append(outs)
-        finals.append(fin)
-    return rec.assemble(outputs, finals)
+            return [acts[d](rec.gate_input(pre))]
+        return step
+    return rec.each_direction(step_for, lambda d: [rec.h0[d]])
 
 
 @converter("GRU", 7, 14)
@@ -229,16 +237,16 @@ def _gru(ctx, inputs, attrs):
     rec = _Recurrence(ctx, inputs, attrs, gates=3)
     acts = _activations(ctx, attrs, ["Sigmoid", "Tanh"], rec.num_directions)
     linear_before_reset = bool(attrs.get("linear_before_reset", 0))
-    outputs, finals = [], []
-    for d in range(rec.num_directions):
+    order = [1, 0, 2]  # ONNX z-r-h -> r-z-h
+
+    def step_for(d):
         rz_act, n_act = acts[2 * d], acts[2 * d + 1]
-        order = [1, 0, 2]  # ONNX z-r-h -> r-z-h
         w, r = _reorder(ctx, rec.w[d], 3, order), _reorder(ctx, rec.r[d], 3, order)
         wb = rb = None
         if rec.b is not None:
             wb, rb = (_reorder(ctx, half, 3, order) for half in rec.b[d])
 
-        def step(x, states, w=w, r=r, wb=wb, rb=rb, rz_act=rz_act, n_act=n_act):
+        def step(x, states):
             h = states[0]
             i_r, i_z, i_n = _parts(ctx, _dense(ctx, x, w, wb), 3, axis=-1)
             if linear_before_reset:
@@ -255,10 +263,8 @@ def _gru(ctx, inputs, attrs):
             n_gate = n_act(rec.gate_input(n_in))
             # (1 - z) * n + z * h, written as TVM's gru_cell writes it
             return [_call(ctx, "add", _call(ctx, "multiply", _call(ctx, "subtract", h, n_gate), z_gate), n_gate)]
-        outs, fin = rec.run(d, step, [rec.h0[d]])
-        outputs.append(outs)
-        finals.append(fin)
-    return rec.assemble(outputs, finals)
+        return step
+    return rec.each_direction(step_for, lambda d: [rec.h0[d]])
 
 
 @converter("LSTM", 7, 14)
@@ -275,9 +281,9 @@ def _lstm(ctx, inputs, attrs):
             c0 = _call(ctx, "transpose", c0, axes=[1, 0, 2])
         c_init = [_squeeze0(ctx, p) for p in _parts(ctx, c0, rec.num_directions)]
     acts = _activations(ctx, attrs, ["Sigmoid", "Tanh", "Tanh"], rec.num_directions)
-    outputs, finals = [], []
     order = [0, 2, 3, 1]  # ONNX i-o-f-c -> i-f-c-o
-    for d in range(rec.num_directions):
+
+    def step_for(d):
         f_act, g_act, h_act = acts[3 * d: 3 * d + 3]
         weights = _concat(ctx, [_reorder(ctx, rec.w[d], 4, order), _reorder(ctx, rec.r[d], 4, order)], axis=1)
         biases = [] if rec.b is None else [_reorder(ctx, half, 4, order) for half in rec.b[d]]
@@ -286,8 +292,7 @@ def _lstm(ctx, inputs, attrs):
             p_i, p_o, p_f = (_squeeze0(ctx, _parts(ctx, p, rec.num_directions)[d])
                              for p in _parts(ctx, peepholes, 3, axis=1))
 
-        def step(x, states, weights=weights, biases=biases, p_i=p_i, p_o=p_o, p_f=p_f,
-                 f_act=f_act, g_act=g_act, h_act=h_act):
+        def step(x, states):
             h, c = states
             gates = _dense(ctx, _concat(ctx, [x, h], axis=1), weights)
             for bias in biases:
@@ -303,7 +308,5 @@ def _lstm(ctx, inputs, attrs):
                 o_gate = _call(ctx, "add", o_gate, _call(ctx, "multiply", p_o, c))
             h = _call(ctx, "multiply", f_act(rec.gate_input(o_gate)), h_act(c))
             return [h, c]
-        outs, fin = rec.run(d, step, [rec.h0[d], c_init[d]])
-        outputs.append(outs)
-        finals.append(fin)
-    return rec.assemble(outputs, finals)
+        return step
+    return rec.each_direction(step_for, lambda d: [rec.h0[d], c_init[d]])
