@@ -214,7 +214,7 @@ def _schedule_contraction(sch: Schedule, loops: list, leading: int, block: tir.S
     iter_of = {lv: _iter_var_of(block, realize, lv) for lv in loops}
     j_loop = loops[leading - 1]
     j_var = iter_of[j_loop]
-    if not _contiguous(block, j_var):
+    if not _last_index_only(block, j_var):
         return False
     store = block.body
     value = store.value
@@ -266,6 +266,18 @@ def _schedule_contraction(sch: Schedule, loops: list, leading: int, block: tir.S
     sch.vectorize(j_inner)
     _parallelize(sch, outer, parallel_ok)
     return True
+
+
+def _last_index_only(block: tir.SBlock, var: tir.Var) -> bool:
+    """`var` indexes only the last dimension of every access, with unit stride in the
+    block's own store; a load may step by a constant stride (a strided convolution's
+    input: LLVM loads interleaved vectors)."""
+    from irtool.codegen.schedule import _loads, _own_stores, _uses
+
+    for st in _own_stores(block):
+        if any(_uses(i, var) for i in st.indices[:-1]) or not _unit_stride(st.indices[-1], var):
+            return False
+    return not any(_uses(i, var) for ld in _loads(block.body) for i in ld.indices[:-1])
 
 
 def _schedule_spatial(sch: Schedule, loops: list, lanes: int, parallel_ok: bool) -> None:

@@ -50,6 +50,7 @@ PROGRAMS = {
     "batch_matmul_tile": ("R.matmul(x, y)", "2, {a}, {c}", "2, {c}, 32"),
     "conv_tile": ("R.nn.relu(R.nn.conv2d(x, y, padding=[1, 1, 1, 1]))", "1, {c}, {a}, 16", "{b}, {c}, 3, 3"),
     "conv_short_row": ("R.nn.conv2d(x, y)", "1, {c}, 9, 16", "4, {c}, 1, 3"),
+    "conv_strided": ("R.nn.conv2d(x, y, strides=[2, 2], padding=[1, 1, 1, 1])", "1, {c}, 9, 33", "4, {c}, 3, 3"),
 }
 SIZES = [(1, 1, 1), (1, 7, 3), (3, 17, 5), (13, 31, 2), (2, 33, 9)]
 VECTOR_BITS = (128, 256, 512)
