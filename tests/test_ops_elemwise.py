@@ -100,8 +100,8 @@ def pairs(dtype, nonzero_rhs=False):
 # ------------------------------------------------------------------ declarations vs TVM
 
 UNARY_NAMES = ["negative", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "erf", "floor", "ceil", "round",
-               "trunc", "sign", "sin", "cos", "nn.relu", "copy", "zeros_like", "ones_like", "logical_not",
-               "annotation.stop_fusion"]
+               "trunc", "sign", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+               "nn.relu", "copy", "zeros_like", "ones_like", "logical_not", "annotation.stop_fusion"]
 BINARY_NAMES = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power", "maximum",
                 "minimum", "logical_and", "logical_or"]
 COMPARE_NAMES = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
@@ -316,6 +316,17 @@ UNARY = {
     "sign": (_py_sign, FLOATS + INTS, (0, 0), "Sign", lambda x: ~np.isnan(x)),
     "sin": (_safe(math.sin, lambda v: NAN), FLOATS, (2e-7, 1e-15), "Sin", None),
     "cos": (_safe(math.cos, lambda v: NAN), FLOATS, (2e-7, 1e-15), "Cos", None),
+    # math.* on the float64 value, then rounded: NaN outside the domain, inf where it overflows
+    "tan": (_safe(math.tan, lambda v: NAN), FLOATS, (2e-7, 1e-15), "Tan", None),
+    "asin": (_safe(math.asin, lambda v: NAN), FLOATS, (2e-7, 1e-15), "Asin", None),
+    "acos": (_safe(math.acos, lambda v: NAN), FLOATS, (2e-7, 1e-15), "Acos", None),
+    "atan": (_safe(math.atan, lambda v: NAN), FLOATS, (2e-7, 1e-15), "Atan", None),
+    "sinh": (_safe(math.sinh, lambda v: math.copysign(INF, v)), FLOATS, (2e-7, 1e-15), "Sinh", None),
+    "cosh": (_safe(math.cosh, lambda v: INF), FLOATS, (2e-7, 1e-15), "Cosh", None),
+    "asinh": (_safe(math.asinh, lambda v: NAN), FLOATS, (2e-7, 1e-15), "Asinh", None),
+    "acosh": (_safe(math.acosh, lambda v: NAN), FLOATS, (2e-7, 1e-15), "Acosh", None),
+    "atanh": (_safe(math.atanh, lambda v: NAN if abs(v) > 1 else math.copysign(INF, v)), FLOATS, (2e-7, 1e-15),
+              "Atanh", None),
     "nn.relu": (_py_relu, FLOATS + INTS, (0, 0), "Relu", lambda x: ~np.isnan(x)),
     "copy": (lambda v: v, FLOATS + INTS + ("bool",), (0, 0), "Identity", None),
     "zeros_like": (lambda v: 0, FLOATS + INTS + ("bool",), (0, 0), None, None),
@@ -323,7 +334,10 @@ UNARY = {
     "logical_not": (operator.not_, ("bool",), (0, 0), "Not", None),
     "annotation.stop_fusion": (lambda v: v, FLOATS + INTS + ("bool",), (0, 0), "Identity", None),
 }
-ONNX_UNARY_DTYPES = {"Erf": ("float32",), "Floor": FLOATS, "Ceil": FLOATS, "Round": FLOATS}
+ONNX_UNARY_DTYPES = {"Erf": ("float32",), "Floor": FLOATS, "Ceil": FLOATS, "Round": FLOATS,
+                     # onnxruntime implements these for float only
+                     **{op: ("float32",) for op in ("Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
+                                                    "Atanh")}}
 
 
 def test_unary_table_covers_every_unary_op():

@@ -23,7 +23,10 @@ from . import converter
 # ONNX op -> (Relay op, the opset the ONNX op starts at), for ops that map one to one
 _UNARY = {"Relu": ("nn.relu", 1), "Sigmoid": ("sigmoid", 1), "Tanh": ("tanh", 1), "Exp": ("exp", 1),
           "Log": ("log", 1), "Sqrt": ("sqrt", 1), "Neg": ("negative", 1), "Abs": ("abs", 1), "Erf": ("erf", 9),
-          "Not": ("logical_not", 1), "Floor": ("floor", 1), "Ceil": ("ceil", 1)}
+          "Not": ("logical_not", 1), "Floor": ("floor", 1), "Ceil": ("ceil", 1), "Sin": ("sin", 7),
+          "Cos": ("cos", 7), "Tan": ("tan", 7), "Asin": ("asin", 7), "Acos": ("acos", 7), "Atan": ("atan", 7),
+          "Sinh": ("sinh", 9), "Cosh": ("cosh", 9), "Asinh": ("asinh", 9), "Acosh": ("acosh", 9),
+          "Atanh": ("atanh", 9)}
 # binary ops: legacy `broadcast`/`axis` attributes before opset 7, NumPy broadcasting from 7
 _BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide",
            "Equal": "equal", "Less": "less", "Greater": "greater", "And": "logical_and", "Or": "logical_or"}
