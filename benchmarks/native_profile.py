@@ -1,0 +1,76 @@
+"""Where a native model's time goes: each PrimFunc of `irtool.build`'s module timed alone on
+random inputs of its buffer shapes (best of 3), times the number of calls `main` makes.
+An estimate (no cache effects between kernels), in the same run; never an assertion.
+
+    .venv/bin/python benchmarks/native_profile.py resnet18 [--threads 1] [--top 15]
+
+Models: those of native_models.py (mlp, resnet20, resnet18, mobilenetv2, transformer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+import warnings
+
+import numpy as np
+from native_models import onnx_model
+
+
+def kernel_times(exe) -> list[tuple[float, str, int, list]]:
+    """(estimated seconds, name, calls, buffer shapes) per PrimFunc, slowest first."""
+    from irtool.ir import tir
+    from irtool.text import to_text
+
+    main_text = to_text(exe.mod)
+    rows = []
+    for name, func in exe.mod.functions.items():
+        if not isinstance(func, tir.PrimFunc):
+            continue
+        calls = len(re.findall(rf"cls\.{re.escape(name)}\b", main_text))
+        buffers = dict(func.buffer_map)
+        if calls == 0 or any(p not in buffers for p in func.params):
+            continue
+        rng = np.random.default_rng(0)
+        args, shapes = [], []
+        for p in func.params:
+            buf = buffers[p]
+            shape = [int(d.value) for d in buf.shape]
+            shapes.append(tuple(shape))
+            args.append(rng.standard_normal(shape).astype(buf.dtype) if "float" in buf.dtype
+                        else np.zeros(shape, buf.dtype))
+        fn = exe[name]
+        fn(*args)
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            fn(*args)
+            best = min(best, time.perf_counter() - start)
+        rows.append((best * calls, name, calls, shapes))
+    return sorted(rows, reverse=True)
+
+
+def main() -> None:
+    import irtool
+    from irtool.codegen.native import set_num_threads
+    from irtool.frontend.onnx import from_onnx
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("model")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--top", type=int, default=15)
+    args = p.parse_args()
+    warnings.simplefilter("ignore")
+    set_num_threads(args.threads)
+    exe = irtool.build(from_onnx(onnx_model(args.model))[0])
+    rows = kernel_times(exe)
+    total = sum(r[0] for r in rows)
+    print(f"{'ms':>9} {'share':>6} {'calls':>5}  kernel (buffer shapes)")
+    for seconds, name, calls, shapes in rows[:args.top]:
+        print(f"{seconds * 1e3:>9.2f} {seconds / total:>6.1%} {calls:>5}  {name} {shapes}")
+    print(f"{total * 1e3:>9.2f}  in all ({len(rows)} kernels)")
+
+
+if __name__ == "__main__":
+    main()
