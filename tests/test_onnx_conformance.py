@@ -34,6 +34,8 @@ _3D_WINDOWS = "3-D windows (rank-5 input) are not supported: the pooling and con
 _TRAINING = "training mode is not supported (the importer is for inference)"
 _NARROW_DTYPES = "float8/float4/int4/int2 element types (ONNX types 17-26) have no irtool dtype"
 _STRINGS = "string tensors are not supported"
+_BF16_STEPS = ("bfloat16 Celu is computed op by op in bfloat16 (each of exp, divide, multiply rounds), the reference "
+               "in float32 and rounded once: one element differs by 2 bf16 ULP")
 _FLOAT_MOD = ("Mod of floats with fmod=0 (the ONNX spec requires fmod=1 for floats): Relay's floor_mod is TVM's "
               "a - floor(a / b) * b, which gives nan where NumPy's mod gives inf or -0")
 _SEQUENCES = "sequence and optional types are not supported"
@@ -41,6 +43,7 @@ _POOL_INDICES = "MaxPool's Indices output is not supported"
 
 # case name -> why it fails. Keep docs/onnx.md ("Conformance exceptions") in step.
 EXCEPTIONS: dict[str, str] = {
+    "test_celu_bfloat16": _BF16_STEPS,
     **{f"test_mod_float_edge_cases_fmod_0_{t}": _FLOAT_MOD for t in ("float16", "float32", "float64")},
     "test_averagepool_3d_default": _3D_WINDOWS,
     "test_averagepool_3d_dilations_small": _3D_WINDOWS,

@@ -313,6 +313,99 @@ for _onnx, (_relay, _since) in _REDUCE.items():
     converter(_onnx, _since)(_reduce_input(_relay))
 
 
+def _logsumexp(ctx, x, axes, keepdims: int, noop_with_empty_axes: int = 0):
+    """log(sum(exp(x - max))) + max, as TOPI's logsumexp keeps exp from overflowing."""
+    if not axes and noop_with_empty_axes:
+        return x
+    axes = tuple(int(a) for a in axes) if axes else None
+    peak = ctx.call("max", x, axis=axes, keepdims=True)
+    total = ctx.call("sum", ctx.call("exp", ctx.call("subtract", x, peak)), axis=axes, keepdims=bool(keepdims))
+    return ctx.call("add", ctx.call("log", total), peak if keepdims else ctx.call("max", x, axis=axes))
+
+
+# ONNX reductions that TVM's converter composes: (before the sum, after it), as v0.19 does
+_SUM_COMPOSED = {
+    "ReduceL1": (lambda ctx, x: ctx.call("abs", x), None),
+    "ReduceL2": (lambda ctx, x: ctx.call("multiply", x, x), lambda ctx, y: ctx.call("sqrt", y)),
+    "ReduceSumSquare": (lambda ctx, x: ctx.call("multiply", x, x), None),
+    "ReduceLogSum": (None, lambda ctx, y: ctx.call("log", y)),
+}
+
+
+def _composed(before, after, from_input: bool):
+    def convert(ctx, inputs, attrs):
+        x = inputs[0]
+        if not ctx.shape_of(x):  # a scalar: as TVM, promoted to 1-D
+            x = ctx.call("expand_dims", x, axis=0)
+        if from_input:
+            axes_input = inputs[1] if len(inputs) > 1 else None
+            axes = None if axes_input is None else ctx.required_value(axes_input, "the `axes` input").reshape(-1)
+            axes, noop = (None if axes is None else axes.tolist()), attrs.get("noop_with_empty_axes", 0)
+        else:
+            axes, noop = attrs.get("axes"), 0
+        if before is None and after is None:
+            return _logsumexp(ctx, x, axes, attrs.get("keepdims", 1), noop)
+        y = _reduce(ctx, "sum", before(ctx, x) if before else x, axes, attrs.get("keepdims", 1), noop)
+        return after(ctx, y) if after else y
+    return convert
+
+
+for _onnx, (_before, _after) in {**_SUM_COMPOSED, "ReduceLogSumExp": (None, None)}.items():
+    converter(_onnx, 1)(_composed(_before, _after, from_input=False))
+    converter(_onnx, 18)(_composed(_before, _after, from_input=True))
+
+
+@converter("Selu", 1, 6)
+def _selu(ctx, inputs, attrs):
+    """gamma * (relu(x) - alpha * relu(1 - exp(x))), TVM's composition."""
+    x = inputs[0]
+    alpha = float(attrs.get("alpha", 1.67326319217681884765625))
+    gamma = float(attrs.get("gamma", 1.05070102214813232421875))
+    negative = ctx.call("multiply", _scalar(ctx, -alpha, x),
+                        ctx.call("nn.relu", ctx.call("subtract", _scalar(ctx, 1, x), ctx.call("exp", x))))
+    return ctx.call("multiply", _scalar(ctx, gamma, x), ctx.call("add", negative, ctx.call("nn.relu", x)))
+
+
+@converter("Celu", 12)
+def _celu(ctx, inputs, attrs):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    x = inputs[0]
+    alpha, zero = _scalar(ctx, attrs.get("alpha", 1.0), x), _scalar(ctx, 0, x)
+    tail = ctx.call("multiply", alpha, ctx.call("subtract", ctx.call("exp", ctx.call("divide", x, alpha)),
+                                                _scalar(ctx, 1, x)))
+    return ctx.call("add", ctx.call("maximum", zero, x), ctx.call("minimum", zero, tail))
+
+
+@converter("ThresholdedRelu", 10)
+def _thresholded_relu(ctx, inputs, attrs):
+    """x where x > alpha, else 0."""
+    x = inputs[0]
+    mask = ctx.call("cast", ctx.call("greater", x, _scalar(ctx, attrs.get("alpha", 1.0), x)), dtype=_dtype(ctx, x))
+    return ctx.call("multiply", x, mask)
+
+
+@converter("Softsign", 1)
+def _softsign(ctx, inputs, attrs):
+    x = inputs[0]
+    return ctx.call("divide", x, ctx.call("add", _scalar(ctx, 1, x), ctx.call("abs", x)))
+
+
+@converter("Shrink", 9)
+def _shrink(ctx, inputs, attrs):
+    """x + bias below -lambd, x - bias above lambd, 0 between."""
+    x = inputs[0]
+    lambd, bias = _scalar(ctx, attrs.get("lambd", 0.5), x), _scalar(ctx, attrs.get("bias", 0.0), x)
+    zeros = ctx.call("zeros_like", x)
+    below = ctx.call("where", ctx.call("less", x, ctx.call("negative", lambd)), ctx.call("add", x, bias), zeros)
+    above = ctx.call("where", ctx.call("greater", x, lambd), ctx.call("subtract", x, bias), zeros)
+    return ctx.call("add", below, above)
+
+
+@converter("Sign", 9)
+def _sign(ctx, inputs, attrs):
+    return ctx.call("sign", inputs[0])
+
+
 @converter("ArgMax", 1)
 def _argmax(ctx, inputs, attrs):
     out = ctx.call("argmax", inputs[0], axis=(int(attrs.get("axis", 0)),), keepdims=bool(attrs.get("keepdims", 1)),
