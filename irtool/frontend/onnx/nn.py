@@ -467,3 +467,14 @@ def _dropout(ctx, inputs, attrs):
         mask_dtype = "bool" if ctx.opset >= 10 else _dtype(ctx, x)
         outputs.append(_call(ctx, "cast", _call(ctx, "ones_like", x), dtype=mask_dtype))
     return outputs
+
+
+@converter("MeanVarianceNormalization", 9, 13)
+def _mean_variance_normalization(ctx, inputs, attrs):
+    """(x - mean) / sqrt(mean(x^2) - mean^2) over `axes`, as TVM's converter computes it."""
+    x = inputs[0]
+    axes = tuple(int(a) for a in attrs.get("axes", (0, 2, 3)))
+    mean = _call(ctx, "mean", x, axis=axes, keepdims=True)
+    mean_of_squares = _call(ctx, "mean", _call(ctx, "multiply", x, x), axis=axes, keepdims=True)
+    variance = _call(ctx, "subtract", mean_of_squares, _call(ctx, "multiply", mean, mean))
+    return _call(ctx, "divide", _call(ctx, "subtract", x, mean), _call(ctx, "sqrt", variance))

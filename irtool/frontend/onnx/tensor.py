@@ -651,3 +651,36 @@ def _resize(ctx, inputs, attrs):
                                              bool(attrs.get("exclude_outside", 0)), antialias)
         result = _resize_axis(ctx, result, a, idx, weights, outside, fill, dtype)
     return result
+
+
+# ----------------------------------------------------------------------------- depth <-> space
+
+
+def _block_shuffle(ctx, x, split: list, perm: list, out: list):
+    """reshape -> transpose -> reshape: TVM's nn.depth_to_space / nn.space_to_depth as the
+    data movement they are (static shapes)."""
+    y = _call(ctx, "reshape", x, newshape=split)
+    return _call(ctx, "reshape", _call(ctx, "transpose", y, axes=perm), newshape=out)
+
+
+@converter("DepthToSpace", 1, 11)
+def _depth_to_space(ctx, inputs, attrs):
+    n, c, h, w = _static(ctx, inputs[0], "DepthToSpace")
+    b = int(attrs["blocksize"])
+    if c % (b * b):
+        raise ctx.error(f"DepthToSpace: {c} channels do not split into blocks of {b}x{b}")
+    out = [n, c // (b * b), h * b, w * b]
+    if attrs.get("mode", "DCR") == "CRD":
+        return _block_shuffle(ctx, inputs[0], [n, c // (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3], out)
+    return _block_shuffle(ctx, inputs[0], [n, b, b, c // (b * b), h, w], [0, 3, 4, 1, 5, 2], out)
+
+
+@converter("SpaceToDepth", 1, 13)
+def _space_to_depth(ctx, inputs, attrs):
+    n, c, h, w = _static(ctx, inputs[0], "SpaceToDepth")
+    b = int(attrs["blocksize"])
+    if h % b or w % b:
+        raise ctx.error(f"SpaceToDepth: {h}x{w} does not split into blocks of {b}x{b}")
+    # DCR (the default): the block offsets outermost in the channels; CRD (a newer `mode`): innermost
+    perm = [0, 1, 3, 5, 2, 4] if attrs.get("mode", "DCR") == "CRD" else [0, 3, 5, 1, 2, 4]
+    return _block_shuffle(ctx, inputs[0], [n, c, h // b, b, w // b, b], perm, [n, c * b * b, h // b, w // b])
