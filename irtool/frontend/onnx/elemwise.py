@@ -411,3 +411,41 @@ def _argmax(ctx, inputs, attrs):
     out = ctx.call("argmax", inputs[0], axis=(int(attrs.get("axis", 0)),), keepdims=bool(attrs.get("keepdims", 1)),
                    select_last_index=bool(attrs.get("select_last_index", 0)))
     return ctx.call("cast", out, dtype="int64")
+
+
+@converter("Mish", 18)
+def _mish(ctx, inputs, attrs):
+    """x * tanh(log(1 + exp(x))), as TVM's converter computes it."""
+    x = inputs[0]
+    return ctx.call("multiply", x, ctx.call("tanh", ctx.call("log", ctx.call("add", _scalar(ctx, 1, x),
+                                                                             ctx.call("exp", x)))))
+
+
+@converter("Gelu", 20)
+def _gelu(ctx, inputs, attrs):
+    """0.5 x (1 + erf(x / sqrt 2)); `approximate="tanh"`: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    x = inputs[0]
+    if attrs.get("approximate", "none") == "tanh":
+        cube = ctx.call("multiply", ctx.call("multiply", x, x), x)
+        inner = ctx.call("multiply", _scalar(ctx, (2 / np.pi) ** 0.5, x),
+                         ctx.call("add", x, ctx.call("multiply", _scalar(ctx, 0.044715, x), cube)))
+        shape = ctx.call("tanh", inner)
+    else:
+        shape = ctx.call("erf", ctx.call("divide", x, _scalar(ctx, 2 ** 0.5, x)))
+    return ctx.call("multiply", ctx.call("multiply", _scalar(ctx, 0.5, x), x),
+                    ctx.call("add", _scalar(ctx, 1, x), shape))
+
+
+@converter("LpNormalization", 1)
+def _lp_normalization(ctx, inputs, attrs):
+    """x / ||x||_p along `axis` (p = 1 or 2); 0 where the norm is 0, as onnx defines it."""
+    x, p = inputs[0], int(attrs.get("p", 2))
+    axis = (int(attrs.get("axis", -1)),)
+    if p == 1:
+        norm = ctx.call("sum", ctx.call("abs", x), axis=axis, keepdims=True)
+    elif p == 2:
+        norm = ctx.call("sqrt", ctx.call("sum", ctx.call("multiply", x, x), axis=axis, keepdims=True))
+    else:
+        raise ctx.error(f"LpNormalization p must be 1 or 2, got {p}")
+    zero = _scalar(ctx, 0, x)
+    return ctx.call("where", ctx.call("equal", norm, zero), ctx.call("zeros_like", x), ctx.call("divide", x, norm))

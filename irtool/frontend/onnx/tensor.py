@@ -107,6 +107,13 @@ def _range(ctx, inputs, attrs):
     return ctx.const(np.asarray(start) + np.asarray(delta) * np.arange(n).astype(dtype), dtype)
 
 
+@converter("Size", 1)
+def _size(ctx, inputs, attrs):
+    """The element count, an int64 scalar: a constant (static shapes only: Relay's
+    ndarray_size, which TVM uses otherwise, is not in the registry)."""
+    return ctx.const(math.prod(_static(ctx, inputs[0], "Size")), "int64")
+
+
 @converter("Cast", 1)
 def _cast(ctx, inputs, attrs):
     to = attrs.get("to")
