@@ -24,7 +24,7 @@ _LAZY = {
     "structural_hash": ("irtool.ir.structural", "structural_hash"),
     "IRModule": ("irtool.ir.module", "IRModule"),
     "DiagnosticError": ("irtool.diagnostics", "DiagnosticError"),
-    "interpret": ("irtool.interpreter", "interpret"),
+    "interpret": ("irtool.exec.relay", "interpret"),
     "infer_types": ("irtool.analysis.type_infer", "infer_types"),
     "build": ("irtool.codegen.executable", "build"),
 }
@@ -34,7 +34,7 @@ def __getattr__(name: str):
     if name in _LAZY:
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
-    if name in ("ir", "text", "transform", "passes", "diagnostics", "ops", "analysis", "interpreter", "codegen"):
+    if name in ("ir", "text", "transform", "passes", "diagnostics", "ops", "analysis", "exec", "codegen"):
         return importlib.import_module(f"irtool.{name}")
     raise AttributeError(f"module 'irtool' has no attribute {name!r}")
 

@@ -60,7 +60,8 @@ from irtool.analysis.type_infer import TypeInferencer
 from irtool.codegen.call_te import BlockBuilder
 from irtool.codegen.topi import legalization
 from irtool.diagnostics import DiagnosticError
-from irtool.interpreter import Interpreter, InterpreterError, describe, value_matches
+from irtool.exec.relay import Interpreter, InterpreterError, describe, value_matches
+from irtool.exec.tir import run_prim_func
 from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem
@@ -73,7 +74,6 @@ from irtool.ops.common import np
 from irtool.ops.registry import get
 from irtool.passes.dead_code_elimination import remove_all_unused
 from irtool.text.relay_printer import format_type
-from irtool.tir_interpreter import run_prim_func
 from irtool.transform import FunctionPass, register
 
 # A folded constant lives in the program text (and in memory while the pass runs): a

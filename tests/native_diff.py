@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from irtool.codegen.native import NativeLibrary, compile_tir
+from irtool.exec.relax import RelaxInterpreter
 from irtool.ir import tir
 from irtool.ir.module import IRModule
-from irtool.relax_interpreter import RelaxInterpreter
 
 MAX_ULP = 4  # transcendental functions: libm's and NumPy's versions may differ in the last bits
 

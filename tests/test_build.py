@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 import irtool
 from irtool.codegen.executable import BuildError, plan_storage
 from irtool.codegen.native import NativeError
+from irtool.exec.relax import run_relax
 from irtool.ir import relax as rx
-from irtool.relax_interpreter import run_relax
 
 DATA = Path(__file__).parent / "data" / "tvm-0.27"
 BIN = Path(sys.executable).parent

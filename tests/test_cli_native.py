@@ -91,7 +91,7 @@ int main(void) {
     x = ((np.arange(1 * 3 * 16 * 16) % 7) - 3).astype("float32").reshape(1, 3, 16, 16)
     w = ((np.arange(81) % 5) * 0.25).astype("float32").reshape(3, 3, 3, 3)
     mod = irtool.parse((DATA / "seed_conv_add_relu" / "5_FuseTIR_show_meta.py").read_text())
-    from irtool.relax_interpreter import run_relax
+    from irtool.exec.relax import run_relax
 
     np.testing.assert_allclose(y, run_relax(mod, [x, w]), rtol=1e-5, atol=1e-5)
     # and from Python, through ctypes

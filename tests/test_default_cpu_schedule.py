@@ -25,11 +25,11 @@ from test_native import _same
 
 from irtool.codegen.native import compile_tir, host_cpu
 from irtool.codegen.schedule import Schedule, ScheduleError
+from irtool.exec.tir import run_prim_func
 from irtool.ir import tir
 from irtool.ir.module import IRModule
 from irtool.passes.default_cpu_schedule import CpuScheduleConfig, host_vector_bits, schedule_module
 from irtool.text import parse, to_text
-from irtool.tir_interpreter import run_prim_func
 from irtool.transform import get_pass
 
 # name -> (Relax body over x (and y), x shape, y shape or None); one line each

@@ -31,7 +31,7 @@ from irtool.analysis.graph_partitioner import (
     post_dominator_tree,
 )
 from irtool.analysis.type_infer import infer_type_pass, infer_types
-from irtool.interpreter import interpret, random_input
+from irtool.exec.relay import interpret, random_input
 from irtool.ir import Call, Constant, Function, IRModule, Tuple, TupleGetItem, Var
 from irtool.ir.structural import structural_equal
 from irtool.ir.types import ANY, TensorType

@@ -16,11 +16,11 @@ from irtool.analysis.graph_partitioner import OPAQUE
 from irtool.analysis.relax_fusion import build_graph, fuse_module
 from irtool.analysis.relax_verifier import verify_module
 from irtool.diagnostics import DiagnosticError
+from irtool.exec.relax import random_input, run_relax
 from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.module import IRModule
 from irtool.ir.structural import structural_equal
-from irtool.relax_interpreter import random_input, run_relax
 from irtool.text import parse, to_text
 from irtool.transform import PassContext, get_pass
 

@@ -14,11 +14,11 @@ import pytest
 
 from irtool.analysis.tir_rename import next_unique_name, renew_defs, unique_sblock_names
 from irtool.diagnostics import DiagnosticError
+from irtool.exec.relax import random_input, run_relax
 from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.structural import structural_equal
 from irtool.ir.tir_visitor import StmtExprVisitor, substitute
-from irtool.relax_interpreter import random_input, run_relax
 from irtool.text import parse, to_text
 from irtool.transform import get_pass
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from test_legalize_ops import _TVM_RUNNER, case_text, legalize
 
+from irtool.exec.relax import run_relax
 from irtool.ir import relax as rx
-from irtool.relax_interpreter import run_relax
 from irtool.text import parse, to_text
 
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from test_legalize_ops import _TVM_RUNNER, case_text, legalize
 
+from irtool.exec.relax import random_input, run_relax
 from irtool.ir import relax as rx
 from irtool.ir.structural import structural_equal
-from irtool.relax_interpreter import random_input, run_relax
 from irtool.text import parse, to_text
 
 # (case id, parameters "name:shape:dtype" with shapes like 2x3 or nx3 (symbolic n), the call)

@@ -11,9 +11,9 @@ import sys
 import numpy as np
 import pytest
 
+from irtool.exec.relax import random_input, run_relax
 from irtool.ir import relax as rx
 from irtool.ir.structural import structural_equal
-from irtool.relax_interpreter import random_input, run_relax
 from irtool.text import parse, to_text
 from irtool.transform import get_pass
 

@@ -18,10 +18,10 @@ from irtool.codegen import te
 from irtool.codegen import tir_build as tb
 from irtool.codegen.simplify import simplify
 from irtool.codegen.topi.canonical import canonical_simplify, simplify_index
+from irtool.exec.relax import run_relax
 from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.structural import structural_equal
-from irtool.relax_interpreter import run_relax
 from irtool.text import parse, to_text
 from irtool.transform import get_pass
 

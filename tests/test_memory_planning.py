@@ -42,7 +42,7 @@ def lit_modules(name: str) -> list[str]:
 def random_inputs(fn: rx.Function, seed: int = 0) -> list:
     """Random inputs at most -1 (floats): the hand cases' chains of exps stay finite, so a
     NaN from poisoned storage cannot hide behind an inf."""
-    from irtool.relax_interpreter import random_input
+    from irtool.exec.relax import random_input
 
     rng = np.random.default_rng(seed)
     values = [random_input(p.struct_info, rng) for p in fn.params]
@@ -56,7 +56,7 @@ def flat(value) -> list:
 
 
 def assert_same_results(before, after, poison: bool = True) -> None:
-    from irtool.relax_interpreter import run_relax
+    from irtool.exec.relax import run_relax
 
     for name, fn in before.functions.items():
         if not isinstance(fn, rx.Function) or any(not isinstance(p.struct_info, rx.TensorStructInfo)

@@ -22,8 +22,8 @@ import test_tir_interpreter as interp_tests
 import irtool
 from irtool.codegen.llvm_codegen import CodegenError
 from irtool.codegen.native import NativeError, compile_tir, generate_llvm
+from irtool.exec.tir import InterpreterError, run_prim_func
 from irtool.ir import tir
-from irtool.tir_interpreter import InterpreterError, run_prim_func
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "data", "tvm-0.27")
 _NOT_NATIVE = []  # (test, reason) for functions the native backend declines, reported below

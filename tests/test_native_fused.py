@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from native_diff import assert_close_to_reference, assert_same
 
 import irtool
+from irtool.exec.relax import run_relax
 from irtool.ir import relax as rx
-from irtool.relax_interpreter import run_relax
 from irtool.text import parse
 
 # name -> (shape, dtype): the parameters every graph may use

@@ -23,9 +23,9 @@ import irtool
 from irtool.codegen.native import NativeError
 from irtool.codegen.topi import legalization
 from irtool.diagnostics import DiagnosticError
+from irtool.exec.relax import run_relax
 from irtool.ir import relax as rx
 from irtool.ops.relax import BINARY, UNARY, relax_ops
-from irtool.relax_interpreter import run_relax
 from irtool.text import parse
 from irtool.transform import get_pass
 
@@ -510,7 +510,7 @@ class Module:
 _LIBM_RUNNER = """
 import numpy as np, irtool
 from irtool.codegen.native import compile_tir
-from irtool.tir_interpreter import run_prim_func
+from irtool.exec.tir import run_prim_func
 mod = irtool.parse(open(__import__("sys").argv[1]).read(), "libm_named.py")
 lib = compile_tir(mod)
 a = np.linspace(0.1, 2.0, 67)

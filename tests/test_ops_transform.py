@@ -1238,7 +1238,7 @@ def test_text_type_inference_and_interpreter():
     """The calling conventions the consumers use: attributes from the parser, a tuple
     argument and a tuple result, constant values for arange, refs called with every attribute."""
     import irtool
-    from irtool.interpreter import interpret
+    from irtool.exec.relay import interpret
     from irtool.text.relay_printer import format_type
 
     mod = irtool.parse("""

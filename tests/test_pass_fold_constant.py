@@ -23,7 +23,7 @@ import irtool.transform as T
 from irtool.analysis.type_infer import TypeInferencer, infer_types
 from irtool.analysis.verifier import verify
 from irtool.diagnostics import DiagnosticError
-from irtool.interpreter import Interpreter, interpret, random_input
+from irtool.exec.relay import Interpreter, interpret, random_input
 from irtool.ir import (
     Call,
     Constant,

@@ -1645,7 +1645,7 @@ class Module:
 
 
 def _run_main(mod):
-    from irtool.relax_interpreter import run_relax
+    from irtool.exec.relax import run_relax
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 3)).astype("float32")
@@ -1661,7 +1661,7 @@ def _flat(value):
 
 @pytest.mark.parametrize("pipeline", [DCE, CB, f"{CB},{DCE}", f"{DCE},{CB}"])
 def test_invariants_on_a_call_tir_module(pipeline):
-    pytest.importorskip("irtool.tir_interpreter")
+    pytest.importorskip("irtool.exec.tir")
     mod = module(CALL_TIR_MODULE)
     verify_module(mod)
     passes = parse_pipeline(pipeline)
@@ -1959,8 +1959,8 @@ def test_random_programs_invariants(nested):
     idempotent. TVM's CanonicalizeBindings is not idempotent (a trivial binding that kept a
     variable a block output goes in the first run, the output in the second; a constant
     bound to an output is inlined in the second): it reaches a fixed point in a few runs."""
-    pytest.importorskip("irtool.tir_interpreter")
-    from irtool.relax_interpreter import run_relax
+    pytest.importorskip("irtool.exec.tir")
+    from irtool.exec.relax import run_relax
 
     dce, cb = get_pass(DCE)(), get_pass(CB)()
     for seed in RANDOM_SEEDS:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import irtool.transform as T
 from irtool._util import gc_paused
-from irtool.interpreter import interpret, random_input
+from irtool.exec.relay import interpret, random_input
 from irtool.ir import (
     Call,
     Constant,

@@ -11,10 +11,10 @@ import pytest
 
 from irtool.codegen import te
 from irtool.codegen import tir_build as tb
+from irtool.exec.tir import run_prim_func
 from irtool.ir import tir
 from irtool.ir.module import IRModule
 from irtool.text import parse, to_text
-from irtool.tir_interpreter import run_prim_func
 
 
 def two_stage():

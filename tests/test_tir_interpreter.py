@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from irtool.analysis.tir_verifier import verify_prim_func
+from irtool.exec.tir import InterpreterError, prim_func_source, run_prim_func
 from irtool.ir import tir
-from irtool.tir_interpreter import InterpreterError, prim_func_source, run_prim_func
 
 # ----------------------------------------------------------------------------- helpers
 

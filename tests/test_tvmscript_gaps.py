@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from irtool.diagnostics import DiagnosticError
+from irtool.exec.relax import run_relax
 from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.structural import structural_equal
 from irtool.ops.relax import evaluate
-from irtool.relax_interpreter import run_relax
 from irtool.text import parse, to_text
 from irtool.transform import get_pass
 

@@ -66,7 +66,7 @@ class Module:
 
 
 def test_handwritten_call_tir_runs_in_the_interpreter():
-    from irtool.relax_interpreter import run_relax
+    from irtool.exec.relax import run_relax
 
     mod = parse_script(HANDWRITTEN)
     rng = np.random.default_rng(0)

@@ -19,10 +19,10 @@ import pytest
 
 from irtool.analysis.relax_verifier import verify_module
 from irtool.analysis.tir_verifier import verify_prim_func
+from irtool.exec.relax import random_input, run_relax
 from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.relax_visitor import ExprVisitor
-from irtool.relax_interpreter import random_input, run_relax
 from irtool.text import parse, to_text
 from irtool.transform import PassContext, get_pass
 

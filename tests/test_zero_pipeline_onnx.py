@@ -29,10 +29,10 @@ from irtool.analysis.relax_verifier import verify_module  # noqa: E402
 from irtool.analysis.tir_verifier import verify_prim_func  # noqa: E402
 from irtool.cli.import_onnx import run as irtool_import  # noqa: E402
 from irtool.cli.opt import run as irtool_opt  # noqa: E402
+from irtool.exec.relax import run_relax  # noqa: E402
 from irtool.frontend.onnx import supported_ops  # noqa: E402
 from irtool.ir import relax as rx  # noqa: E402
 from irtool.ir import tir  # noqa: E402
-from irtool.relax_interpreter import run_relax  # noqa: E402
 from irtool.text import parse  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5

@@ -11,7 +11,7 @@ unrunnable is reported as well.
 from __future__ import annotations
 
 from ..diagnostics import DiagnosticError
-from ..interpreter import InterpreterError, interpret, random_input
+from ..exec.relay import InterpreterError, interpret, random_input
 from ..ir.expr import Function
 from ..ir.module import IRModule
 from ..ir.relax import Function as RelaxFunction
@@ -53,7 +53,7 @@ class VerifyNumerics:
         self.expected: dict[str, object] = {}
         for name, fn in mod.items():
             if isinstance(fn, RelaxFunction) and not fn.is_primitive and not fn.private:
-                from ..relax_interpreter import random_input as random_relax_input
+                from ..exec.relax import random_input as random_relax_input
 
                 rng = np.random.default_rng(SEED)
                 try:

@@ -113,7 +113,7 @@ def run(argv: list[str] | None = None, stdout=None, stderr=None, stdin=None) -> 
     try:
         import numpy as np
 
-        from ..interpreter import interpret, random_input
+        from ..exec.relay import interpret, random_input
         from ..text import parse
 
         try:
@@ -132,7 +132,7 @@ def run(argv: list[str] | None = None, stdout=None, stderr=None, stdin=None) -> 
                 if p.name_hint in inputs:
                     continue
                 if not hasattr(p, "type_annotation"):  # a Relax parameter: from its struct info
-                    from ..relax_interpreter import random_input as random_relax_input
+                    from ..exec.relax import random_input as random_relax_input
 
                     inputs[p.name_hint] = random_relax_input(p.struct_info, rng, p.span)
                     continue

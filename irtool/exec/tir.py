@@ -48,8 +48,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .interpreter import InterpreterError as _BaseInterpreterError
-from .ir import tir
+from ..ir import tir
+from . import InterpreterError as _BaseInterpreterError
 
 try:  # bfloat16 and the float8 types, when available
     import ml_dtypes as _ml_dtypes

@@ -12,7 +12,7 @@ import pytest
 import irtool
 from irtool.cli import run as run_cli
 from irtool.diagnostics import DiagnosticError
-from irtool.interpreter import Interpreter, InterpreterError, interpret
+from irtool.exec.relay import Interpreter, InterpreterError, interpret
 
 
 def run(text: str, *inputs, **named):

@@ -18,12 +18,13 @@ Dataflow chains and let chains are evaluated with loops (one memo per call frame
 
 from __future__ import annotations
 
-from .diagnostics import DiagnosticError
-from .ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .ir.module import IRModule
-from .ir.types import ANY, TensorType, TupleType, Type
-from .ops.common import np
-from .ops.registry import call_attrs, lookup
+from ..diagnostics import DiagnosticError
+from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.types import ANY, TensorType, TupleType, Type
+from ..ops.common import np
+from ..ops.registry import call_attrs, lookup
+from . import InterpreterError
 
 
 class Closure:
@@ -37,10 +38,6 @@ class Closure:
 
     def __repr__(self) -> str:
         return f"<closure of {len(self.fn.params)} parameters>"
-
-
-class InterpreterError(Exception):
-    """The interpreter found an inconsistency in irtool itself (not a user error)."""
 
 
 def value_matches(value, t: Type | None) -> bool:
@@ -127,7 +124,7 @@ class Interpreter:
             stack.pop()
             value = self.eval_node(node, env, memo)
             if self.check_types and node.checked_type is not None and not value_matches(value, node.checked_type):
-                from .text.relay_printer import format_type
+                from ..text.relay_printer import format_type
 
                 raise InterpreterError(f"{node!r} produced {describe(value)} but its type is "
                                        f"{format_type(node.checked_type)}")
@@ -200,13 +197,13 @@ def random_input(t: Type, rng):
 def interpret(mod: IRModule, inputs=None, entry: str = "main", check_types: bool = True):
     """Run `@entry` on `inputs` (a list in parameter order, or a dict by parameter name).
     Types are inferred first, so every value is checked against its type."""
-    from .analysis.type_infer import infer_types
+    from ..analysis.type_infer import infer_types
 
     fn = mod.functions.get(entry)
     if fn is None:
         raise DiagnosticError(f"the module has no function `@{entry}`")
     if not isinstance(fn, Function):  # Relax (a PrimFunc is not an entry point)
-        from .relax_interpreter import run_relax
+        from .relax import run_relax
 
         return run_relax(mod, inputs, entry)
     if check_types:
@@ -231,7 +228,7 @@ def interpret(mod: IRModule, inputs=None, entry: str = "main", check_types: bool
                                                      not isinstance(value, tuple)):
             value = np.asarray(value)
         if check_types and not value_matches(value, p.type_annotation):
-            from .text.relay_printer import format_type
+            from ..text.relay_printer import format_type
 
             raise DiagnosticError(f"input `%{p.name_hint}` is {describe(value)}, but the parameter has type "
                                   f"{format_type(p.type_annotation)}", p.span)

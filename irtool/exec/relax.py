@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .diagnostics import DiagnosticError
-from .interpreter import InterpreterError
-from .ir import relax as rx
-from .ir import tir
-from .ir.expr import GlobalVar, Op
-from .ir.module import IRModule
+from ..diagnostics import DiagnosticError
+from ..ir import relax as rx
+from ..ir import tir
+from ..ir.expr import GlobalVar, Op
+from ..ir.module import IRModule
+from . import InterpreterError
 
 
 class ShapeValue(tuple):
@@ -185,8 +185,8 @@ class RelaxInterpreter:
                 return self.call_tir(call, env, shape_env)
             if op.name in ("relax.call_dps_packed", "relax.call_pure_packed"):
                 return self.call_packed(call, env, shape_env)
-            from .ops import relax as relax_ops
-            from .ops import relax_memory
+            from ..ops import relax as relax_ops
+            from ..ops import relax_memory
 
             args = [self.eval(a, env, shape_env) for a in call.args]
             try:
@@ -199,7 +199,7 @@ class RelaxInterpreter:
         args = [self.eval(a, env, shape_env) for a in call.args]
         prim_func = self.mod.functions.get(op.name_hint) if isinstance(op, GlobalVar) else None
         if isinstance(prim_func, tir.PrimFunc):  # destination passing: the outputs are written in place
-            from .tir_interpreter import run_prim_func
+            from .tir import run_prim_func
 
             run_prim_func(prim_func, args, self.mod)
             return ()
@@ -216,7 +216,7 @@ class RelaxInterpreter:
         return np.zeros(shape, dtype=sinfo.dtype)
 
     def call_tir(self, call: rx.Call, env: dict, shape_env: dict):
-        from .tir_interpreter import run_prim_func
+        from .tir import run_prim_func
 
         gv = call.args[0]
         func = self.mod.functions.get(gv.name_hint)
