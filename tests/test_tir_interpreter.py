@@ -1,4 +1,4 @@
-"""The TIR interpreter (irtool.tir_interpreter): PrimFuncs built by hand with the tir.py
+"""The TIR interpreter (irtool.exec.tir): PrimFuncs built by hand with the tir.py
 constructors, run on NumPy arrays and compared with NumPy / Python semantics."""
 
 from __future__ import annotations
@@ -614,3 +614,12 @@ def test_decl_buffer_whose_data_is_an_expression():
     a = np.zeros(4, "float32")
     run_prim_func(prim_func([h], tir.DeclBuffer(U, store(U, 5.0, 3))), [a])
     assert a[3] == 5
+
+
+def test_call_of_another_prim_func_of_the_module():
+    x, n = V("x"), V("n")
+    inc = prim_func([x], tir.Return(add(x, 1)))
+    main = prim_func([n], tir.Return(mul(call("int32", "inc", n), 2)))
+    assert run_prim_func(main, [4], {"inc": inc}) == 10
+    with pytest.raises(InterpreterError, match="unknown TIR intrinsic or function `inc`"):
+        run_prim_func(main, [4], {})
