@@ -103,7 +103,7 @@ def _list_passes() -> str:
 
 def _list_ops() -> str:
     from ..ops.registry import REQUIRED, OpPattern, all_ops
-    from ..text.relay_printer import format_attr_value
+    from ..text.literals import format_attr_value
 
     lines = []
     for name, op in all_ops().items():

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..ir.expr import Attrs, TypedScalar
 from ..ir.types import is_valid_dtype
+from ..text.literals import format_attr_value
 
 
 class OpPattern:
@@ -82,8 +83,6 @@ def _as_float(value, what: str) -> float:
 
 
 def _show(value) -> str:
-    from ..text.relay_printer import format_attr_value
-
     try:
         return f"`{format_attr_value(value)}`"
     except TypeError:

@@ -1,4 +1,6 @@
-"""Numeric literals of the Relay text format, read and written as TVM v0.19 does.
+"""Literals of the Relay text format, read and written as TVM v0.19 does: numbers, and
+attribute values (numbers, strings, lists), which the printer and the op registry's
+messages both write.
 
     1        int32          2147483648  int64 (an unsuffixed int that does not fit int32)
     -42i64   int64          1i16        int16
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import math
 import struct
+
+from ..ir.expr import TypedScalar
 
 _INT_RANGE = {16: (-(2**15), 2**15 - 1), 32: (-(2**31), 2**31 - 1), 64: (-(2**63), 2**63 - 1)}
 _FLOAT_WIDTHS = (16, 32, 64)
@@ -112,3 +116,34 @@ def format_scalar(value, dtype: str) -> str:
     if dtype in _INT_SUFFIX:
         return f"{int(value)}{_INT_SUFFIX[dtype]}"
     return format_float(float(value), int(dtype[5:])) + _FLOAT_SUFFIX[dtype]
+
+
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def format_string(value: str) -> str:
+    return '"' + "".join(_ESCAPES.get(c, c) for c in value) + '"'
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def format_attr_value(value) -> str:
+    cls = type(value)
+    if cls is bool:
+        return "True" if value else "False"
+    if cls is int:
+        return str(value)
+    if cls is float:
+        # TVM writes a double attribute with an `f` suffix; one beyond float32's range needs f64
+        # to read back (the parser rejects a float32 literal it cannot represent)
+        return format_float(value, 64) + ("f64" if math.isfinite(value) and abs(value) > _FLOAT32_MAX else "f")
+    if cls is str:
+        return format_string(value)
+    if value is None:
+        return "None"
+    if cls is tuple or cls is list:
+        return "[" + ", ".join(format_attr_value(v) for v in value) + "]"
+    if cls is TypedScalar:
+        return format_scalar(value.value, value.dtype)
+    raise TypeError(f"cannot print attribute value {value!r}")

@@ -21,8 +21,6 @@ print as literals, tensors as `meta[relay.Constant][i]` with a `#[metadata]` sec
 
 from __future__ import annotations
 
-import math
-
 from .._util import gc_paused
 from ..ir.expr import (
     Attrs,
@@ -36,21 +34,13 @@ from ..ir.expr import (
     Op,
     Tuple,
     TupleGetItem,
-    TypedScalar,
     Var,
 )
 from ..ir.module import IRModule
 from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, Type
-from .literals import SIMPLE_SCALAR_DTYPES, format_float, format_scalar
+from .literals import SIMPLE_SCALAR_DTYPES, format_attr_value, format_scalar
 
 VERSION_HEADER = '#[version = "0.0.5"]'
-
-_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
-
-
-def format_string(value: str) -> str:
-    return '"' + "".join(_ESCAPES.get(c, c) for c in value) + '"'
-
 
 def format_type(t: Type | None) -> str:
     cls = type(t)
@@ -67,30 +57,6 @@ def format_type(t: Type | None) -> str:
     if cls is IncompleteType or t is None:
         return "_"
     raise TypeError(f"cannot print type {t!r}")
-
-
-_FLOAT32_MAX = 3.4028234663852886e38
-
-
-def format_attr_value(value) -> str:
-    cls = type(value)
-    if cls is bool:
-        return "True" if value else "False"
-    if cls is int:
-        return str(value)
-    if cls is float:
-        # TVM writes a double attribute with an `f` suffix; one beyond float32's range needs f64
-        # to read back (the parser rejects a float32 literal it cannot represent)
-        return format_float(value, 64) + ("f64" if math.isfinite(value) and abs(value) > _FLOAT32_MAX else "f")
-    if cls is str:
-        return format_string(value)
-    if value is None:
-        return "None"
-    if cls is tuple or cls is list:
-        return "[" + ", ".join(format_attr_value(v) for v in value) + "]"
-    if cls is TypedScalar:
-        return format_scalar(value.value, value.dtype)
-    raise TypeError(f"cannot print attribute value {value!r}")
 
 
 def format_attrs(attrs: Attrs | None) -> list[str]:
