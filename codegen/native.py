@@ -262,7 +262,7 @@ def _eval_size(e, env: dict) -> int | None:
 
 
 def _show(e, env) -> str:
-    from ..text.tvmscript_printer import print_tvmscript  # noqa: F401  (names only)
+    from ..text.tvmscript.printer import print_tvmscript  # noqa: F401  (names only)
 
     value = _eval_size(e, env)
     return str(value) if value is not None else getattr(e, "name", "an expression of the sizes")

@@ -176,7 +176,7 @@ def test_bitwise_operators_print_infix():
 def test_bitwise_folding_follows_tvm_operators():
     """int32/int64 constants fold and `x << 0` is x (TVM_INDEX_CONST_PROPAGATION); uint8
     constants and the node constructors (T.LShift, T.BitwiseAnd) do not fold."""
-    from irtool.text.tvmscript_parser import _bit_op
+    from irtool.text.tvmscript.tir_expr import _bit_op
 
     a = tir.Var("a", "int32")
     assert _bit_op("shift_left", a, tir.IntImm(0, "int32")) is a

@@ -21,7 +21,7 @@ from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.expr import Attrs, GlobalVar, Op
 from irtool.ir.module import IRModule
-from irtool.text.tvmscript_printer import print_tvmscript
+from irtool.text.tvmscript.printer import print_tvmscript
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "data", "tvm-0.27")
 REFERENCE_FILES = sorted(glob.glob(f"{REFERENCE}/**/*.py", recursive=True))
@@ -890,7 +890,7 @@ def test_attribute_values_and_unset_dtype():
 
 def _parser():
     try:
-        from irtool.text.tvmscript_parser import parse_tvmscript
+        from irtool.text.tvmscript.parser import parse_tvmscript
     except ImportError:  # pragma: no cover
         pytest.skip("the TVMScript parser is not there yet")
     return parse_tvmscript

@@ -35,7 +35,7 @@ def parse(text: str, source_name: str = "<input>", syntax: str | None = None) ->
     """Parse a module from text. A bare Relay expression becomes the module's `@main`."""
     syntax = syntax or detect_syntax(text)
     if syntax == "tvmscript":
-        from .tvmscript_parser import parse_tvmscript
+        from .tvmscript.parser import parse_tvmscript
 
         return parse_tvmscript(text, source_name)
     from .relay_parser import parse_relay
@@ -67,7 +67,7 @@ def to_text(node, show_types: bool = False, show_meta_data: bool = True) -> str:
     """Print a module (or expression) in TVM's layout: Relay text, or TVMScript for
     Relax/TIR (metadata shown when `show_meta_data`)."""
     if is_tvmscript_module(node):
-        from .tvmscript_printer import print_tvmscript
+        from .tvmscript.printer import print_tvmscript
 
         if isinstance(node, IRModule) and node.bare and len(node.functions) == 1:
             (name, fn), = node.functions.items()
