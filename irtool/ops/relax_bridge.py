@@ -1,0 +1,471 @@
+"""What the Relax table (`relax.py`) needs beyond the Relay registry: conversions of Relax
+arguments and attributes onto the Relay operator an op reuses (`convert`, where the semantics
+differ, as `relax.py` lists), and the relations and references of ops with no Relay
+counterpart to reuse (matmul, expand_dims, split, variance, layer_norm, batch_norm, shape_of)."""
+
+from __future__ import annotations
+
+from ..ir import tir
+from ..ir.types import ANY, TensorType, TupleType
+from . import registry
+from .common import broadcast_shapes, fmt_shape, fmt_type, np, same_dtype, tensor_arg
+from .registry import TypeRelError
+
+# ----------------------------------------------------------------------------- contexts
+# `convert` and `post` run on types (inference) and on arrays (evaluation) alike.
+
+
+class _ScalarType(TensorType):
+    """A 0-d tensor type made from a known scalar (arange's start/end/step): keeps the value
+    for the relations that read argument values (`needs_values`)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value, dtype: str) -> None:
+        super().__init__((), dtype)
+        self.value = value
+
+
+class _TypeCtx:
+    types = True
+
+    @staticmethod
+    def shape(t) -> tuple:
+        return tensor_arg([t], 0).shape
+
+    @staticmethod
+    def dtype(t) -> str:
+        return t.dtype
+
+    @staticmethod
+    def scalar(value, dtype: str):
+        return _ScalarType(value, dtype)
+
+    @staticmethod
+    def reshape(t, shape):
+        return TensorType(shape, t.dtype)
+
+    @staticmethod
+    def cast(t, dtype: str):
+        if isinstance(t, TupleType):
+            return TupleType([_TypeCtx.cast(f, dtype) for f in t.fields])
+        return TensorType(t.shape, dtype)
+
+
+class _ValueCtx:
+    types = False
+
+    @staticmethod
+    def shape(a) -> tuple:
+        return tuple(a.shape)
+
+    @staticmethod
+    def dtype(a) -> str:
+        return str(a.dtype)
+
+    @staticmethod
+    def scalar(value, dtype: str):
+        with np.errstate(all="ignore"):
+            return np.asarray(value).astype(dtype)
+
+    @staticmethod
+    def reshape(a, shape):
+        return a.reshape(shape)
+
+    @staticmethod
+    def cast(a, dtype: str):
+        if isinstance(a, tuple):
+            return tuple(_ValueCtx.cast(x, dtype) for x in a)
+        return a.astype(dtype)
+
+
+TYPES, VALUES = _TypeCtx(), _ValueCtx()
+
+
+class ShapeResult:
+    """The result type of an operator that returns a shape value (R.shape_of): its values."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values) -> None:
+        self.values = tuple(values)
+
+    def __repr__(self) -> str:
+        return f"ShapeResult({list(self.values)})"
+
+
+# ----------------------------------------------------------------------------- conversions
+
+
+def _ndim(args, ctx, i: int = 0) -> int:
+    return len(ctx.shape(args[i]))
+
+
+def _reduce(args, at, ctx):
+    axis = at["axis"]
+    if axis is not None and len(axis) == 0:  # Relax: an empty axis list reduces nothing
+        return [args[0]], {"axis": tuple(range(_ndim(args, ctx))) or None, "keepdims": at["keepdims"],
+                           "exclude": True}
+    return [args[0]], {"axis": axis, "keepdims": at["keepdims"]}
+
+
+def _arg_reduce(args, at, ctx):
+    return [args[0]], {"axis": None if at["axis"] is None else (at["axis"],), "keepdims": at["keepdims"]}
+
+
+def _to_int64(out, at, ctx):
+    return ctx.cast(out, "int64")
+
+
+def _cast_to_attr(out, at, ctx):
+    return ctx.cast(out, at["dtype"]) if at["dtype"] else out
+
+
+def _first(args, at, ctx):
+    return [args[0]], {}
+
+
+def _tile(args, at, ctx):
+    return [args[0]], {"reps": at["repeats"]}
+
+
+def _clip(args, at, ctx):
+    return [args[0]], {"a_min": float(args[1]), "a_max": float(args[2])}
+
+
+def _where(args, at, ctx):
+    dtype = ctx.dtype(args[0])
+    if dtype and dtype != "bool":
+        raise TypeRelError(f"the condition must be a bool tensor, got dtype {dtype}")
+    return list(args), {}
+
+
+def _reshape(args, at, ctx):
+    return [args[0]], {"newshape": tuple(args[1])}
+
+
+def _concat(args, at, ctx):
+    if at["axis"] is None:
+        # TVM: without an axis, every tensor must be 1-D (they are joined along it)
+        for t in args[0].fields if isinstance(args[0], TupleType) else args[0]:
+            if len(ctx.shape(t)) != 1:
+                raise TypeRelError(f"without an axis, concat needs 1-D tensors, got rank {len(ctx.shape(t))}")
+        return [args[0]], {"axis": 0}
+    return [args[0]], {"axis": at["axis"]}
+
+
+def _strided_slice(args, at, ctx):
+    axes, begin, end = (tuple(int(v) for v in a) for a in args[1:4])
+    strides = tuple(int(v) for v in args[4]) if len(args) > 4 and args[4] is not None else (1,) * len(axes)
+    ndim = len(args[0].shape)
+    if not len(axes) == len(begin) == len(end) == len(strides):
+        raise TypeRelError(f"strided_slice axes {list(axes)}, begin {list(begin)}, end {list(end)} and "
+                           f"strides {list(strides)} must have the same length")
+    norm = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise TypeRelError(f"strided_slice axis {a} is out of range for a tensor of rank {ndim}")
+        norm.append(a + ndim if a < 0 else a)
+    return [args[0]], {"begin": begin, "end": end, "strides": strides, "axes": tuple(norm), "slice_mode": "end"}
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _imm(v):
+    return tir.IntImm(v, "int64") if isinstance(v, int) else v
+
+
+def _fold(op: str, a, b):
+    """A TIR binary operation on ints or expressions, folded when both are ints."""
+    if isinstance(a, int) and isinstance(b, int):
+        return {"add": int.__add__, "sub": int.__sub__, "min": min, "max": max, "floordiv": int.__floordiv__}[op](a, b)
+    if op in ("add", "sub") and b == 0:
+        return a
+    return tir.BinOp(op, _imm(a), _imm(b))
+
+
+def _canonical_sym(i, d, stride: int):
+    """TOPI's index canonicalisation (negative from the end, clamped) on expressions, as TVM
+    0.27's StridedSlice struct info writes it: min(max(i < 0 ? i + d : i, lo), hi)."""
+    lo, hi = (-1, _fold("sub", d, 1)) if stride < 0 else (0, d)
+    if isinstance(i, int):
+        if isinstance(d, int):
+            from .transform import _canonical
+
+            return _canonical(i, d, stride)
+        if i >= _INT64_MAX // 2:  # "to the end"
+            return hi
+        if i <= -_INT64_MAX // 2:
+            return lo
+        if i < 0:
+            return _fold("max", _fold("add", d, i), lo)
+        return _fold("min", i, hi) if stride > 0 else _fold("max", _fold("min", i, hi), lo)
+    picked = tir.Call("int64", "tirx.if_then_else", [tir.BinOp("lt", i, _imm(0)), tir.BinOp("add", i, _imm(d)), i])
+    return _fold("min", _fold("max", picked, lo), hi)
+
+
+def _strided_slice_sym(args, at):
+    """relax.strided_slice on symbolic bounds or dimensions (TVM's formula; with assume_inbound,
+    the plain difference)."""
+    x = args[0]
+    axes, begin, end = args[1:4]
+    strides = args[4] if len(args) > 4 and args[4] is not None else (1,) * len(axes)
+    if not all(isinstance(v, int) for v in tuple(axes) + tuple(strides)):
+        return None
+    ndim = len(x.shape)
+    _strided_slice([x, axes, begin if all(isinstance(v, int) for v in begin) else (0,) * len(begin),
+                    end if all(isinstance(v, int) for v in end) else (0,) * len(end), strides], at, None)
+    shape = list(x.shape)
+    for a, b, e, s in zip(axes, begin, end, strides):
+        a = a + ndim if a < 0 else a
+        d = shape[a]
+        if s == 0:
+            raise TypeRelError(f"strided_slice stride for axis {a} is 0")
+        if d is None or b is None or e is None:
+            shape[a] = None
+            continue
+        if at["assume_inbound"]:
+            cb = _fold("add", d, b) if isinstance(b, int) and b < 0 else b
+            ce = _fold("add", d, e) if isinstance(e, int) and e < 0 else e
+        else:
+            cb, ce = _canonical_sym(b, d, s), _canonical_sym(e, d, s)
+        diff = _fold("sub", ce, cb) if s > 0 else _fold("sub", cb, ce)
+        step = abs(s)
+        if isinstance(diff, int):
+            shape[a] = max(0, -(-diff // step))
+        else:
+            shape[a] = diff if step == 1 else _fold("floordiv", _fold("add", diff, step - 1), step)
+    return TensorType(tuple(shape), x.dtype)
+
+
+def _take(args, at, ctx):
+    if at["axis"] is None and _ndim(args, ctx) != 1:
+        raise TypeRelError(f"without an axis, take needs a 1-D tensor, got rank {_ndim(args, ctx)}")
+    dtype = ctx.dtype(args[1])
+    if dtype and not dtype.startswith(("int", "uint")):
+        raise TypeRelError(f"take needs integer indices, got dtype {dtype}")
+    return list(args), {"axis": at["axis"], "mode": at["mode"]}
+
+
+def _broadcast_to(args, at, ctx):
+    return [args[0]], {"shape": tuple(args[1])}
+
+
+def _repeat(args, at, ctx):
+    x, axis = args[0], at["axis"]
+    if axis is None:  # Relax flattens first
+        n = 1
+        for d in ctx.shape(x):
+            n = ANY if n is ANY or d is ANY else n * d
+        x, axis = ctx.reshape(x, (n,)), 0
+    return [x], {"repeats": at["repeats"], "axis": axis}
+
+
+def _full(args, at, ctx):
+    return [args[1]], {"shape": tuple(args[0]), "dtype": at["dtype"]}
+
+
+def _init(args, at, ctx):
+    return [], {"shape": tuple(args[0]), "dtype": at["dtype"]}
+
+
+def _arange(args, at, ctx):
+    values = args[:3]
+    dtype = at["dtype"] or ("int64" if all(isinstance(v, int) or np.asarray(v).dtype.kind in "iu" for v in values)
+                            else "float32")
+    return [ctx.scalar(v, dtype) for v in values], {"dtype": dtype}
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def _pad(args, at, ctx):
+    width, mode = at["pad_width"], at["pad_mode"]
+    if len(width) % 2:
+        raise TypeRelError(f"pad_width must be (before, after) pairs, got {len(width)} values")
+    if mode not in _PAD_MODES:
+        raise TypeRelError(f"pad_mode must be one of {', '.join(_PAD_MODES)}, got \"{mode}\"")
+    relay_mode = _PAD_MODES[mode]
+    if ctx.types and relay_mode == "wrap":  # same shape as constant padding; the relation knows no "wrap"
+        relay_mode = "constant"
+    pairs = tuple(tuple(width[i:i + 2]) for i in range(0, len(width), 2))
+    return [args[0], ctx.scalar(at["pad_value"], ctx.dtype(args[0]))], {"pad_width": pairs, "pad_mode": relay_mode}
+
+
+def _adaptive_pool(args, at, ctx):
+    return [args[0]], {"output_size": at["output_size"] or (), "layout": at["layout"], "out_layout": at["out_layout"]}
+
+
+def _resize2d(args, at, ctx):
+    attrs = {k: v for k, v in at.items()}
+    attrs["size"] = tuple(args[1])
+    return [args[0]], attrs
+
+
+# ----------------------------------------------------------------------------- own relations / references
+
+
+def _matmul_rel(args, attrs):
+    """numpy.matmul: 1-D operands get a 1 prepended/appended (then dropped), batch dims broadcast."""
+    a, b = tensor_arg(args, 0, "x1"), tensor_arg(args, 1, "x2")
+    for name, t in (("x1", a), ("x2", b)):
+        if not t.shape:
+            raise TypeRelError(f"matmul needs tensors of rank >= 1, `{name}` is {fmt_type(t)}")
+    sa = (1,) + a.shape if len(a.shape) == 1 else a.shape
+    sb = b.shape + (1,) if len(b.shape) == 1 else b.shape
+    ka, kb = sa[-1], sb[-2]
+    if ka is not ANY and kb is not ANY and ka != kb:
+        raise TypeRelError(f"matmul reduction lengths differ: {ka} in {fmt_type(a)}, {kb} in {fmt_type(b)}")
+    try:
+        batch = broadcast_shapes(sa[:-2], sb[:-2])
+    except TypeRelError:
+        raise TypeRelError(f"matmul batch dimensions {fmt_shape(sa[:-2])} and {fmt_shape(sb[:-2])} do "
+                           f"not broadcast: {fmt_type(a)}, {fmt_type(b)}") from None
+    out = batch + ((sa[-2],) if len(a.shape) > 1 else ()) + ((sb[-1],) if len(b.shape) > 1 else ())
+    dtype = attrs["out_dtype"] or same_dtype("matmul", a, b)
+    return TensorType(out, dtype)
+
+
+def _matmul(a, b, out_dtype=""):
+    from .nn import _matmul as relay_matmul  # accumulates wide, rounds once, as nn.matmul
+
+    return relay_matmul(a, b, units=None, out_dtype=out_dtype, transpose_a=False, transpose_b=False)
+
+
+def _expand_dims_shape(shape: tuple, axes) -> tuple:
+    ndim = len(shape) + len(axes)
+    pos = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise TypeRelError(f"expand_dims axis {a} is out of range for a result of rank {ndim}")
+        pos.append(a + ndim if a < 0 else a)
+    if len(set(pos)) != len(pos):
+        raise TypeRelError(f"expand_dims axes {list(axes)} name an axis twice")
+    rest = iter(shape)
+    return tuple(1 if i in pos else next(rest) for i in range(ndim))
+
+
+def _expand_dims(x, axis):
+    return x.reshape(_expand_dims_shape(x.shape, axis))
+
+
+def _expand_dims_rel(args, attrs):
+    t = tensor_arg(args, 0, "x")
+    return TensorType(_expand_dims_shape(t.shape, attrs["axis"]), t.dtype)
+
+
+def _split_bounds(dim, ios) -> list:
+    """[(begin, end)] of Relax's split: n sections of ceil(dim / n) (the last ones shorter, maybe
+    empty), or the parts between ascending indices, clamped to the dimension."""
+    if isinstance(ios, int):
+        if ios < 1:
+            raise TypeRelError(f"split needs at least one section, got {ios}")
+        if dim is ANY:
+            return [None] * ios
+        k = -(-dim // ios)
+        cuts = [k * i for i in range(1, ios)]
+    else:
+        cuts = list(ios)
+        if any(b < a for a, b in zip(cuts, cuts[1:])) or any(c < 0 for c in cuts):
+            raise TypeRelError(f"split indices {list(ios)} must be non-negative and ascending")
+        if dim is ANY:
+            return [None] * (len(cuts) + 1)
+    edges = [0] + [min(c, dim) for c in cuts] + [dim]
+    return list(zip(edges, edges[1:]))
+
+
+def _split_rel(args, attrs):
+    t = tensor_arg(args, 0, "x")
+    if not t.shape:
+        raise TypeRelError("cannot split a 0-d tensor")
+    from .transform import _axis
+
+    axis = _axis(attrs["axis"], len(t.shape), "split axis")
+    fields = []
+    for be in _split_bounds(t.shape[axis], attrs["indices_or_sections"]):
+        size = ANY if be is None else max(0, be[1] - be[0])
+        fields.append(TensorType(t.shape[:axis] + (size,) + t.shape[axis + 1:], t.dtype))
+    return TupleType(fields)
+
+
+def _split(x, indices_or_sections, axis=0):
+    axis = axis + x.ndim if axis < 0 else axis
+    return tuple(np.take(x, np.arange(b, e), axis=axis) for b, e in _split_bounds(x.shape[axis], indices_or_sections))
+
+
+def _variance_rel(args, attrs):
+    from .reduce import reduce_rel
+
+    return reduce_rel(args, {"exclude": False} | _reduce(args, attrs, TYPES)[1])
+
+
+def _variance(x, axis=None, keepdims=False):
+    relay = _reduce([x], {"axis": axis, "keepdims": keepdims}, VALUES)[1]
+    relay.setdefault("exclude", False)
+    mean = registry.get("mean").ref(x, axis=relay["axis"], keepdims=True, exclude=relay["exclude"])
+    return registry.get("variance").ref(x, mean, **relay)
+
+
+def _layer_norm_axes(ndim: int, axes) -> tuple:
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise TypeRelError(f"layer_norm axis {a} is out of range for a tensor of rank {ndim}")
+        out.append(a + ndim if a < 0 else a)
+    if len(set(out)) != len(out):
+        raise TypeRelError(f"layer_norm axes {list(axes)} name an axis twice")
+    return tuple(out)
+
+
+def _layer_norm_rel(args, attrs):
+    data = tensor_arg(args, 0, "data")
+    axes = _layer_norm_axes(len(data.shape), attrs["axes"])
+    want = tuple(data.shape[a] for a in axes)
+    for i, name in ((1, "gamma"), (2, "beta")):
+        t = tensor_arg(args, i, name)
+        if len(t.shape) != len(want) or any(a is not ANY and b is not ANY and a != b for a, b in zip(t.shape, want)):
+            raise TypeRelError(f"layer_norm `{name}` must have shape {fmt_shape(want)} (the data's axes "
+                               f"{list(axes)}), got {fmt_type(t)}")
+        same_dtype("layer_norm", data, t)
+    return data
+
+
+def _layer_norm(data, gamma, beta, axes, epsilon=1e-5, center=True, scale=True):
+    axes = _layer_norm_axes(data.ndim, axes)
+    x = data.astype(np.float64)
+    shape = [data.shape[i] if i in axes else 1 for i in range(data.ndim)]
+    mean = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True)
+    out = (x - mean) / np.sqrt(var + epsilon)
+    if scale:
+        out = out * gamma.astype(np.float64).reshape(shape)
+    if center:
+        out = out + beta.astype(np.float64).reshape(shape)
+    return out.astype(data.dtype)
+
+
+def _batch_norm(data, gamma, beta, moving_mean, moving_var, axis, epsilon=1e-5, center=True, scale=True,
+                momentum=0.1, training=True):
+    relay = registry.get("nn.batch_norm").ref
+    if not training:
+        return relay(data, gamma, beta, moving_mean, moving_var, axis=axis, epsilon=epsilon, center=center,
+                     scale=scale)
+    # TOPI's training mode: normalise with the batch statistics, update the moving ones.
+    axis = axis % data.ndim
+    others = tuple(i for i in range(data.ndim) if i != axis)
+    x = data.astype(np.float64)
+    mean, var = x.mean(axis=others), x.var(axis=others)
+    out = relay(data, gamma, beta, mean.astype(data.dtype), var.astype(data.dtype), axis=axis, epsilon=epsilon,
+                center=center, scale=scale)[0]
+    new_mean = (1 - momentum) * moving_mean.astype(np.float64) + momentum * mean
+    new_var = (1 - momentum) * moving_var.astype(np.float64) + momentum * var
+    return out, new_mean.astype(moving_mean.dtype), new_var.astype(moving_var.dtype)
+
+
+def _shape_of_rel(args, attrs):
+    return ShapeResult(tensor_arg(args, 0, "x").shape)
+
+
+def _shape_of(x):
+    return ShapeResult(tuple(int(d) for d in x.shape))
