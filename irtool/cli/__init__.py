@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Callable
+
+from ..diagnostics import DiagnosticError
 
 
 def report_internal_error(tool: str, err: Exception, stderr) -> int:
@@ -13,6 +16,35 @@ def report_internal_error(tool: str, err: Exception, stderr) -> int:
     stderr.write(f"{tool}: internal error: {type(err).__name__}: {err}\n"
                  "(this is a bug in irtool; rerun with --debug to see the traceback)\n")
     return 1
+
+
+def guarded(tool: str, debug: bool, stderr, render: Callable[[DiagnosticError], str], body: Callable[[], int]) -> int:
+    """Run a tool's `body`: a user error is a diagnostic (`render`), an interrupt exit status
+    130, anything else an internal error reported as such (re-raised with `--debug`)."""
+    try:
+        return body()
+    except DiagnosticError as err:
+        stderr.write(render(err) + "\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:
+        if debug:
+            raise
+        return report_internal_error(tool, err, stderr)
+
+
+def read_input(path: str, stdin, stderr) -> str | None:
+    """The input's text (`-`: standard input), or None after saying why it cannot be read."""
+    try:
+        if path == "-":
+            return stdin.read()
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as err:
+        name = "<stdin>" if path == "-" else path
+        stderr.write(f"{name}: error: cannot read input: {getattr(err, 'strerror', None) or err}\n")
+        return None
 
 
 RECURSION_LIMIT = 200_000

@@ -13,8 +13,7 @@ import argparse
 import sys
 import time
 
-from ..diagnostics import DiagnosticError
-from . import report_internal_error, run_main
+from . import guarded, read_input, run_main
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
@@ -31,27 +30,22 @@ def run(argv: list[str] | None = None, stdout=None, stderr=None, stdin=None) -> 
     stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
     args = build_arg_parser().parse_args(argv)
     name = "<stdin>" if args.input_file == "-" else args.input_file
-    try:
-        from ..codegen.executable import build
-        from ..text import parse
+    return guarded("irtool-build", args.debug, stderr, lambda err: err.render(name),
+                   lambda: _execute(args, name, stdout, stderr, stdin))
 
-        try:
-            text = stdin.read() if args.input_file == "-" else open(args.input_file, encoding="utf-8").read()
-        except (OSError, UnicodeDecodeError) as err:
-            stderr.write(f"{name}: error: cannot read input: {getattr(err, 'strerror', None) or err}\n")
-            return 1
-        started = time.perf_counter()
-        exe = build(parse(text, name, args.syntax), entry=args.entry)
-        header = exe.export_library(args.output)
-        stderr.write(f"wrote {args.output} and {header} in {(time.perf_counter() - started) * 1e3:.0f} ms\n")
-        return 0
-    except DiagnosticError as err:
-        stderr.write(err.render(name) + "\n")
+
+def _execute(args, name: str, stdout, stderr, stdin) -> int:
+    from ..codegen.executable import build
+    from ..text import parse
+
+    text = read_input(args.input_file, stdin, stderr)
+    if text is None:
         return 1
-    except Exception as err:
-        if args.debug:
-            raise
-        return report_internal_error("irtool-build", err, stderr)
+    started = time.perf_counter()
+    exe = build(parse(text, name, args.syntax), entry=args.entry)
+    header = exe.export_library(args.output)
+    stderr.write(f"wrote {args.output} and {header} in {(time.perf_counter() - started) * 1e3:.0f} ms\n")
+    return 0
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import sys
 import warnings
 
 from ..diagnostics import DiagnosticError
-from . import report_internal_error, run_main
+from . import guarded, run_main
 
 
 def _shape(text: str) -> tuple[str, tuple]:
@@ -42,41 +42,40 @@ def build_arg_parser() -> argparse.ArgumentParser:
 def run(argv: list[str] | None = None, stdout=None, stderr=None) -> int:
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     args = build_arg_parser().parse_args(argv)
-    try:
-        from ..frontend.onnx import from_onnx, load_model
-        from ..text import to_text
+    return guarded("irtool-import", args.debug, stderr, lambda err: _render(err, args.model),
+                   lambda: _execute(args, stdout, stderr))
 
-        model = load_model(args.model)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            mod, _ = from_onnx(model, shape=dict(args.shape) or None, opset=args.opset,
-                               freeze_params=not args.keep_params)
-        for w in caught:
-            stderr.write(f"{args.model}: warning: {w.message}\n")
-        text = to_text(mod, show_types=args.print_types)
-        if args.output and args.output != "-":
-            from . import write_atomically
 
-            try:
-                write_atomically(args.output, text)
-            except OSError as err:
-                stderr.write(f"{args.output}: error: cannot write output: {err.strerror or err}\n")
-                return 1
-        else:
-            stdout.write(text)
-        return 0
-    except DiagnosticError as err:
-        message = str(err)
-        if message.startswith(f"{args.model}: "):
-            message = message[len(args.model) + 2:]
-        stderr.write(f"{args.model}: error: {message}\n")
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as err:  # an internal error: say so, never a raw traceback
-        if args.debug:
-            raise
-        return report_internal_error("irtool-import", err, stderr)
+def _render(err: DiagnosticError, model: str) -> str:
+    message = str(err)
+    if message.startswith(f"{model}: "):
+        message = message[len(model) + 2:]
+    return f"{model}: error: {message}"
+
+
+def _execute(args, stdout, stderr) -> int:
+    from ..frontend.onnx import from_onnx, load_model
+    from ..text import to_text
+
+    model = load_model(args.model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mod, _ = from_onnx(model, shape=dict(args.shape) or None, opset=args.opset,
+                           freeze_params=not args.keep_params)
+    for w in caught:
+        stderr.write(f"{args.model}: warning: {w.message}\n")
+    text = to_text(mod, show_types=args.print_types)
+    if args.output and args.output != "-":
+        from . import write_atomically
+
+        try:
+            write_atomically(args.output, text)
+        except OSError as err:
+            stderr.write(f"{args.output}: error: cannot write output: {err.strerror or err}\n")
+            return 1
+    else:
+        stdout.write(text)
+    return 0
 
 
 def main() -> None:

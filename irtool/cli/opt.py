@@ -16,7 +16,7 @@ import sys
 import time
 
 from ..diagnostics import DiagnosticError
-from . import report_internal_error, run_main, write_atomically
+from . import guarded, read_input, run_main, write_atomically
 
 SPLIT_MARKER = "// -----"
 _SPLIT_RE = re.compile(r"^(?://|#) -----[ \t]*$", re.M)  # `# -----` in TVMScript files
@@ -294,67 +294,56 @@ def _verify_roundtrip(mod, out: str, name: str) -> None:
 def run(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None) -> int:
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     args = build_arg_parser().parse_args(argv)
-    try:
-        if args.list_passes:
-            stdout.write(_list_passes() + "\n")
-            return 0
-        if args.list_ops:
-            stdout.write(_list_ops() + "\n")
-            return 0
-        passes = _build_pipeline(args.pipeline)
-        config = _parse_pass_config(args.pass_config)
-        name = "<stdin>" if args.input == "-" else args.input
-        try:
-            if args.input == "-":
-                text = stdin.read()
-            else:
-                with open(args.input, encoding="utf-8") as f:
-                    text = f.read()
-        except (OSError, UnicodeDecodeError) as err:
-            stderr.write(f"{name}: error: cannot read input: {getattr(err, 'strerror', None) or err}\n")
-            return 1
-        timing = None
-        if args.time_passes:
-            from ..transform import PassTimingInstrument
+    return guarded("irtool-opt", args.debug, stderr, lambda err: err.render("<command line>"),
+                   lambda: _execute(args, stdin, stdout, stderr))
 
-            timing = PassTimingInstrument()
-            timing.extra = []
-        parts = _split(text) if args.split_input_file else [(0, text)]
-        outputs, failed = [], False
-        for offset, part in parts:
-            try:
-                outputs.append(_process("\n" * offset + part, name, passes, args, timing, stderr, config))
-            except DiagnosticError as err:
-                stderr.write(err.render(name) + "\n")
-                failed = True
-        if timing is not None:
-            stderr.write(timing.report(timing.extra) + "\n")
-        from ..text import detect_syntax
 
-        marker = "# -----" if detect_syntax(text) == "tvmscript" else SPLIT_MARKER
-        result = f"{marker}\n".join(out if out.endswith("\n") else out + "\n" for out in outputs)
-        if failed:  # like mlir-opt: show the parts that worked, but never write -o
-            if outputs and not (args.output and args.output != "-"):
-                stdout.write(result)
-            return 1
-        if args.output and args.output != "-":
-            try:
-                write_atomically(args.output, result)
-            except OSError as err:
-                stderr.write(f"{args.output}: error: cannot write output: {err.strerror or err}\n")
-                return 1
-        else:
-            stdout.write(result)
+def _execute(args, stdin, stdout, stderr) -> int:
+    if args.list_passes:
+        stdout.write(_list_passes() + "\n")
         return 0
-    except DiagnosticError as err:
-        stderr.write(err.render("<command line>") + "\n")
+    if args.list_ops:
+        stdout.write(_list_ops() + "\n")
+        return 0
+    passes = _build_pipeline(args.pipeline)
+    config = _parse_pass_config(args.pass_config)
+    name = "<stdin>" if args.input == "-" else args.input
+    text = read_input(args.input, stdin, stderr)
+    if text is None:
         return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as err:  # an internal error: say so, never a raw traceback
-        if args.debug:
-            raise
-        return report_internal_error("irtool-opt", err, stderr)
+    timing = None
+    if args.time_passes:
+        from ..transform import PassTimingInstrument
+
+        timing = PassTimingInstrument()
+        timing.extra = []
+    parts = _split(text) if args.split_input_file else [(0, text)]
+    outputs, failed = [], False
+    for offset, part in parts:
+        try:
+            outputs.append(_process("\n" * offset + part, name, passes, args, timing, stderr, config))
+        except DiagnosticError as err:
+            stderr.write(err.render(name) + "\n")
+            failed = True
+    if timing is not None:
+        stderr.write(timing.report(timing.extra) + "\n")
+    from ..text import detect_syntax
+
+    marker = "# -----" if detect_syntax(text) == "tvmscript" else SPLIT_MARKER
+    result = f"{marker}\n".join(out if out.endswith("\n") else out + "\n" for out in outputs)
+    if failed:  # like mlir-opt: show the parts that worked, but never write -o
+        if outputs and not (args.output and args.output != "-"):
+            stdout.write(result)
+        return 1
+    if args.output and args.output != "-":
+        try:
+            write_atomically(args.output, result)
+        except OSError as err:
+            stderr.write(f"{args.output}: error: cannot write output: {err.strerror or err}\n")
+            return 1
+    else:
+        stdout.write(result)
+    return 0
 
 
 def main() -> None:

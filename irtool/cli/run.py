@@ -21,7 +21,7 @@ import os
 import sys
 
 from ..diagnostics import DiagnosticError
-from . import report_internal_error, run_main
+from . import guarded, read_input, run_main
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
@@ -110,67 +110,62 @@ def run(argv: list[str] | None = None, stdout=None, stderr=None, stdin=None) -> 
     stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
     args = build_arg_parser().parse_args(argv)
     name = "<stdin>" if args.input_file == "-" else args.input_file
-    try:
-        import numpy as np
+    return guarded("irtool-run", args.debug, stderr, lambda err: err.render(name),
+                   lambda: _execute(args, name, stdout, stderr, stdin))
 
-        from ..exec.relay import interpret, random_input
-        from ..text import parse
+
+def _execute(args, name: str, stdout, stderr, stdin) -> int:
+    import numpy as np
+
+    from ..exec.relay import interpret, random_input
+    from ..text import parse
+
+    text = read_input(args.input_file, stdin, stderr)
+    if text is None:
+        return 1
+    mod = parse(text, name, args.syntax)
+    fn = mod.functions.get(args.entry)
+    if fn is None:
+        raise DiagnosticError(f"the module has no function `@{args.entry}`")
+    inputs = _load_inputs(args.input)
+    if args.random_inputs:
+        rng = np.random.default_rng(args.seed)
+        for p in fn.params:
+            if p.name_hint in inputs:
+                continue
+            if not hasattr(p, "type_annotation"):  # a Relax parameter: from its struct info
+                from ..exec.relax import random_input as random_relax_input
+
+                inputs[p.name_hint] = random_relax_input(p.struct_info, rng, p.span)
+                continue
+            if p.name_hint not in inputs:
+                if p.type_annotation is None:
+                    raise DiagnosticError(f"`%{p.name_hint}` has no type: cannot make a random input", p.span)
+                inputs[p.name_hint] = random_input(p.type_annotation, rng)
+    if args.backend == "native":
+        from ..codegen.native import NativeError
 
         try:
-            text = stdin.read() if args.input_file == "-" else open(args.input_file, encoding="utf-8").read()
-        except (OSError, UnicodeDecodeError) as err:
-            stderr.write(f"{name}: error: cannot read input: {getattr(err, 'strerror', None) or err}\n")
-            return 1
-        mod = parse(text, name, args.syntax)
-        fn = mod.functions.get(args.entry)
-        if fn is None:
-            raise DiagnosticError(f"the module has no function `@{args.entry}`")
-        inputs = _load_inputs(args.input)
-        if args.random_inputs:
-            rng = np.random.default_rng(args.seed)
-            for p in fn.params:
-                if p.name_hint in inputs:
-                    continue
-                if not hasattr(p, "type_annotation"):  # a Relax parameter: from its struct info
-                    from ..exec.relax import random_input as random_relax_input
-
-                    inputs[p.name_hint] = random_relax_input(p.struct_info, rng, p.span)
-                    continue
-                if p.name_hint not in inputs:
-                    if p.type_annotation is None:
-                        raise DiagnosticError(f"`%{p.name_hint}` has no type: cannot make a random input", p.span)
-                    inputs[p.name_hint] = random_input(p.type_annotation, rng)
-        if args.backend == "native":
-            from ..codegen.native import NativeError
-
-            try:
-                result = _run_native(mod, inputs, args, stderr)
-            except NativeError as err:
-                raise DiagnosticError(str(err)) from None
+            result = _run_native(mod, inputs, args, stderr)
+        except NativeError as err:
+            raise DiagnosticError(str(err)) from None
+    else:
+        if args.threads is not None or args.repeat:
+            raise DiagnosticError("--threads and --repeat need --backend native")
+        result = interpret(mod, inputs, args.entry)
+    outputs: list = []
+    _flatten(result, outputs)
+    for i, out in enumerate(outputs):
+        stdout.write(summarize(i, np.asarray(out)) + "\n")
+    if args.output:
+        directory = os.path.dirname(os.path.abspath(args.output))
+        if args.output.endswith(".npy") and len(outputs) == 1:
+            np.save(args.output, outputs[0])
+        elif not os.path.isdir(directory):
+            raise DiagnosticError(f"cannot write {args.output}: no such directory")
         else:
-            if args.threads is not None or args.repeat:
-                raise DiagnosticError("--threads and --repeat need --backend native")
-            result = interpret(mod, inputs, args.entry)
-        outputs: list = []
-        _flatten(result, outputs)
-        for i, out in enumerate(outputs):
-            stdout.write(summarize(i, np.asarray(out)) + "\n")
-        if args.output:
-            directory = os.path.dirname(os.path.abspath(args.output))
-            if args.output.endswith(".npy") and len(outputs) == 1:
-                np.save(args.output, outputs[0])
-            elif not os.path.isdir(directory):
-                raise DiagnosticError(f"cannot write {args.output}: no such directory")
-            else:
-                np.savez(args.output, **{f"output_{i}": o for i, o in enumerate(outputs)})
-        return 0
-    except DiagnosticError as err:
-        stderr.write(err.render(name) + "\n")
-        return 1
-    except Exception as err:
-        if args.debug:
-            raise
-        return report_internal_error("irtool-run", err, stderr)
+            np.savez(args.output, **{f"output_{i}": o for i, o in enumerate(outputs)})
+    return 0
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from ..diagnostics import DiagnosticError
-from . import report_internal_error, run_main, write_atomically
+from . import guarded, read_input, run_main, write_atomically
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
@@ -50,29 +50,24 @@ def run(argv: list[str] | None = None, stdout=None, stderr=None, stdin=None) -> 
     stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
     args = build_arg_parser().parse_args(argv)
     name = "<stdin>" if args.input_file == "-" else args.input_file
-    try:
-        from ..text import parse
+    return guarded("irtool-translate", args.debug, stderr, lambda err: err.render(name),
+                   lambda: _execute(args, name, stdout, stderr, stdin))
 
-        if args.emit == "obj" and not args.output:
-            raise DiagnosticError("--emit=obj writes binary: give -o FILE")
-        try:
-            text = stdin.read() if args.input_file == "-" else open(args.input_file, encoding="utf-8").read()
-        except (OSError, UnicodeDecodeError) as err:
-            stderr.write(f"{name}: error: cannot read input: {getattr(err, 'strerror', None) or err}\n")
-            return 1
-        result = translate(parse(text, name, args.syntax), args.emit, args.entry, not args.no_opt)
-        if args.output:
-            write_atomically(args.output, result)
-        else:
-            stdout.write(result if result.endswith("\n") else result + "\n")
-        return 0
-    except DiagnosticError as err:
-        stderr.write(err.render(name) + "\n")
+
+def _execute(args, name: str, stdout, stderr, stdin) -> int:
+    from ..text import parse
+
+    if args.emit == "obj" and not args.output:
+        raise DiagnosticError("--emit=obj writes binary: give -o FILE")
+    text = read_input(args.input_file, stdin, stderr)
+    if text is None:
         return 1
-    except Exception as err:
-        if args.debug:
-            raise
-        return report_internal_error("irtool-translate", err, stderr)
+    result = translate(parse(text, name, args.syntax), args.emit, args.entry, not args.no_opt)
+    if args.output:
+        write_atomically(args.output, result)
+    else:
+        stdout.write(result if result.endswith("\n") else result + "\n")
+    return 0
 
 
 def main() -> None:
