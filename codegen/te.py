@@ -141,12 +141,16 @@ class ComputeOp(Operation):
                          domain `Range(v, 1)`, i.e. extent `1 - v`;
       `relaxed_extents`  id of a reduce axis variable -> the extent, in the op's own axis
                          variables, of the region an outer nested sblock reads along an index
-                         `base + axis` (TVM's IntSet relaxation, as its simplifier prints it)."""
+                         `base + axis` (TVM's IntSet relaxation, as its simplifier prints it);
+      `read_regions`     [(tensor, [Range in the op's axis variables, ...]), ...]: the sblock's
+                         reads, where TVM's region analysis relaxes an index that is not a
+                         point (a Select's two branches)."""
 
     def __init__(self, name: str, tag: str, attrs: dict, axis: list, reduce_axis: list, body: list) -> None:
         self.name, self.tag, self.attrs = name, tag, dict(attrs or {})
         self.axis, self.reduce_axis, self.body = axis, reduce_axis, body
         self.prebuilt = False
+        self.read_regions: list | None = None
         self.narrow_axes: frozenset = frozenset()
         self.relaxed_extents: dict = {}
         shape = tuple(iv.dom.extent for iv in axis)
@@ -372,6 +376,11 @@ def _stmt_for_compute(op: ComputeOp, out_buffer: tir.Buffer, buffers: dict, name
         body = tir.BufferStore(out_buffer, normalize_index_dtype(value, index_dtype), store_indices)
     name = names.fresh(op.name)
     reads, writes = detect_access(init, body)
+    if op.read_regions is not None:
+        reads = tuple(tir.BufferRegion(buffers[id(t)], [tir.Range(_substitute(r.min, vmap, buffers),
+                                                                  _substitute(r.extent, vmap, buffers))
+                                                        for r in ranges])
+                      for t, ranges in op.read_regions)
     block = tir.SBlock(name, block_iters, reads, writes, body, init,
                        annotations=tuple((k, v) for k, v in op.attrs.items()))
     stmt: tir.Stmt = tir.SBlockRealize(bindings, tb.const(True, "bool"), block)
