@@ -32,7 +32,9 @@ loads; `sum`/`max`/`min` (or `comm_reducer`) make a reduction over `reduce_axis`
   4. reads/writes of each sblock detected as TVM's BlockReadWriteDetector does: regions in
      order of first access, init before body, a reduction's output not among its reads;
   5. attributes `s_tir` and `tirx.noalias`; index constants and comparisons in conditions
-     promoted to `index_dtype` (IndexDataTypeNormalizer).
+     promoted to `index_dtype` (IndexDataTypeNormalizer);
+  6. a reduce axis whose extent depends on other axes nests the op's sblock in one sblock per
+     level (GenerateNestedIterLevels: `<name>_l1` outside `<name>`; see "nested levels").
 Scalar `tir.Var`s in `args` become scalar parameters (the symbolic sizes `call_te` passes).
 """
 
@@ -130,9 +132,27 @@ class Tensor:
 
 
 class ComputeOp(Operation):
+    """A compute. Three hints for CreatePrimFunc's output where TVM's arithmetic leaves forms
+    this module does not derive (set by the TOPI function that builds the op):
+      `prebuilt`         the body is already in the form TVM prints: no simplify, no dtype
+                         normalisation;
+      `narrow_axes`      ids of axis variables TVM types int32 (their size came from an int32
+                         attribute); a nested level's copy of one gets IndexDataTypeNormalizer's
+                         domain `Range(v, 1)`, i.e. extent `1 - v`;
+      `relaxed_extents`  id of a reduce axis variable -> the extent, in the op's own axis
+                         variables, of the region an outer nested sblock reads along an index
+                         `base + axis` (TVM's IntSet relaxation, as its simplifier prints it);
+      `read_regions`     [(tensor, [Range in the op's axis variables, ...]), ...]: the sblock's
+                         reads, where TVM's region analysis relaxes an index that is not a
+                         point (a Select's two branches)."""
+
     def __init__(self, name: str, tag: str, attrs: dict, axis: list, reduce_axis: list, body: list) -> None:
         self.name, self.tag, self.attrs = name, tag, dict(attrs or {})
         self.axis, self.reduce_axis, self.body = axis, reduce_axis, body
+        self.prebuilt = False
+        self.read_regions: list | None = None
+        self.narrow_axes: frozenset = frozenset()
+        self.relaxed_extents: dict = {}
         shape = tuple(iv.dom.extent for iv in axis)
         self.outputs = [Tensor(self, i, shape, b.dtype) for i, b in enumerate(body)]
 
@@ -317,6 +337,9 @@ def _decl_buffer(name: str, shape, dtype: str) -> tir.Buffer:
 def _stmt_for_compute(op: ComputeOp, out_buffer: tir.Buffer, buffers: dict, names: _NameSupply,
                       index_dtype: str) -> tir.Stmt:
     axes = list(op.axis) + list(op.reduce_axis)
+    levels = _nested_levels(axes)
+    if builtins.max(levels, default=0) > 0:
+        return _nested_stmt_for_compute(op, axes, levels, out_buffer, buffers, names, index_dtype)
     vmap: dict = {}
     loop_vars, block_iters, bindings, store_indices = [], [], [], []
     for iv in axes:
@@ -346,17 +369,181 @@ def _stmt_for_compute(op: ComputeOp, out_buffer: tir.Buffer, buffers: dict, name
             combined = tb.select(cond, combined, lhs)
         body: tir.Stmt = tir.BufferStore(out_buffer, normalize_index_dtype(combined, index_dtype), store_indices)
         init = tir.BufferStore(out_buffer, body_expr.reducer.identity(out_buffer.dtype), store_indices)
+    elif op.prebuilt:
+        body = tir.BufferStore(out_buffer, _substitute(body_expr, vmap, buffers), store_indices)
     else:
         value = simplify(_substitute(body_expr, vmap, buffers))
         body = tir.BufferStore(out_buffer, normalize_index_dtype(value, index_dtype), store_indices)
     name = names.fresh(op.name)
     reads, writes = detect_access(init, body)
+    if op.read_regions is not None:
+        reads = tuple(tir.BufferRegion(buffers[id(t)], [tir.Range(_substitute(r.min, vmap, buffers),
+                                                                  _substitute(r.extent, vmap, buffers))
+                                                        for r in ranges])
+                      for t, ranges in op.read_regions)
     block = tir.SBlock(name, block_iters, reads, writes, body, init,
                        annotations=tuple((k, v) for k, v in op.attrs.items()))
     stmt: tir.Stmt = tir.SBlockRealize(bindings, tb.const(True, "bool"), block)
     for loop_var, dom in reversed(loop_vars):
         stmt = tir.For(loop_var, dom.min, dom.extent, "serial", stmt)
     return stmt
+
+
+# ----------------------------------------------------------------------------- nested levels
+# A reduce axis whose extent depends on other axes (adaptive pooling's windows) cannot be one
+# loop nest: CreatePrimFunc's GenerateNestedIterLevels puts each axis at the level 1 + the
+# deepest axis its domain uses. Level i gets its loops and an sblock of its own; inner levels
+# rebind the outer block variables (`v_ax0_1 = T.axis.spatial((v_ax0, v_ax0 + 1), v_ax0)`);
+# the leaf sblock is named after the op, the level-i sblock `<name>_l<i+1>`. An outer sblock
+# with reduction iterators holds the `T.init()` (the leaf then has none).
+
+
+def _vars_in(e, out: list) -> list:
+    if isinstance(e, tir.Var):
+        out.append(e)
+    elif isinstance(e, tir.Node):
+        for f in type(e).fields:
+            _vars_in(getattr(e, f), out)
+    elif isinstance(e, tuple):
+        for x in e:
+            _vars_in(x, out)
+    return out
+
+
+def _nested_levels(axes: list) -> list[int]:
+    index = {id(iv.var): i for i, iv in enumerate(axes)}
+    depth: dict[int, int] = {}
+
+    def visit(i: int) -> int:
+        if i not in depth:
+            depth[i] = 0  # a cycle cannot occur in a valid compute
+            deps = _vars_in(axes[i].dom.min, []) + _vars_in(axes[i].dom.extent, [])
+            depth[i] = builtins.max([visit(index[id(v)]) + 1 for v in deps if id(v) in index], default=0)
+        return depth[i]
+
+    return [visit(i) for i in range(len(axes))]
+
+
+@dataclass
+class _Scope:
+    loops: list
+    iters: list
+    bindings: list
+    store: list
+    remap: dict
+
+
+def _nested_stmt_for_compute(op: ComputeOp, axes: list, levels: list[int], out_buffer: tir.Buffer,
+                             buffers: dict, names: _NameSupply, index_dtype: str) -> tir.Stmt:
+    scopes: list[_Scope] = []
+    loop_axis: dict[int, tir.IterVar] = {}
+    for level in range(builtins.max(levels) + 1):
+        prev = scopes[-1].remap if scopes else {}
+        scope = _Scope([], [], [], [], {})
+        for i, iv in enumerate(axes):
+            dtype = iv.var.dtype
+            if levels[i] == level:
+                loop_var = tir.Var(iv.var.name, dtype)
+                dom = tir.Range(simplify(_substitute(iv.dom.min, prev, buffers)),
+                                simplify(_substitute(iv.dom.extent, prev, buffers)))
+                scope.loops.append((loop_var, dom))
+                loop_axis[id(loop_var)] = iv
+                iter_var, binding = tir.IterVar(tir.Var("v_" + iv.var.name, dtype), dom, iv.iter_type), loop_var
+            elif levels[i] < level:
+                binding = prev[iv.var]
+                one = tb.const(1, dtype)
+                extent = tir.BinOp("sub", one, binding) if id(iv.var) in op.narrow_axes else one
+                iter_var = tir.IterVar(tir.Var("v_" + iv.var.name, dtype), tir.Range(binding, extent), iv.iter_type)
+            else:
+                continue
+            scope.iters.append(iter_var)
+            scope.bindings.append(binding)
+            if iv.iter_type != tir.COMM_REDUCE:
+                scope.store.append(iter_var.var)
+            scope.remap[iv.var] = iter_var.var
+        scopes.append(scope)
+
+    body_expr = op.body[0]
+    if not isinstance(body_expr, Reduce) or body_expr.condition is not None:
+        raise NotImplementedError("nested levels for a compute other than a plain reduction")
+    outer_reduces = any(it.iter_type == tir.COMM_REDUCE for s in scopes[:-1] for it in s.iters)
+
+    def init_of(scope: _Scope) -> tir.Stmt:
+        return tir.BufferStore(out_buffer, body_expr.reducer.identity(out_buffer.dtype), scope.store)
+
+    leaf = scopes[-1]
+    lhs = tir.BufferLoad(out_buffer, leaf.store)
+    rhs = simplify(_substitute(body_expr.source, leaf.remap, buffers))
+    body: tir.Stmt = tir.BufferStore(out_buffer, normalize_index_dtype(body_expr.reducer.combine(lhs, rhs),
+                                                                      index_dtype), leaf.store)
+    init = None if outer_reduces else init_of(leaf)
+    annotations = tuple((k, v) for k, v in op.attrs.items())
+    reads, writes = detect_access(init, body)
+    block = tir.SBlock(names.fresh(op.name), leaf.iters, reads, writes, body, init, annotations=annotations)
+    stmt: tir.Stmt = _wrap_loops(leaf, tir.SBlockRealize(leaf.bindings, tb.const(True, "bool"), block))
+    for level in range(len(scopes) - 2, -1, -1):
+        scope, inner = scopes[level], block
+        init = init_of(scope) if any(it.iter_type == tir.COMM_REDUCE for it in scope.iters) else None
+        inner_values = {id(it.var): v for it, v in zip(inner.iter_vars, stmt_bindings(stmt))}
+        relaxed = {id(lv): op.relaxed_extents.get(id(loop_axis[id(lv)].var))
+                   for s in scopes[level + 1:] for lv, _ in s.loops}
+        reads = tuple(_relax_region(r, inner_values, relaxed, scope.remap) for r in inner.reads
+                      if init is None or r.buffer is not out_buffer)
+        writes = (tir.BufferRegion(out_buffer, [tir.Range(i, tb.const(1, i.dtype)) for i in scope.store]),)
+        block = tir.SBlock(names.fresh(f"{op.name}_l{level + 1}"), scope.iters, reads, writes, stmt, init,
+                           annotations=annotations)
+        stmt = _wrap_loops(scope, tir.SBlockRealize(scope.bindings, tb.const(True, "bool"), block))
+    return stmt
+
+
+def stmt_bindings(stmt: tir.Stmt) -> list:
+    """The iterator values of the sblock realize under `stmt`'s loops."""
+    while isinstance(stmt, tir.For):
+        stmt = stmt.body
+    return list(stmt.iter_values)
+
+
+def _wrap_loops(scope: _Scope, stmt: tir.Stmt) -> tir.Stmt:
+    for loop_var, dom in reversed(scope.loops):
+        stmt = tir.For(loop_var, dom.min, dom.extent, "serial", stmt)
+    return stmt
+
+
+def _relax_region(region: tir.BufferRegion, values: dict, relaxed: dict, remap: dict) -> tir.BufferRegion:
+    """An inner sblock's read region as the outer sblock sees it: inner block variables
+    replaced by their bindings, `base + loop` over an inner loop with a relaxed extent hint
+    becomes `base : base + hint`; anything else over an inner loop covers the dimension."""
+    ranges = []
+    for rng, dim in zip(region.region, region.buffer.shape):
+        lo = _subst_ids(rng.min, values)
+        inner = [v for v in _vars_in(lo, []) if id(v) in relaxed]
+        if not inner:
+            ranges.append(tir.Range(lo, rng.extent))
+        elif len(inner) == 1 and isinstance(lo, tir.BinOp) and lo.op == "add" and lo.b is inner[0] and \
+                relaxed[id(inner[0])] is not None and all(v is not inner[0] for v in _vars_in(lo.a, [])):
+            ranges.append(tir.Range(lo.a, _substitute(relaxed[id(inner[0])], remap, {})))
+        else:
+            ranges.append(tir.Range(tb.const(0, dim.dtype), dim))
+    return tir.BufferRegion(region.buffer, ranges)
+
+
+def _subst_ids(e, values: dict):
+    if isinstance(e, tir.Var):
+        return values.get(id(e), e)
+    if isinstance(e, (tir.IntImm, tir.FloatImm, tir.StringImm)):
+        return e
+    if isinstance(e, tir.Node):
+        changes = {}
+        for f in type(e).fields:
+            v = getattr(e, f)
+            nv = _subst_ids(v, values) if isinstance(v, (tir.Node, tuple)) else v
+            if nv is not v:
+                changes[f] = nv
+        return e.replace(**changes) if changes else e
+    if isinstance(e, tuple):
+        out = tuple(_subst_ids(x, values) for x in e)
+        return e if all(a is b for a, b in zip(out, e)) else out
+    return e
 
 
 def create_prim_func(args: Sequence, index_dtype: str = "int64") -> tir.PrimFunc:

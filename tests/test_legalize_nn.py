@@ -81,6 +81,7 @@ CASES: list[tuple[str, str, str]] = [
     ("adaptive_avg_pool2d-none", "x:1x2x4x4:float32", "R.nn.adaptive_avg_pool2d(x)"),
     ("adaptive_avg_pool2d-nhwc", "x:1x6x6x2:float32",
      'R.nn.adaptive_avg_pool2d(x, output_size=[3, 2], layout="NHWC")'),
+    ("adaptive_avg_pool2d-uneven", "x:1x2x5x7:float32", "R.nn.adaptive_avg_pool2d(x, output_size=[2, 3])"),
     ("conv2d_transpose",  "x:1x2x4x4:float32 w:2x3x3x3:float32", "R.nn.conv2d_transpose(x, w)"),
     ("conv2d_transpose-stride", "x:1x2x4x4:float32 w:2x3x3x3:float32",
      "R.nn.conv2d_transpose(x, w, strides=[2, 2], padding=[1, 1, 1, 1], output_padding=[1, 1])"),
@@ -105,12 +106,10 @@ CASES: list[tuple[str, str, str]] = [
     ("batch_flatten-sym", "x:nx3x2:float32", "R.nn.batch_flatten(x)"),
 ]
 
-# Known gaps: TVM legalizes these, we leave the call as it is (see codegen/topi/pool.py; avg_pool2d
-# has tests/test_legalize_avg_pool.py): the windows TVM prints are its arithmetic simplifier's
-# rewrites of the TOPI formulas.
-UNLEGALIZED: list[tuple[str, str, str]] = [
-    ("adaptive_avg_pool2d-uneven", "x:1x2x5x7:float32", "R.nn.adaptive_avg_pool2d(x, output_size=[2, 3])"),
-]
+# Known gaps: TVM legalizes these, we leave the call as it is (none at the moment; avg_pool2d's
+# are in tests/test_legalize_avg_pool.py, uneven adaptive pooling is covered by
+# tests/test_legalize_adaptive_pool.py).
+UNLEGALIZED: list[tuple[str, str, str]] = []
 
 
 def _inputs(mod, name: str, rng) -> list:

@@ -137,6 +137,7 @@ CASES: list[tuple[str, str, str]] = [
     ("pad-sym3", "x:nx5:float32", "R.nn.pad(x, pad_width=[0, 3, 1, 1])"),
     ("pad-replicate", "x:2x5:float32", 'R.nn.pad(x, pad_width=[0, 0, 1, 2], pad_mode="replicate")'),
     ("pad-circular", "x:2x5:float32", 'R.nn.pad(x, pad_width=[0, 0, 1, 2], pad_mode="circular")'),
+    ("pad-reflect", "x:2x5:float32", 'R.nn.pad(x, pad_width=[0, 0, 1, 2], pad_mode="reflect")'),
     ("resize", "x:1x3x4x4:float32", "R.image.resize2d(x, R.shape([6, 6]))"),
     ("resize-nearest", "x:1x3x4x4:float32", 'R.image.resize2d(x, R.shape([8, 6]), method="nearest_neighbor")'),
     ("resize-nearest-asym", "x:1x3x4x4:float32",
@@ -307,12 +308,6 @@ def test_legalized_matches_reference(case):
     _assert_same(run_relax(out, inputs), run_relax(mod, inputs))
     if name not in PRIM_FUNCS_ONLY:  # there the annotation (n * 2) and the value (2 * n) differ
         assert structural_equal(parse(to_text(out)), out)
-
-
-def test_reflect_pad_is_left_as_the_call():
-    """nn.pad's reflect mode is not legalized here (TVM's is; see the report): the call stays."""
-    mod = parse(case_text("x:2x5:float32", 'R.nn.pad(x, pad_width=[0, 0, 1, 2], pad_mode="reflect")'))
-    assert _bound_ops(legalize(mod).functions["main"]) == ["relax.nn.pad"]
 
 
 def _with_tuple_binding(params: str, tuple_text: str, call: str) -> str:

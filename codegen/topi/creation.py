@@ -8,9 +8,15 @@
                                        otherwise `T_arange`: cast(dtype, start + step * ax0)
     nn.pad                             constant: nn.pad's `PadInput` compute, PrimFunc `pad`;
                                        replicate: `ReplicatePadInput`, x[max(0, min(dim - 1, i - before))]
-                                       (the form TVM's rewrite rules give TOPI's nested if_then_else);
+                                       (the form TVM's rewrite rules give TOPI's nested if_then_else;
+                                       a dim of size 1 reads index 0, as TVM simplifies it);
                                        circular: `CircularPadInput`, x[(i - before + dim) % dim];
-                                       reflect is not legalized here (left as the call)
+                                       reflect: `ReflectPadInput`, TOPI's branchless reflect-101
+                                       x[m - abs(m - abs(i - before))] (m = dim - 1) in TVM's
+                                       printed form, its read region TVM's relaxation of the
+                                       Selects (`reflect_pad`); constant sizes and pads below
+                                       the size only (beyond, TOPI's formula reads out of bounds
+                                       where np.pad reflects again), else left as the call
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from .. import tir_build as tb
 from ..call_te import gen_call_tir_inputs, make_call_tir
 from . import register_legalize
 from .canonical import simplify_index
+from .common import const_int
 from .nn import pad
 
 
@@ -103,9 +110,13 @@ def _padded_shape(data: te.Tensor, pad_before, pad_after) -> list:
 
 
 def replicate_pad(data: te.Tensor, pad_before, pad_after) -> te.Tensor:
+    def clamp(i, d, b):
+        if const_int(d) == 1:  # the simplifier's max(0, min(0, x)) -> 0
+            return tb.const(0, "int64")
+        return tb.max_(tb.const(0, "int64"), tb.min_(tb.sub(d, 1), simplify_index(tb.sub(i, b))))
+
     def element(*idx):
-        return data(*[tb.max_(tb.const(0, "int64"), tb.min_(tb.sub(d, 1), simplify_index(tb.sub(i, b))))
-                      for i, d, b in zip(idx, data.shape, pad_before)])
+        return data(*[clamp(i, d, b) for i, d, b in zip(idx, data.shape, pad_before)])
 
     return te.compute(_padded_shape(data, pad_before, pad_after), element, name="ReplicatePadInput")
 
@@ -118,7 +129,56 @@ def circular_pad(data: te.Tensor, pad_before, pad_after) -> te.Tensor:
     return te.compute(_padded_shape(data, pad_before, pad_after), element, name="CircularPadInput")
 
 
-_PAD_MODES = {"replicate": (replicate_pad, "replicate_pad"), "circular": (circular_pad, "circular_pad")}
+def _reflect_index(v: tir.Var, before: int, m: int) -> tuple:
+    """TOPI's branchless reflect-101 index `m - abs(m - abs(v - before))` as TVM prints it
+    (tirx.abs of an integer is `Select(0 <= x, x, -x)`), and the bounds of its abs terms:
+    (index, lower, upper) with `abs(v - before)` in [min(-o, o), max(-o, o)]."""
+    def c(value: int) -> tir.PrimExpr:
+        return tb.const(value, v.dtype)
+
+    def sub(a, b):  # TVM's operator-: `x - 0` folds, `0 - x` stays
+        return a if isinstance(b, tir.IntImm) and b.value == 0 else tir.BinOp("sub", a, b)
+
+    o = v if before == 0 else sub(v, c(before))
+    neg = sub(c(before), v)
+    a = tir.Select(tir.BinOp("le", c(before), v), o, neg)
+    b = tir.Select(tir.BinOp("le", a, c(m)), sub(c(m), a), sub(a, c(m)))
+    return sub(c(m), b), tir.BinOp("min", neg, o), tir.BinOp("max", neg, o)
+
+
+def reflect_pad(data: te.Tensor, pad_before, pad_after) -> te.Tensor:
+    """TOPI's reflect_pad (constant sizes, every pad below its size). The read region is TVM's
+    IntSet of the index, each Select relaxed to both branches: with A = abs(v - before) in
+    [lo, hi] and B = abs(m - A) in [min(lo - m, m - hi), max(hi - m, m - lo)], the index
+    m - B starts at m - max(B) and spans max(B) + 1 - min(B) (the simplifier folds the + 1
+    into the max when m == 1: `max(hi, 2 - lo)`)."""
+    sizes = [const_int(d) for d in data.shape]
+
+    def sub(a, b):
+        return a if isinstance(b, tir.IntImm) and b.value == 0 else tir.BinOp("sub", a, b)
+
+    def element(*idx):
+        return data(*[_reflect_index(v, int(b), s - 1)[0] for v, b, s in zip(idx, pad_before, sizes)])
+
+    out = te.compute(_padded_shape(data, pad_before, pad_after), element, name="ReflectPadInput")
+    ranges = []
+    for iv, b, s in zip(out.op.axis, pad_before, sizes):
+        m = tb.const(s - 1, iv.var.dtype)
+        _, lo, hi = _reflect_index(iv.var, int(b), s - 1)
+        b_max = tir.BinOp("max", sub(hi, m), sub(m, lo))
+        b_min = tir.BinOp("min", sub(lo, m), sub(m, hi))
+        if s - 1 == 1:
+            top = tir.BinOp("max", hi, sub(tb.const(2, iv.var.dtype), lo))
+        else:
+            top = tir.BinOp("add", b_max, tb.const(1, iv.var.dtype))
+        ranges.append(tir.Range(sub(m, b_max), sub(top, b_min)))
+    out.op.prebuilt = True
+    out.op.read_regions = [(data, ranges)]
+    return out
+
+
+_PAD_MODES = {"replicate": (replicate_pad, "replicate_pad"), "circular": (circular_pad, "circular_pad"),
+              "reflect": (reflect_pad, "reflect_pad")}
 
 
 @register_legalize("relax.nn.pad")
@@ -126,6 +186,8 @@ def _nn_pad(bb, call):
     at = call.attrs
     width = list(at["pad_width"])
     before, after = width[::2], width[1::2]
+    if at["pad_mode"] == "reflect" and not _reflect_in_range(call.args[0].struct_info.shape, before, after):
+        return call  # symbolic sizes or a pad of a whole size or more (module docstring)
     if at["pad_mode"] in _PAD_MODES:
         fn, name = _PAD_MODES[at["pad_mode"]]
         return bb.call_te(fn, call.args[0], before, after, primfunc_name_hint=name)
@@ -133,3 +195,8 @@ def _nn_pad(bb, call):
         return call
     return bb.call_te(pad, call.args[0], pad_before=before, pad_after=after,
                       pad_value=float(at["pad_value"]), primfunc_name_hint="pad")
+
+
+def _reflect_in_range(shape, before, after) -> bool:
+    sizes = [const_int(d) for d in shape]
+    return all(s is not None and 0 <= int(b) < s and 0 <= int(a) < s for s, b, a in zip(sizes, before, after))

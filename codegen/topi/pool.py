@@ -14,10 +14,14 @@ R.nn.adaptive_avg_pool2d call them.
                          `pool_avg` (schedule_rule "meta_schedule.pool_avg") dividing by the
                          element count of each window, per axis, count_include_pad or not
 
-Windows are built as TVM's arithmetic simplifier leaves them in the cases handled here:
-adaptive pooling only where each output size divides the input size (window
-`o * (in / out) + rv`, a constant divisor); other sizes stay unlegalized (see the report in
-tests/test_legalize_nn.py).
+Windows are built as TVM's arithmetic simplifier leaves them in the cases handled here.
+Adaptive pooling where an output size divides its input size has the window
+`o * (in / out) + rv` and a constant divisor. Where it does not, the window of output v is
+TOPI's `[v * n // o, Select(((v + 1) * n) % o == 0, e, e + 1))`, whose extent depends on v:
+CreatePrimFunc then nests the reduction (codegen/te.py, `adaptive_pool_sum_l1`) and `_Window`
+writes the start, end, divisor and the read region of the outer sblock in TVM's printed forms
+(checked on every input size 1..12 against every output size 1..12, both layouts:
+tests/test_legalize_adaptive_pool.py). Symbolic sizes stay unlegalized.
 
 avg_pool2d's divisor is TOPI's `(min(start + k - 1, n + pad_tail - 1) - start) + 1` per axis
 (start = v * s - pad_head; without count_include_pad the padded head is also subtracted,
@@ -115,27 +119,125 @@ def max_pool(x: te.Tensor, kernel, stride, dilation, padding, ceil_mode: bool, a
                          attrs={"schedule_rule": "meta_schedule.pool_max"})
 
 
+def _i64(value: int) -> tir.PrimExpr:
+    return tb.const(value, "int64")
+
+
+def _bin(op: str, a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr:
+    return tir.BinOp(op, a, b)
+
+
+class _Window:
+    """TOPI's adaptive window along one axis of input size n and output size o (o does not
+    divide n): start `floordiv(v * n, o)`, end `Select(floormod((v + 1) * n, o) == 0, e, e + 1)`
+    with `e = floordiv((v + 1) * n, o)`, in the forms TVM's simplifier gives them. When n
+    divides o (k = o / n) the simplifier divides through by n: `v // k`, `(v + 1) // k`; the
+    condition keeps `(v * n + n % o) % o`. `value` is the variable as the expression reads it
+    (the avg block reads TOPI's `cast(int64, v)` of its int32 axis, a cast TVM leaves there)."""
+
+    def __init__(self, n: int, o: int) -> None:
+        self.n, self.o = n, o
+        self.k = o // n if o % n == 0 else None
+
+    def _scaled(self, v: tir.PrimExpr) -> tir.PrimExpr:
+        return v if self.n == 1 else _bin("mul", v, _i64(self.n))
+
+    def start(self, value: tir.PrimExpr) -> tir.PrimExpr:
+        if self.k is not None:
+            return _bin("floordiv", value, _i64(self.k))
+        return _bin("floordiv", self._scaled(value), _i64(self.o))
+
+    def end_floor(self, value: tir.PrimExpr) -> tir.PrimExpr:
+        if self.k is not None:
+            return _bin("floordiv", _bin("add", value, _i64(1)), _i64(self.k))
+        return _bin("floordiv", _bin("add", self._scaled(value), _i64(self.n)), _i64(self.o))
+
+    def end(self, v: tir.Var, value: tir.PrimExpr) -> tir.PrimExpr:
+        cond = _bin("eq", _bin("floormod", _bin("add", self._scaled(v), _i64(self.n % self.o)), _i64(self.o)),
+                    _i64(0))
+        e = self.end_floor(value)
+        return tir.Select(cond, e, _bin("add", e, _i64(1)))
+
+    def extent(self, v: tir.Var, value: tir.PrimExpr) -> tir.PrimExpr:
+        return _bin("sub", self.end(v, value), self.start(value))
+
+    def divisor(self, v: tir.Var, dtype: str) -> tir.PrimExpr:
+        """cast(dtype, cast(int32, extent)) as the avg block prints it; where n divides o with
+        k > 2 the simplifier moves the int32 cast inside the subtraction."""
+        value = tir.Cast("int64", v)
+        if self.k is not None and self.k > 2:
+            inner = _bin("sub", tir.Cast("int32", self.end(v, value)),
+                         _bin("floordiv", tir.Cast("int32", value), tb.const(self.k, "int32")))
+        else:
+            inner = tir.Cast("int32", self.extent(v, value))
+        return tir.Cast(dtype, inner)
+
+    def read_extent(self, v: tir.Var) -> tir.PrimExpr:
+        """The extent of the window an outer sblock reads: the Select relaxed to its larger
+        branch, `e + 1 - start` = `(v * n % o + n) // o + 1`, with the simplifier's forms of
+        `v * n % o` and its `(x % 2 + c) // 2` -> `x % 2 + c // 2`."""
+        if self.k is not None:
+            term, const, div = _bin("floormod", v, _i64(self.k)), 1, self.k
+        else:
+            r = self.n % self.o
+            if r == 1:
+                term = _bin("floormod", v, _i64(self.o))
+            elif self.o % r == 0:
+                term = _bin("mul", _bin("floormod", v, _i64(self.o // r)), _i64(r))
+            else:
+                term = _bin("floormod", _bin("mul", v, _i64(r)), _i64(self.o))
+            const, div = self.n, self.o
+        if div == 2:
+            return _bin("add", term, _i64(const // 2 + 1))
+        return _bin("add", _bin("floordiv", _bin("add", term, _i64(const)), _i64(div)), _i64(1))
+
+
 def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Tensor:
-    """adaptive_pool_impl with pool_type avg, where every output size divides its input size."""
+    """adaptive_pool_impl with pool_type avg. An axis whose output size divides its input
+    size has the constant window `o * (n / o) + rv`; any other axis a window whose extent
+    depends on the output index, which CreatePrimFunc nests (`adaptive_pool_sum_l1` around
+    `adaptive_pool_sum`, codegen/te.py)."""
     out_shape = list(x.shape)
-    ratios = []
+    windows: list = []
     for size, ii in zip(output_size, axes):
         out_shape[ii] = size
-        ratios.append(const_int(x.shape[ii]) // const_int(size))
-    raxes = [te.reduce_axis((0, r), name=f"rv{i}") for i, r in enumerate(ratios)]
+        n = const_int(x.shape[ii])
+        windows.append(n // size if n % size == 0 else _Window(n, size))
+
+    relaxed: dict = {}
 
     def window_sum(output):
-        indices = list(output)
+        indices, raxes = list(output), []
         for i, ii in enumerate(axes):
-            indices[ii] = tb.add(tb.mul(output[ii], ratios[i]), raxes[i].var)
+            w = windows[i]
+            if isinstance(w, int):
+                rv = te.reduce_axis((0, w), name=f"rv{i}")
+                indices[ii] = tb.add(tb.mul(output[ii], w), rv.var)
+            else:
+                rv = te.reduce_axis((0, w.extent(output[ii], output[ii])), name=f"rv{i}")
+                indices[ii] = _bin("add", w.start(output[ii]), rv.var)
+                relaxed[id(rv.var)] = w.read_extent(output[ii])
+            raxes.append(rv)
         return te.sum(x(*indices), axis=raxes)
 
     pool_sum = te.compute_ax(out_shape, window_sum, name="adaptive_pool_sum", tag="adaptive_pool_sum")
-    factor = tb.cast(x.dtype, 1)
-    for r in ratios:
-        factor = tb.mul(factor, tb.cast("int32", r))
-    return te.compute_ax(out_shape, lambda output: tb.div(pool_sum(*output), factor), name="adaptive_pool_avg",
-                         tag="elemwise", attrs={"schedule_rule": "meta_schedule.adaptive_pool_avg"})
+    # TOPI's pooled axes are int32 (the output size attribute), the others int64
+    pool_sum.op.narrow_axes = frozenset(id(pool_sum.op.axis[ii].var) for ii in axes)
+    pool_sum.op.relaxed_extents = relaxed
+    uneven = any(not isinstance(w, int) for w in windows)
+
+    def average(output):
+        factor = tb.cast(x.dtype, 1)
+        for i, ii in enumerate(axes):
+            w = windows[i]
+            term = tb.cast(x.dtype, tb.cast("int32", w)) if isinstance(w, int) else w.divisor(output[ii], x.dtype)
+            factor = tb.mul(factor, term)
+        return tb.div(pool_sum(*output), factor)
+
+    avg = te.compute_ax(out_shape, average, name="adaptive_pool_avg", tag="elemwise",
+                        attrs={"schedule_rule": "meta_schedule.adaptive_pool_avg"})
+    avg.op.prebuilt = uneven  # the divisor is in TVM's printed form already (_Window.divisor)
+    return avg
 
 
 def _avg_pool_count(v: tir.Var, n: int, k: int, s: int, head: int, tail: int, include_pad: bool) -> tir.PrimExpr:
@@ -245,7 +347,7 @@ def _adaptive_avg_pool2d(bb, call):
     shape = call.args[0].struct_info.shape
     in_sizes = [const_int(shape[i]) for i in axes]
     out_sizes = list(at["output_size"]) if at["output_size"] is not None else list(in_sizes)
-    if any(i is None or o is None or o == 0 or i % int(o) for i, o in zip(in_sizes, out_sizes)):
-        return call  # uneven windows: see the module docstring
+    if any(i is None or o is None or int(o) <= 0 for i, o in zip(in_sizes, out_sizes)):
+        return call  # symbolic sizes: see the module docstring
     return bb.call_te(adaptive_avg_pool, call.args[0], [int(o) for o in out_sizes], axes,
                       primfunc_name_hint="adaptive_avg_pool2d")
