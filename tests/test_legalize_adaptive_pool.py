@@ -16,7 +16,7 @@ import pytest
 from test_legalize_avg_pool import _ops, _tvm_texts
 from test_legalize_ops import case_text, legalize
 
-from irtool.relax_interpreter import run_relax
+from irtool.exec.relax import run_relax
 from irtool.text import parse, to_text
 
 
