@@ -9,7 +9,8 @@ EXCEPTIONS; `xpass` counts listed cases that now pass), `bound` (passing cases w
 integer inputs had to be bound as constants, see `run_case`), and the totals. A case is
 counted under the op it tests: the op of a one-node graph, else (function-expanded
 cases) the op its name spells. `--failures` prints each unexpected failure with its
-message; `--table` prints them as EXCEPTIONS entries to paste (then give each a reason).
+message; `--table` prints them as EXCEPTIONS entries to paste (then give each a reason);
+`--exceptions-md` prints the exception list of docs/onnx.md.
 Exit status 1 when a case fails unexpectedly or an exception passes.
 """
 
@@ -38,12 +39,26 @@ def _tested_op(case, schema_names: dict[str, str]) -> str:
     return schema_names[best] if best else "/".join(sorted(ops))
 
 
+def exceptions_markdown() -> str:
+    """The exception list of docs/onnx.md: one bullet per reason, with its count and cases."""
+    by_reason: dict[str, list[str]] = collections.defaultdict(list)
+    for name, reason in EXCEPTIONS.items():
+        by_reason[reason].append(name)
+    return "\n".join(f"- **{reason}** ({len(names)}): " + ", ".join(f"`{n}`" for n in names)
+                     for reason, names in by_reason.items())
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--failures", action="store_true", help="print each unexpected failure")
     p.add_argument("--table", action="store_true", help="print unexpected failures as EXCEPTIONS entries")
     p.add_argument("--op", action="append", default=[], help="only this op (repeatable)")
+    p.add_argument("--exceptions-md", action="store_true",
+                   help="print EXCEPTIONS grouped by reason, as docs/onnx.md lists them, and exit")
     args = p.parse_args(argv)
+    if args.exceptions_md:
+        print(exceptions_markdown())
+        return 0
 
     import onnx
 

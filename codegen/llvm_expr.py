@@ -327,6 +327,8 @@ class ExprCodegen:
                 if short in ("tanh", "sinh", "cosh", "tan", "asin", "acos", "atan", "atan2", "exp10"):
                     return self.call_libm((short + "f", short), args, e.dtype)  # not every LLVM lowers these
                 return self.call_intrinsic(_LLVM_FLOAT_INTRINSICS[short], args)
+        elif kind == "bool" and short in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+            return {"bitwise_and": b.and_, "bitwise_or": b.or_, "bitwise_xor": b.xor}[short](args[0], args[1])
         elif kind in ("int", "uint"):
             signed = kind == "int"
             simple = {"bitwise_and": b.and_, "bitwise_or": b.or_, "bitwise_xor": b.xor, "shift_left": b.shl}

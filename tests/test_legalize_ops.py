@@ -59,7 +59,10 @@ CASES += [(f"{op}-const", "x:2x3:float32", f'R.{op}(x, R.const(2.0, "float32"))'
 CASES += [(f"{op}-lconst", "x:2x3:float32", f'R.{op}(R.const(2.0, "float32"), x)') for op in ("subtract", "less")]
 CASES += [(f"{op}-i32", "x:2x3:int32 y:2x3:int32", f"R.{op}(x, y)")
           for op in ("add", "floor_divide", "floor_mod", "mod", "divide", "minimum", "equal")]
-CASES += [(f"{op}-bool", "x:2x3:bool y:3:bool", f"R.{op}(x, y)") for op in ("logical_and", "logical_or")]
+CASES += [(f"{op}-bool", "x:2x3:bool y:3:bool", f"R.{op}(x, y)") for op in ("logical_and", "logical_or", "logical_xor")]
+CASES += [(f"{op}-i32", "x:2x3:int32 y:3:int32", f"R.{op}(x, y)") for op in ("bitwise_and", "bitwise_or", "bitwise_xor")]
+CASES += [(f"{op}-u8", "x:2x3:uint8 y:2x3:uint8", f"R.{op}(x, R.const(3, \"uint8\"))") for op in ("left_shift", "right_shift")]
+CASES += [("bitwise_not-i32", "x:2x3:int32", "R.bitwise_not(x)")]
 CASES += [(f"{op}-sym", "x:nx3:float32 y:nx3:float32", f"R.{op}(x, y)") for op in ("add", "less")]
 CASES += [("add-sym-bcast", "x:nx3:float32 y:3:float32", "R.add(x, y)"),
           ("add-same", "x:2x3:float32", "R.add(x, x)")]

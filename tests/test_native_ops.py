@@ -53,7 +53,8 @@ UNARY_SHAPES = ["7x5", "1x1", "0x3", "", "3x1x37"]
 _DOMAIN = {"log": "pos", "sqrt": "pos", "rsqrt": "pos"}
 for _op, _, _float_only in UNARY:
     short = _op.removeprefix("relax.")
-    for dtype in ["bool"] if short == "logical_not" else F if _float_only else FI:
+    dtypes = ["bool"] if short == "logical_not" else I if short == "bitwise_not" else F if _float_only else FI
+    for dtype in dtypes:
         full = short in ("exp", "negative", "logical_not") and dtype in ("float32", "int32", "bool")
         for shape in UNARY_SHAPES if full else ["3x1x37"]:
             case("unary", f"{short}-{dtype}-{shape or 'scalar'}", f"x:{shape}:{dtype}:{_DOMAIN.get(short, 'any')}",
@@ -61,10 +62,13 @@ for _op, _, _float_only in UNARY:
 
 BINARY_SHAPES = [("7x1", "1x5"), ("7x5", "7x5"), ("7x5", "5"), ("1x1", "3x1x5"), ("0x5", "5"), ("", "3x7"),
                  ("2x67", "67"), ("1x1", "1x1")]
-_LOGICAL = ("logical_and", "logical_or")
+_LOGICAL = ("logical_and", "logical_or", "logical_xor")
+_BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
 _DIVIDING = ("divide", "floor_divide", "mod", "floor_mod")
 for short in BINARY:
     dtypes = ["bool"] if short in _LOGICAL else FI + (["bool"] if short in ("equal", "not_equal") else [])
+    if short in _BITWISE:
+        dtypes = I
     if short == "power":  # TVM 0.27: "power only applies to float" (see test_integer_power_is_a_diagnostic)
         dtypes = F
     for dtype in dtypes:
@@ -72,6 +76,8 @@ for short in BINARY:
         for a, b in BINARY_SHAPES if full else BINARY_SHAPES[:1]:
             da = "small" if short == "power" else "any"
             db = "nonzero" if short in _DIVIDING else ("pow" if short == "power" else "any")
+            if short.endswith("shift"):
+                da, db = "byte", "idx8"  # shift amounts below every integer width
             case("binary", f"{short}-{dtype}-{a or 's'}-{b}", f"x:{a}:{dtype}:{da} y:{b}:{dtype}:{db}",
                  f"R.{short}(x, y)")
 

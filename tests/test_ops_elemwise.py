@@ -103,7 +103,8 @@ UNARY_NAMES = ["negative", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tan
                "trunc", "sign", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
                "nn.relu", "copy", "zeros_like", "ones_like", "logical_not", "annotation.stop_fusion"]
 BINARY_NAMES = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power", "maximum",
-                "minimum", "logical_and", "logical_or"]
+                "minimum", "logical_and", "logical_or", "logical_xor"]
+BITWISE_NAMES = ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]
 COMPARE_NAMES = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
 
 # name -> (arguments, [(attribute, kind, default)], TOpPattern, relax name); TVM v0.19 has no
@@ -111,7 +112,8 @@ COMPARE_NAMES = ["equal", "not_equal", "less", "less_equal", "greater", "greater
 DECLS = {
     **{n: (("data",), [], E, None if n in ("trunc", "copy") else "relax." + n) for n in UNARY_NAMES},
     "annotation.stop_fusion": (("data",), [], O, None),  # kOpaque: fuse-ops never fuses across it
-    **{n: (("lhs", "rhs"), [], B, "relax." + n) for n in BINARY_NAMES + COMPARE_NAMES},
+    **{n: (("lhs", "rhs"), [], B, "relax." + n) for n in BINARY_NAMES + COMPARE_NAMES + BITWISE_NAMES},
+    "bitwise_not": (("data",), [], E, "relax.bitwise_not"),
     "nn.leaky_relu": (("data",), [("alpha", "float", 0.25)], E, "relax.nn.leakyrelu"),
     "clip": (("data",), [("a_min", "float", REQUIRED), ("a_max", "float", REQUIRED)], E, "relax.clip"),
     "cast": (("data",), [("dtype", "dtype", REQUIRED)], E, "relax.astype"),
@@ -208,7 +210,7 @@ def test_binary_relation_errors(name):
 
 def test_logical_binary_keeps_dtype():
     # logical_and/logical_or are RELAY_REGISTER_BINARY_OP (BroadcastRel), not CMP_OP (binary.cc).
-    for name in ["logical_and", "logical_or"]:
+    for name in ["logical_and", "logical_or", "logical_xor"]:
         assert_type(rel(name, T((2, 1), "bool"), T((3,), "bool")), (2, 3), "bool")
         assert_type(rel(name, T((2,), "int32"), T((2,), "int32")), (2,), "int32")
 
@@ -671,3 +673,62 @@ def test_where_reference_dtypes(dtype):
     if dtype != "bool":
         bcond = (cond != 0)
         np.testing.assert_array_equal(out, onnx_run("Where", [bcond, x, y], dtype))
+
+
+# ------------------------------------------------------------------ bitwise operators and shifts
+
+UINTS = ("uint8", "uint16", "uint32", "uint64")
+BITWISE = {  # name -> (Python formula on the element values, ONNX op and attributes)
+    "bitwise_and": (operator.and_, ("BitwiseAnd", {})),
+    "bitwise_or": (operator.or_, ("BitwiseOr", {})),
+    "bitwise_xor": (operator.xor, ("BitwiseXor", {})),
+    "left_shift": (operator.lshift, ("BitShift", {"direction": "LEFT"})),
+    "right_shift": (operator.rshift, ("BitShift", {"direction": "RIGHT"})),
+}
+
+
+def _bit_pairs(name, dtype):
+    info = np.iinfo(dtype)
+    lhs = np.array(sorted({0, 1, 2, 3, 5, 100, info.max, info.max // 3, info.min, info.min + 1}), dtype=dtype)
+    if name.endswith("shift"):  # shift amounts within the width (LLVM leaves wider ones undefined)
+        rhs = np.array([0, 1, 3, info.bits - 1], dtype=dtype)
+    else:
+        rhs = lhs
+    return lhs[:, None], rhs[None, :]
+
+
+@pytest.mark.parametrize("name,dtype", [(n, d) for n in BITWISE for d in INTS + UINTS + ("int8",)])
+def test_bitwise_reference(name, dtype):
+    a, b = _bit_pairs(name, dtype)
+    bits = np.iinfo(dtype).bits
+
+    def wrap(v):  # the result in the element type (two's complement for the signed types)
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if dtype.startswith("int") and v >= 1 << (bits - 1) else v
+
+    check(run(name, a, b), pymap(lambda x, y: wrap(BITWISE[name][0](x, y)), dtype, a, b))
+
+
+@pytest.mark.parametrize("name,dtype", [(n, d) for n in BITWISE for d in ("uint8", "uint32", "int32")
+                                        if not (n.endswith("shift") and d == "int32")])  # BitShift: uint only
+def test_bitwise_vs_onnxruntime(name, dtype):
+    onnx_op, attrs = BITWISE[name][1]
+    a, b = np.broadcast_arrays(*_bit_pairs(name, dtype))
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    check(run(name, a, b), onnx_run(onnx_op, [a, b], dtype, **attrs))
+
+
+def test_bitwise_not_and_logical_xor():
+    x = np.array([0, 1, -1, 127, -128], "int8")
+    check(run("bitwise_not", x), np.array([-1, -2, 0, -128, 127], "int8"))
+    check(run("bitwise_not", x.view("uint8")), np.array([255, 254, 0, 128, 127], "uint8"))
+    a, b = np.array([True, True, False, False]), np.array([True, False, True, False])
+    check(run("logical_xor", a, b), np.array([False, True, True, False]))
+
+
+@pytest.mark.parametrize("name", [*BITWISE, "bitwise_not"])
+def test_bitwise_relation_rejects_floats(name):
+    args = [T((2,), "float32")] * (1 if name == "bitwise_not" else 2)
+    assert "integer" in rel_error(name, *args)
+    if name != "bitwise_not":
+        assert_type(rel(name, T((2, 1), "uint8"), T((3,), "uint8")), (2, 3), "uint8")

@@ -51,6 +51,9 @@ def prims(values):
 
 
 SAMPLES = {
+    **{f"relax.{op}": ([t((2, 3, 4), "int32", "index:8"), t((3, 4), "int32", "index:4")], {})
+       for op in ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")},
+    "relax.bitwise_not": ([t((2, 3), "int32", "index:100")], {}),
     "relax.clip": ([t((2, 3)), prim(-0.5, "float32"), prim(0.5, "float32")], {}),
     "relax.where": ([t((2, 3), "bool"), t((2, 3)), t((3,))], {}),
     "relax.astype": ([t((2, 3))], {"dtype": "float16"}),

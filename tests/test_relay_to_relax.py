@@ -30,13 +30,20 @@ from irtool.transform import get_pass
 
 ROOT = Path(__file__).resolve().parents[1]
 
+def _binary_params(name: str) -> str:
+    if name.startswith("logical"):
+        return "x=2,3:bool y=3:bool"
+    if name.startswith(("bitwise", "left_shift", "right_shift")):
+        return "x=2,3:int32 y=3:int32"
+    return "x=2,3 y=3"
+
+
 # (case id, Relay body, parameters "name=dims[:dtype]" (dtype float32 by default),
 #  TVM program: "name = expr" statements emitted in order, then the output expression)
 CASES = [
-    *[(relay, f"{relay}(%x)", "x=2,3" + (":bool" if relay == "logical_not" else ""),
+    *[(relay, f"{relay}(%x)", "x=2,3" + {"logical_not": ":bool", "bitwise_not": ":int32"}.get(relay, ""),
        f"R.{relax[len('relax.'):]}(x)") for relax, relay, _ in relax_ops.UNARY],
-    *[(name, f"{name}(%x, %y)", "x=2,3 y=3" if not name.startswith("logical") else "x=2,3:bool y=3:bool",
-       f"R.{name}(x, y)") for name in relax_ops.BINARY],
+    *[(name, f"{name}(%x, %y)", _binary_params(name), f"R.{name}(x, y)") for name in relax_ops.BINARY],
     ("zeros_like", "zeros_like(%x)", "x=2,3", "R.zeros_like(x)"),
     ("ones_like", "ones_like(%x)", "x=2,3:int32", "R.ones_like(x)"),
     ("cast", 'cast(%x, dtype="int32")', "x=2,3", 'R.astype(x, "int32")'),

@@ -623,3 +623,13 @@ def test_call_of_another_prim_func_of_the_module():
     assert run_prim_func(main, [4], {"inc": inc}) == 10
     with pytest.raises(InterpreterError, match="unknown TIR intrinsic or function `inc`"):
         run_prim_func(main, [4], {})
+
+
+def test_bitwise_not_of_unsigned_wraps():
+    """~x of a uint8 is 255 - x (Python's ~ gives -x - 1, which must wrap when stored)."""
+    A, B = buf("A", (3,), "uint8"), buf("B", (3,), "uint8")
+    i = V("i")
+    f = prim_func([A, B], loops([i], [3], store(B, tir.Call("uint8", "tirx.bitwise_not", [load(A, i)]), i)))
+    a, b = np.array([0, 1, 200], "uint8"), np.zeros(3, "uint8")
+    run_prim_func(f, [a, b])
+    np.testing.assert_array_equal(b, [255, 254, 55])

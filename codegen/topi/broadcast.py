@@ -30,6 +30,11 @@ def _floor_mod(a, b):
     return tb.sub(a, tb.mul(_floor_divide(a, b), b))
 
 
+def _tir_call(op: str) -> Callable:
+    """An element rule that is TIR's bitwise intrinsic `op` (`a & b`, `a << b` ...)."""
+    return lambda a, b: tir.Call(a.dtype, f"tirx.{op}", [a, b])
+
+
 # relax name -> element rule (a, b) -> PrimExpr
 BINARY: dict[str, Callable] = {
     "add":           tb.add,
@@ -50,6 +55,12 @@ BINARY: dict[str, Callable] = {
     "greater_equal": tb.ge,
     "logical_and":   tb.logical_and,
     "logical_or":    tb.logical_or,
+    "logical_xor":   _tir_call("bitwise_xor"),
+    "bitwise_and":   _tir_call("bitwise_and"),
+    "bitwise_or":    _tir_call("bitwise_or"),
+    "bitwise_xor":   _tir_call("bitwise_xor"),
+    "left_shift":    _tir_call("shift_left"),
+    "right_shift":   _tir_call("shift_right"),
 }
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from irtool.ir import tir
+
 from .. import te
 from .. import tir_build as tb
 from . import register_legalize
@@ -47,6 +49,7 @@ UNARY: dict[str, tuple[str, Callable]] = {
     "relax.asinh":       ("tir_asinh",       _intrin("asinh")),
     "relax.atan":        ("tir_atan",        _intrin("atan")),
     "relax.atanh":       ("tir_atanh",       _intrin("atanh")),
+    "relax.bitwise_not": ("tir_bitwise_not", lambda v: tir.Call(v.dtype, "tirx.bitwise_not", [v])),
     "relax.ceil":        ("tir_ceil",        _intrin("ceil")),
     "relax.cos":         ("tir_cos",         _intrin("cos")),
     "relax.cosh":        ("tir_cosh",        _intrin("cosh")),
@@ -71,7 +74,7 @@ UNARY: dict[str, tuple[str, Callable]] = {
 
 
 # the ones TOPI implements in C++: a `T_<name>` block over ax0, ax1, ...
-CPP_UNARY = {"relax.logical_not": "T_logical_not",
+CPP_UNARY = {"relax.logical_not": "T_logical_not", "relax.bitwise_not": "T_bitwise_not",
              "relax.square": "T_multiply"}  # TVM legalizes square as `x * x` of te tensors: topi.multiply
 
 

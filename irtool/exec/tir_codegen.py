@@ -348,6 +348,8 @@ class _Codegen:
                 return _V(codes[0], dt)
             return _V(f"np.array({codes[0]}, {self.type_name(src)}).view({self.type_name(dt)})[()]"
                       + (".item()" if dt.is_int else ""), dt, dt.lo, dt.hi)
+        if dt.kind == "bool" and dt.lanes == 1 and short in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+            return _V(_INT_INTRINSICS[short].format(*(f"bool({c})" for c in codes)), dt)  # & | ^ of bools
         if dt.is_int:
             template = _INT_INTRINSICS.get(short)
             if template is None:

@@ -199,14 +199,14 @@ _INT_INTRINSICS = {
     "bitwise_and": "({0} & {1})",
     "bitwise_or": "({0} | {1})",
     "bitwise_xor": "({0} ^ {1})",
-    "bitwise_not": "(~{0})",
+    "bitwise_not": "(~{0})",  # raw
     "shift_left": "({0} << {1})",  # raw
     "shift_right": "({0} >> {1})",  # arithmetic for signed, logical for unsigned (non-negative)
     "pow": "ipow({0}, {1})",  # raw
     "popcount": "({0} & {mask}).bit_count()",
     "clz": "({bits} - ({0} & {mask}).bit_length())",
 }
-_INT_RAW_INTRINSICS = frozenset(("abs", "fabs", "shift_left", "pow"))
+_INT_RAW_INTRINSICS = frozenset(("abs", "fabs", "shift_left", "pow", "bitwise_not"))  # ~ of an unsigned wraps
 
 # ----------------------------------------------------------------------------- runtime helpers
 

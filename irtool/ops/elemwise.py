@@ -47,6 +47,21 @@ def broadcast_rel(args, attrs):
     return TensorType(broadcast_shapes(a.shape, b.shape), same_dtype("", a, b))
 
 
+def integer_broadcast_rel(args, attrs):
+    """BroadcastRel for the bitwise operators, which TOPI defines on integers and bool only."""
+    out = broadcast_rel(args, attrs)
+    if not out.dtype.startswith(("int", "uint", "bool")):
+        raise TypeRelError(f"bitwise operators take integer or bool tensors, got {out.dtype}")
+    return out
+
+
+def integer_identity_rel(args, attrs):
+    t = tensor_arg(args, 0, "data")
+    if not t.dtype.startswith(("int", "uint")):  # ~ of a bool is not a logical not in every backend
+        raise TypeRelError(f"bitwise_not takes an integer tensor, got {t.dtype}")
+    return t
+
+
 def broadcast_bool_rel(args, attrs):
     a, b = tensor_arg(args, 0, "lhs"), tensor_arg(args, 1, "rhs")
     same_dtype("", a, b)
@@ -190,6 +205,17 @@ BINARY = [
     ("minimum",       _min,                                         B),
     ("logical_and",   lambda a, b: np.logical_and(a, b),            B),
     ("logical_or",    lambda a, b: np.logical_or(a, b),             B),
+    ("logical_xor",   lambda a, b: np.logical_xor(a, b),            B),
+]
+
+# TOPI's bitwise operators and shifts (C operators on the element type; a shift by the
+# element's width or more is undefined in LLVM, and NumPy's value is kept for it)
+BITWISE = [
+    ("bitwise_and",   lambda a, b: np.bitwise_and(a, b)),
+    ("bitwise_or",    lambda a, b: np.bitwise_or(a, b)),
+    ("bitwise_xor",   lambda a, b: np.bitwise_xor(a, b)),
+    ("left_shift",    lambda a, b: np.left_shift(a, b)),
+    ("right_shift",   lambda a, b: np.right_shift(a, b)),
 ]
 
 COMPARE = [
@@ -204,6 +230,8 @@ COMPARE = [
 register(*(OpDef(name, ("data",), identity_rel, pattern, _keep(ref)) for name, ref, pattern in UNARY))
 register(*(OpDef(name, ("lhs", "rhs"), broadcast_rel, pattern, _keep(ref)) for name, ref, pattern in BINARY))
 register(*(OpDef(name, ("lhs", "rhs"), broadcast_bool_rel, B, ref) for name, ref in COMPARE))
+register(*(OpDef(name, ("lhs", "rhs"), integer_broadcast_rel, B, _keep(ref)) for name, ref in BITWISE))
+register(OpDef("bitwise_not", ("data",), integer_identity_rel, E, _keep(lambda x: np.invert(x))))
 register(
     OpDef("nn.leaky_relu", ("data",), identity_rel, E,
           _keep(lambda x, alpha: np.where(x > 0, x, x * _as_dtype(alpha, x.dtype))),

@@ -81,12 +81,23 @@ def _mean(x, axis, keepdims):
     return np.mean(x, axis=axis, keepdims=keepdims, dtype=np.float64)
 
 
+def _limits(dtype):
+    """finfo/iinfo of a dtype, bfloat16 and the float8 types (ml_dtypes) included."""
+    if np.dtype(dtype).kind in "iu":
+        return np.iinfo(dtype)
+    if np.issubdtype(dtype, np.floating):
+        return np.finfo(dtype)
+    import ml_dtypes
+
+    return ml_dtypes.finfo(dtype)
+
+
 def _lowest(dtype):
-    return False if dtype == np.bool_ else (np.finfo if np.issubdtype(dtype, np.floating) else np.iinfo)(dtype).min
+    return False if dtype == np.bool_ else _limits(dtype).min
 
 
 def _highest(dtype):
-    return True if dtype == np.bool_ else (np.finfo if np.issubdtype(dtype, np.floating) else np.iinfo)(dtype).max
+    return True if dtype == np.bool_ else _limits(dtype).max
 
 
 def _arg_reducer(fn):

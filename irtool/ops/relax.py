@@ -316,11 +316,12 @@ UNARY = [
     ("relax.atanh",       "atanh",       True),
     ("relax.nn.relu",     "nn.relu",     False),
     ("relax.logical_not", "logical_not", False),
+    ("relax.bitwise_not", "bitwise_not", False),
 ]
 
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power", "maximum",
           "minimum", "logical_and", "logical_or", "equal", "not_equal", "less", "less_equal", "greater",
-          "greater_equal"]
+          "greater_equal", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]
 
 REDUCE = ["sum", "mean", "max", "min", "prod"]
 

@@ -10,7 +10,9 @@ Semantics follow the ONNX specs (and onnxruntime, the reference tests compare wi
   the result is `min(max(x, lo), hi)`, so `lo > hi` gives `hi` as ONNX says;
 - Reduce*: `axes` attribute, or (ReduceSum from 13, the others from 18) an optional input
   with `noop_with_empty_axes`; `keepdims` defaults to 1;
-- ArgMax returns int64 (Relay's argmax gives int32, so it is cast).
+- ArgMax/ArgMin return int64 (Relay's argmax/argmin give int32, so they are cast);
+- Xor is `logical_xor` (legacy broadcasting before 7, like And/Or); BitShift is
+  `left_shift`/`right_shift` by `direction`; the Bitwise* ops map one to one.
 """
 
 from __future__ import annotations
@@ -26,10 +28,15 @@ _UNARY = {"Relu": ("nn.relu", 1), "Sigmoid": ("sigmoid", 1), "Tanh": ("tanh", 1)
           "Not": ("logical_not", 1), "Floor": ("floor", 1), "Ceil": ("ceil", 1), "Sin": ("sin", 7),
           "Cos": ("cos", 7), "Tan": ("tan", 7), "Asin": ("asin", 7), "Acos": ("acos", 7), "Atan": ("atan", 7),
           "Sinh": ("sinh", 9), "Cosh": ("cosh", 9), "Asinh": ("asinh", 9), "Acosh": ("acosh", 9),
-          "Atanh": ("atanh", 9)}
+          "Atanh": ("atanh", 9), "BitwiseNot": ("bitwise_not", 18)}
 # binary ops: legacy `broadcast`/`axis` attributes before opset 7, NumPy broadcasting from 7
 _BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide",
-           "Equal": "equal", "Less": "less", "Greater": "greater", "And": "logical_and", "Or": "logical_or"}
+           "Equal": "equal", "Less": "less", "Greater": "greater", "And": "logical_and", "Or": "logical_or",
+           "Xor": "logical_xor"}
+# ops from a later opset on, NumPy broadcasting only: ONNX op -> (Relay op, first opset)
+_BINARY_LATER = {"GreaterOrEqual": ("greater_equal", 12), "LessOrEqual": ("less_equal", 12),
+                 "BitwiseAnd": ("bitwise_and", 18), "BitwiseOr": ("bitwise_or", 18),
+                 "BitwiseXor": ("bitwise_xor", 18)}
 # variadic ops folded pairwise (NumPy broadcasting from opset 8, equal shapes before)
 _VARIADIC = {"Sum": "add", "Max": "maximum", "Min": "minimum"}
 # ONNX reduction -> (Relay op, the opset from which `axes` is an input)
@@ -101,6 +108,8 @@ for _onnx, (_relay, _since) in _UNARY.items():
 for _onnx, _relay in _BINARY.items():
     converter(_onnx, 1)(_binary_legacy(_relay))
     converter(_onnx, 7)(_binary(_relay))
+for _onnx, (_relay, _since) in _BINARY_LATER.items():
+    converter(_onnx, _since)(_binary(_relay))
 for _onnx, _relay in _VARIADIC.items():
     converter(_onnx, 1)(_variadic(_relay))
 
@@ -406,11 +415,24 @@ def _sign(ctx, inputs, attrs):
     return ctx.call("sign", inputs[0])
 
 
-@converter("ArgMax", 1)
-def _argmax(ctx, inputs, attrs):
-    out = ctx.call("argmax", inputs[0], axis=(int(attrs.get("axis", 0)),), keepdims=bool(attrs.get("keepdims", 1)),
-                   select_last_index=bool(attrs.get("select_last_index", 0)))
-    return ctx.call("cast", out, dtype="int64")
+def _arg_reduce(relay_op: str):
+    def convert(ctx, inputs, attrs):
+        out = ctx.call(relay_op, inputs[0], axis=(int(attrs.get("axis", 0)),), keepdims=bool(attrs.get("keepdims", 1)),
+                       select_last_index=bool(attrs.get("select_last_index", 0)))
+        return ctx.call("cast", out, dtype="int64")
+    return convert
+
+
+converter("ArgMax", 1)(_arg_reduce("argmax"))
+converter("ArgMin", 1)(_arg_reduce("argmin"))
+
+
+@converter("BitShift", 11)
+def _bit_shift(ctx, inputs, attrs):
+    direction = attrs.get("direction", "")
+    if direction not in ("LEFT", "RIGHT"):
+        raise ctx.error(f"BitShift direction must be LEFT or RIGHT, got {direction!r}")
+    return ctx.call("left_shift" if direction == "LEFT" else "right_shift", inputs[0], inputs[1])
 
 
 @converter("Mish", 18)

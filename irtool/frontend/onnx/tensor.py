@@ -123,6 +123,12 @@ def _cast(ctx, inputs, attrs):
     return _call(ctx, "cast", inputs[0], dtype=dtype)
 
 
+@converter("CastLike", 15)
+def _cast_like(ctx, inputs, attrs):
+    """Cast to the second input's element type (as TVM's converter does)."""
+    return _call(ctx, "cast", inputs[0], dtype=ctx.type_of(inputs[1]).dtype)
+
+
 # ----------------------------------------------------------------------------- shapes
 
 
