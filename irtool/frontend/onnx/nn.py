@@ -478,3 +478,63 @@ def _mean_variance_normalization(ctx, inputs, attrs):
     mean_of_squares = _call(ctx, "mean", _call(ctx, "multiply", x, x), axis=axes, keepdims=True)
     variance = _call(ctx, "subtract", mean_of_squares, _call(ctx, "multiply", mean, mean))
     return _call(ctx, "divide", _call(ctx, "subtract", x, mean), _call(ctx, "sqrt", variance))
+
+
+# ----------------------------------------------------------------------------- losses
+
+
+def _nll(ctx, log_prob, target, weight, ignore_index):
+    """The per-element loss -weight[t] * log_prob[n, t, d...] and the total weight, as TVM's
+    NegativeLogLikelihoodLoss.run_calculation builds them. Where TVM gathers at an ignored
+    target (out of range when ignore_index is), the index is first replaced by 0: the
+    element is masked to 0 either way, and no gather reads out of bounds."""
+    tdtype = _dtype(ctx, target)
+    channels = ctx.shape_of(log_prob)[1]
+    index = target
+    if ignore_index is not None:
+        ignored = ctx.call("equal", target, ctx.const(ignore_index, tdtype))
+        index = ctx.call("where", ignored, ctx.const(0, tdtype), target)
+    index = ctx.call("where", ctx.call("less", index, ctx.const(0, tdtype)),
+                     ctx.call("add", index, ctx.const(channels, tdtype)), index)
+    picked = ctx.call("gather", log_prob, ctx.call("expand_dims", index, axis=1), axis=1)
+    loss = ctx.call("negative", _call(ctx, "squeeze", picked, axis=[1]))
+    if weight is None:
+        weights = ctx.call("ones_like", loss)
+    else:
+        weights = ctx.call("take", weight, index, axis=0)
+        loss = ctx.call("multiply", loss, weights)
+    if ignore_index is not None:
+        zero = _scalar(ctx, 0, loss)
+        loss = ctx.call("where", ignored, zero, loss)
+        weights = ctx.call("where", ignored, zero, weights)
+    return loss, ctx.call("sum", weights)
+
+
+def _reduce_loss(ctx, loss, total, reduction: str):
+    if reduction == "mean":
+        return ctx.call("divide", ctx.call("sum", loss), total)
+    if reduction == "sum":
+        return ctx.call("sum", loss)
+    if reduction == "none":
+        return loss
+    raise ctx.error(f"unknown reduction {reduction!r} (mean, sum or none)")
+
+
+def _loss_inputs(inputs):
+    return inputs[0], inputs[1], inputs[2] if len(inputs) > 2 else None
+
+
+@converter("NegativeLogLikelihoodLoss", 12)
+def _negative_log_likelihood_loss(ctx, inputs, attrs):
+    log_prob, target, weight = _loss_inputs(inputs)
+    loss, total = _nll(ctx, log_prob, target, weight, attrs.get("ignore_index"))
+    return _reduce_loss(ctx, loss, total, attrs.get("reduction", "mean"))
+
+
+@converter("SoftmaxCrossEntropyLoss", 12)
+def _softmax_cross_entropy_loss(ctx, inputs, attrs):
+    """log_softmax over axis 1, then the NLL loss; the second output is the log_softmax."""
+    scores, labels, weight = _loss_inputs(inputs)
+    log_prob = ctx.call("nn.log_softmax", scores, axis=1)
+    loss, total = _nll(ctx, log_prob, labels, weight, attrs.get("ignore_index"))
+    return _reduce_loss(ctx, loss, total, attrs.get("reduction", "mean")), log_prob
