@@ -697,3 +697,17 @@ def _space_to_depth(ctx, inputs, attrs):
     # DCR (the default): the block offsets outermost in the channels; CRD (a newer `mode`): innermost
     perm = [0, 1, 3, 5, 2, 4] if attrs.get("mode", "DCR") == "CRD" else [0, 3, 5, 1, 2, 4]
     return _block_shuffle(ctx, inputs[0], [n, c, h // b, b, w // b, b], perm, [n, c * b * b, h // b, w // b])
+
+
+@converter("Trilu", 14)
+def _trilu(ctx, inputs, attrs):
+    """The upper (or lower) triangle of the last two axes from diagonal k, zeros elsewhere:
+    `where` with a constant mask (TVM builds its `trilu` op; same values). k must be known."""
+    x = inputs[0]
+    k = 0 if len(inputs) < 2 or inputs[1] is None else int(ctx.required_value(inputs[1], "Trilu's k"))
+    shape = _static(ctx, inputs[0], "Trilu")
+    if len(shape) < 2:
+        raise ctx.error(f"Trilu needs a tensor of rank 2 or more, got rank {len(shape)}")
+    rows, cols = shape[-2:]
+    keep = np.triu(np.ones((rows, cols), bool), k) if attrs.get("upper", 1) else np.tril(np.ones((rows, cols), bool), k)
+    return ctx.call("where", ctx.const(keep, "bool"), x, ctx.call("zeros_like", x))
