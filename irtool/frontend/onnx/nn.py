@@ -375,6 +375,27 @@ def _layer_norm(ctx, inputs, attrs):
     return [y, mean, inv_std] if stats else y
 
 
+@converter("RMSNormalization", 23)
+def _rms_normalization(ctx, inputs, attrs):
+    """x / sqrt(mean(x^2 over axis..last) + epsilon) * scale, as onnx defines it (TVM v0.19
+    has no converter); stash_type=1 computes in float32 and casts back."""
+    x, scale = inputs[0], inputs[1]
+    rank = len(ctx.shape_of(x))
+    axis = int(attrs.get("axis", -1))
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:
+        raise ctx.error(f"axis {attrs.get('axis')} is out of range for rank {rank}")
+    dtype = _dtype(ctx, x)
+    stash = "float32" if int(attrs.get("stash_type", 1)) == 1 else dtype
+    xs = x if stash == dtype else _call(ctx, "cast", x, dtype=stash)
+    mean_square = _call(ctx, "mean", _call(ctx, "multiply", xs, xs), axis=list(range(axis, rank)), keepdims=True)
+    rms = _call(ctx, "sqrt", _call(ctx, "add", mean_square, _scalar(ctx, float(attrs.get("epsilon", 1e-5)), xs)))
+    y = _call(ctx, "divide", xs, rms)
+    if stash != dtype:
+        y = _call(ctx, "cast", y, dtype=dtype)
+    return _call(ctx, "multiply", y, scale)
+
+
 def _normalise(ctx, x, axes: list, eps: float):
     """(x - mean) / sqrt(var + eps) over `axes`."""
     mean = _call(ctx, "mean", x, axis=axes, keepdims=True)
