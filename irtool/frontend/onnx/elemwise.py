@@ -471,3 +471,33 @@ def _lp_normalization(ctx, inputs, attrs):
         raise ctx.error(f"LpNormalization p must be 1 or 2, got {p}")
     zero = _scalar(ctx, 0, x)
     return ctx.call("where", ctx.call("equal", norm, zero), ctx.call("zeros_like", x), ctx.call("divide", x, norm))
+
+
+def _hardmax_along(ctx, x, axis: int):
+    """1 at the first maximum along `axis`, 0 elsewhere: argmax compared with the indices."""
+    shape = ctx.shape_of(x)
+    if shape[axis] is ANY:
+        raise ctx.error("Hardmax needs a static size along its axis")
+    first = ctx.call("argmax", x, axis=(axis,), keepdims=True)  # int32, ties: the first index
+    positions = np.arange(shape[axis], dtype="int32").reshape([-1 if i == axis else 1 for i in range(len(shape))])
+    return ctx.call("cast", ctx.call("equal", first, ctx.const(positions, "int32")), dtype=_dtype(ctx, x))
+
+
+@converter("Hardmax", 1, 13)
+def _hardmax(ctx, inputs, attrs):
+    """Before opset 13 the input is coerced to 2-D at `axis` (default 1), as TVM v0.19 does;
+    from 13 on, the maximum is taken along `axis` alone (default -1), as onnx defines it."""
+    x = inputs[0]
+    shape = ctx.shape_of(x)
+    rank = len(shape)
+    axis = int(attrs.get("axis", -1 if ctx.opset >= 13 else 1))
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:
+        raise ctx.error(f"axis {attrs.get('axis')} is out of range for rank {rank}")
+    if ctx.opset >= 13:
+        return _hardmax_along(ctx, x, axis)
+    if ANY in shape:
+        raise ctx.error("Hardmax before opset 13 needs a static shape")
+    rows = int(np.prod(shape[:axis], dtype=np.int64))
+    flat = ctx.call("reshape", x, newshape=(rows, -1))
+    return ctx.call("reshape", _hardmax_along(ctx, flat, 1), newshape=tuple(shape))
