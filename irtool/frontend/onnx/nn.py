@@ -318,6 +318,19 @@ def _avg_pool(ctx, inputs, attrs):
     return _pool(ctx, inputs, attrs, "avg")
 
 
+@converter("LpPool", 1, 11, 18)
+def _lp_pool(ctx, inputs, attrs):
+    """(sum over the window of |x|^p)^(1/p): an average pool counting the padding, times
+    the window size, as TVM v0.19 builds it (with |x| first, as onnx defines it; TVM
+    raises x itself to p, which differs for odd p)."""
+    x = inputs[0]
+    p = float(attrs.get("p", 2))
+    powered = _call(ctx, "power", _call(ctx, "abs", x), _scalar(ctx, p, x))
+    pooled = _pool(ctx, [powered], {**attrs, "count_include_pad": 1}, "avg")
+    window = _scalar(ctx, float(math.prod(attrs["kernel_shape"])), x)
+    return _call(ctx, "power", _call(ctx, "multiply", pooled, window), _scalar(ctx, 1.0 / p, x))
+
+
 def _global_pool(kind: str):
     def convert(ctx, inputs, attrs):
         x = inputs[0]
