@@ -501,3 +501,12 @@ def _hardmax(ctx, inputs, attrs):
     rows = int(np.prod(shape[:axis], dtype=np.int64))
     flat = ctx.call("reshape", x, newshape=(rows, -1))
     return ctx.call("reshape", _hardmax_along(ctx, flat, 1), newshape=tuple(shape))
+
+
+@converter("Swish", 24)
+def _swish(ctx, inputs, attrs):
+    """x * sigmoid(alpha * x)."""
+    x = inputs[0]
+    alpha = float(attrs.get("alpha", 1.0))
+    scaled = x if alpha == 1.0 else ctx.call("multiply", _scalar(ctx, alpha, x), x)
+    return ctx.call("multiply", x, ctx.call("sigmoid", scaled))

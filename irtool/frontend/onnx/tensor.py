@@ -711,3 +711,20 @@ def _trilu(ctx, inputs, attrs):
     rows, cols = shape[-2:]
     keep = np.triu(np.ones((rows, cols), bool), k) if attrs.get("upper", 1) else np.tril(np.ones((rows, cols), bool), k)
     return ctx.call("where", ctx.const(keep, "bool"), x, ctx.call("zeros_like", x))
+
+
+@converter("Compress", 9, 11)
+def _compress(ctx, inputs, attrs):
+    """The slices where `condition` is true, along `axis` (of the flattened input without
+    one): `take` at the true positions. TVM finds them at run time with argwhere; here the
+    condition must be known at import, so the result keeps a static shape."""
+    x = inputs[0]
+    condition = np.asarray(ctx.required_value(inputs[1], "Compress's condition")).astype(bool).reshape(-1)
+    axis = attrs.get("axis")
+    if axis is None:
+        x, axis = _call(ctx, "reshape", x, newshape=[-1]), 0
+    size = _static(ctx, x, "Compress")[int(axis)]
+    if condition.size > size:
+        raise ctx.error(f"Compress's condition has {condition.size} elements, the axis only {size}")
+    positions = np.flatnonzero(condition).astype("int64")
+    return _call(ctx, "take", x, ctx.const(positions, "int64"), axis=int(axis))
