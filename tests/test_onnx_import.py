@@ -119,6 +119,61 @@ def test_unsupported_ops_listed_in_one_message(tmp_path) -> None:
     _one_error(*_cli([_save(m, tmp_path / "u.onnx")])[::2], "StringNormalizer", "TfIdfVectorizer", "Frobnicate")
 
 
+# ----------------------------------------------------------------------------- ops imported as ONNX functions
+
+
+def _reference(model, feeds: dict) -> list:
+    from onnx.reference import ReferenceEvaluator
+
+    return ReferenceEvaluator(model).run(None, feeds)
+
+
+def test_function_op_is_expanded() -> None:
+    """GroupNormalization has no converter; its (context-dependent) ONNX function body is imported."""
+    assert "GroupNormalization" not in supported_ops()
+    x = np.random.default_rng(0).standard_normal((2, 4, 3, 3)).astype("float32")
+    scale, bias = np.array([1.0, 2.0], "float32"), np.array([0.5, -0.5], "float32")
+    node = helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=2, epsilon=1e-3)
+    m = _model([node], [_vi("x", x.shape), _vi("scale", (2,)), _vi("bias", (2,))], [_vi("y", x.shape)], opset=18)
+    mod, _ = from_onnx(m)
+    ops = {c.op.name for c in _calls(mod)}
+    assert "mean" in ops and "GroupNormalization" not in str(mod)
+    got = irtool.interpret(mod, [x, scale, bias])
+    np.testing.assert_allclose(got, _reference(m, {"x": x, "scale": scale, "bias": bias})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_function_op_attributes_and_names_stay_apart() -> None:
+    """Two expansions of one function in a graph get distinct internal names; a referenced
+    attribute takes each node's own value (num_groups 2, then 4), a missing one the schema's
+    default (epsilon on the second node)."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 4, 2, 2)).astype("float32")
+    s2, b2 = np.array([1.0, 3.0], "float32"), np.array([0.0, 1.0], "float32")
+    s4, b4 = np.arange(1, 5, dtype="float32"), np.zeros(4, "float32")
+    nodes = [helper.make_node("GroupNormalization", ["x", "s2", "b2"], ["a"], num_groups=2, epsilon=0.5),
+             helper.make_node("GroupNormalization", ["a", "s4", "b4"], ["y"], num_groups=4)]
+    inputs = [_vi("x", x.shape), _vi("s2", (2,)), _vi("b2", (2,)), _vi("s4", (4,)), _vi("b4", (4,))]
+    m = _model(nodes, inputs, [_vi("y", x.shape)], opset=18)
+    feeds = {"x": x, "s2": s2, "b2": b2, "s4": s4, "b4": b4}
+    got = irtool.interpret(from_onnx(m)[0], list(feeds.values()))
+    np.testing.assert_allclose(got, _reference(m, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_function_body_with_unsupported_ops_is_one_error() -> None:
+    """An op whose function body needs an op irtool lacks names that op."""
+    node = helper.make_node("Bernoulli", ["x"], ["y"])  # its body draws with RandomUniformLike
+    m = _model([node], [_vi("x", (2,))], [_vi("y", (2,))], opset=22)
+    with pytest.raises(OnnxImportError, match="RandomUniformLike"):
+        from_onnx(m)
+
+
+def _calls(mod):
+    from irtool.ir.expr import Call
+    from irtool.ir.visitor import post_order
+
+    return [e for e in post_order(mod.functions["main"].body) if isinstance(e, Call)]
+
+
 # ----------------------------------------------------------------------------- input shapes
 
 

@@ -8,7 +8,9 @@
           │                  opset (the newest `since_version` not above it) and returns
           │                  Relay expressions; every new call is typed on the spot and
           │                  folded to a constant when its inputs are constants (so
-          │                  Shape -> Gather -> Concat -> Reshape becomes a static shape)
+          │                  Shape -> Gather -> Concat -> Reshape becomes a static shape);
+          │                  an op without a converter but with an ONNX function body is
+          │                  replaced by the body's nodes (`functions.py`)
           └ outputs       -> the body (a tuple when there are several)
 
 Converters live in family modules (`elemwise`, `nn`, `tensor`), one small function per
@@ -17,6 +19,7 @@ ONNX op version, registered with `@converter("Relu", 6)`.
 
 from __future__ import annotations
 
+import collections
 import importlib
 import warnings
 from collections.abc import Callable
@@ -26,6 +29,7 @@ from ...diagnostics import DiagnosticError
 from ...ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
 from ...ir.module import IRModule
 from ...ir.types import ANY, TensorType, TupleType
+from . import functions
 
 # ONNX TensorProto element types -> dtypes
 ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
@@ -313,6 +317,31 @@ def _input_type(value_info, shape: dict | None, dtype) -> TensorType:
     return TensorType(tuple(dims), elem)
 
 
+def _implementation(table: dict, node, opset: int):
+    """The node's converter at `opset`, or None for an op imported as its ONNX function."""
+    op = table.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+    return op.implementation(opset) if op is not None else None
+
+
+def _check_supported(nodes, table: dict, opset: int) -> None:
+    unsupported = sorted({n.op_type for n in nodes if _implementation(table, n, opset) is None
+                          and not functions.is_function_op(n.op_type, opset, n.domain)})
+    if unsupported:
+        raise OnnxImportError(f"the model uses operators irtool cannot import (opset {opset}): "
+                              + ", ".join(unsupported))
+
+
+def _type_proto(ctx, x):
+    """An onnx TypeProto of a converted value (for context-dependent function bodies)."""
+    from onnx import TypeProto, helper
+
+    if x is None:
+        return TypeProto()
+    t = ctx.type_of(x)
+    elem = {v: k for k, v in ONNX_DTYPES.items()}.get(t.dtype, 0)
+    return helper.make_tensor_type_proto(elem, [None if d is ANY else d for d in t.shape])
+
+
 def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | None = None,
               freeze_params: bool = True):
     """Convert an ONNX ModelProto (or a path to one) to `(IRModule, params)`.
@@ -332,11 +361,7 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
     graph = model.graph
     opset = _graph_opset(model, opset)
     table = converters()
-    unsupported = sorted({n.op_type for n in graph.node if n.domain not in ("", "ai.onnx") or n.op_type not in table
-                          or table[n.op_type].implementation(opset) is None})
-    if unsupported:
-        raise OnnxImportError(f"the model uses operators irtool cannot import (opset {opset}): "
-                              + ", ".join(unsupported))
+    _check_supported(graph.node, table, opset)
     ctx = Context(opset)
     env: dict[str, Expr] = {}
     params: dict[str, object] = {}
@@ -363,13 +388,20 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
         var.checked_type = var.type_annotation
         env[value_info.name] = var
         input_vars.append(var)
-    for node in graph.node:
+    pending = collections.deque((node, opset) for node in graph.node)
+    while pending:
+        node, ctx.opset = pending.popleft()
         ctx.node = node
-        impl = table[node.op_type].implementation(opset)
-        inputs = [env[name] if name else None for name in node.input]
         for name in node.input:
             if name and name not in env:
                 raise ctx.error(f"input `{name}` is not produced by any earlier node, initializer or graph input")
+        inputs = [env[name] if name else None for name in node.input]
+        impl = _implementation(table, node, ctx.opset)
+        if impl is None:  # an ONNX function: its body's nodes come next
+            body = functions.expand(node, ctx.opset, [_type_proto(ctx, x) for x in inputs])
+            _check_supported([n for n, _ in body], table, max((v for _, v in body), default=ctx.opset))
+            pending.extendleft(reversed(body))
+            continue
         attrs = {a.name: _attribute(a) for a in node.attribute}
         try:
             out = impl(ctx, inputs, attrs)
