@@ -82,8 +82,9 @@ EXCEPTIONS: dict[str, str] = {
        for case in ("2d", "2d_align_corners", "3d", "3d_align_corners")},
     **{f"test_bernoulli{case}": _BODY_USES.format("RandomUniformLike (random numbers)")
        for case in ("", "_double", "_seed")},
-    **{f"test_dynamicquantizelinear{case}": _BODY_USES.format("QuantizeLinear and Round")
-       for case in ("", "_max_adjusted", "_min_adjusted")},
+    **{f"test_{op}_{case}": _NARROW_DTYPES for op in ("quantizelinear", "dequantizelinear")
+       for case in ("e4m3fn", "e5m2", "uint4", "int4", "uint2", "int2", "float4e2m1")},
+    **{f"test_dequantizelinear_{case}": _NARROW_DTYPES for case in ("e4m3fn_float16", "e4m3fn_zero_point")},
     **{f"test_linear_attention_{case}": _BODY_USES.format("Scan (control flow)") for case in (
         "linear", "gated", "gated_per_head_decay", "delta", "gated_delta", "gated_delta_beta_scalar",
         "gated_delta_gqa", "gated_delta_mqa", "decode_step", "prefill_with_past", "no_past_explicit_zeros",

@@ -328,3 +328,32 @@ def test_reduce_extremum_empty_set(op, dtype, keepdims):
     the type's extremes for integers), folded to a constant of the output shape."""
     x = np.zeros((2, 0, 4), dtype)
     check(op, {"x": x}, {"keepdims": keepdims}, opset=18, consts={"axes": np.asarray([1], "int64")})
+
+
+# ----------------------------------------------------------------------------- quantisation and rounding
+
+
+def test_round_halves_to_even():
+    x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 0.49999997, -3.7, 4.2, 1e10 + 0.5], np.float32)
+    check("Round", {"x": x}, opset=11)
+
+
+@pytest.mark.parametrize("zp_dtype", [np.uint8, np.int8, np.int16])
+def test_quantize_linear_per_tensor_saturates_and_rounds_to_even(zp_dtype):
+    x = np.array([[-1000.0, -2.5, -1.5, -0.5, 0.5, 1.5], [2.5, 3.49, 100.0, 254.5, 255.5, 1e6]], np.float32)
+    opset = 21 if zp_dtype == np.int16 else 13  # 16-bit types from opset 21
+    check("QuantizeLinear", {"x": x}, consts={"scale": np.float32(1.0), "zp": np.array(3, zp_dtype)}, opset=opset)
+
+
+def test_quantize_and_dequantize_per_axis():
+    x = f32(2, 3, 4, scale=20)
+    scale = np.array([0.5, 1.0, 2.0], np.float32)
+    zp = np.array([0, 10, 250], np.uint8)
+    check("QuantizeLinear", {"x": x}, consts={"scale": scale, "zp": zp}, attrs={"axis": 1}, opset=13)
+    q = RNG.integers(0, 256, size=(2, 3, 4)).astype(np.uint8)
+    check("DequantizeLinear", {"q": q}, consts={"scale": scale, "zp": zp}, attrs={"axis": 1}, opset=13)
+
+
+def test_dequantize_without_zero_point_and_int32():
+    q = RNG.integers(-1000, 1000, size=(5,)).astype(np.int32)
+    check("DequantizeLinear", {"q": q}, consts={"scale": np.float32(0.25)}, opset=13)
