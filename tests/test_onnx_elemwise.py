@@ -357,3 +357,15 @@ def test_quantize_and_dequantize_per_axis():
 def test_dequantize_without_zero_point_and_int32():
     q = RNG.integers(-1000, 1000, size=(5,)).astype(np.int32)
     check("DequantizeLinear", {"q": q}, consts={"scale": np.float32(0.25)}, opset=13)
+
+
+def test_qlinear_matmul_and_conv():
+    a = RNG.integers(0, 256, size=(3, 5)).astype(np.uint8)
+    consts = {"a_scale": np.float32(0.05), "a_zp": np.uint8(120), "b": RNG.integers(0, 256, size=(5, 4)).astype(np.uint8),
+              "b_scale": np.float32(0.02), "b_zp": np.uint8(130), "y_scale": np.float32(0.1), "y_zp": np.uint8(128)}
+    check("QLinearMatMul", {"a": a}, consts=consts, opset=13)
+    x = RNG.integers(0, 256, size=(1, 2, 6, 6)).astype(np.uint8)
+    consts = {"x_scale": np.float32(0.03), "x_zp": np.uint8(100), "w": RNG.integers(0, 256, size=(3, 2, 3, 3)).astype(np.uint8),
+              "w_scale": np.array([0.01, 0.02, 0.04], np.float32), "w_zp": np.array([128, 128, 128], np.uint8),
+              "y_scale": np.float32(0.5), "y_zp": np.uint8(10), "bias": np.array([100, -50, 7], np.int32)}
+    check("QLinearConv", {"x": x}, consts=consts, attrs={"pads": [1, 1, 1, 1]}, opset=13)

@@ -92,3 +92,62 @@ def _quantize_linear(ctx, inputs, attrs):
         y = ctx.call("add", y, _along_axis(ctx, ctx.call("cast", zero_point, dtype="float32"), x, attrs))
     lo, hi = _RANGES[out]
     return ctx.call("cast", ctx.call("clip", y, a_min=float(lo), a_max=float(hi)), dtype=out)
+
+
+def _centered(ctx, q, zero_point, per_axis_at=None):
+    """int32(q) - int32(zero_point); a per-channel zero point is laid along `per_axis_at`."""
+    centered = ctx.call("cast", q, dtype="int32")
+    if zero_point is None:
+        return centered
+    zp = ctx.call("cast", zero_point, dtype="int32")
+    shape = ctx.shape_of(zp)
+    if per_axis_at is not None and shape and shape[0] != 1:
+        rank = len(ctx.shape_of(q))
+        zp = ctx.call("reshape", zp, newshape=tuple(-1 if i == per_axis_at else 1 for i in range(rank)))
+    elif shape:
+        zp = ctx.call("reshape", zp, newshape=())
+    return ctx.call("subtract", centered, zp)
+
+
+def _requantize(ctx, acc, scale, y_scale, y_zero_point, out_dtype: str):
+    """onnx's requantisation of an int32 accumulator: round_half_to_even(acc * scale / y_scale)
+    + zero point, saturated to the output type."""
+    factor = ctx.call("divide", ctx.call("cast", scale, dtype="float32"), ctx.call("cast", y_scale, dtype="float32"))
+    y = round_half_to_even(ctx, ctx.call("multiply", ctx.call("cast", acc, dtype="float32"), factor))
+    if y_zero_point is not None:
+        y = ctx.call("add", y, ctx.call("cast", y_zero_point, dtype="float32"))
+    lo, hi = _RANGES[out_dtype]
+    return ctx.call("cast", ctx.call("clip", y, a_min=float(lo), a_max=float(hi)), dtype=out_dtype)
+
+
+def _scalar_or_row(ctx, x):
+    shape = ctx.shape_of(x)
+    return ctx.call("reshape", x, newshape=()) if shape and all(d == 1 for d in shape) else x
+
+
+@converter("QLinearMatMul", 10, 21)
+def _qlinear_matmul(ctx, inputs, attrs):
+    """int32 matmul of the centred operands, requantised (onnx's reference arithmetic)."""
+    from .nn import _matmul
+
+    a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp = inputs
+    acc = _matmul(ctx, [_centered(ctx, a, a_zp), _centered(ctx, b, b_zp, per_axis_at=None)], {})
+    scale = ctx.call("multiply", _scalar_or_row(ctx, ctx.call("cast", a_scale, dtype="float32")),
+                     _scalar_or_row(ctx, ctx.call("cast", b_scale, dtype="float32")))
+    return _requantize(ctx, acc, scale, _scalar_or_row(ctx, y_scale), y_zp, ctx.type_of(y_zp).dtype)
+
+
+@converter("QLinearConv", 10)
+def _qlinear_conv(ctx, inputs, attrs):
+    """int32 convolution of the centred input and weights (+ the int32 bias), requantised."""
+    from .nn import _conv
+
+    x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp = inputs[:8]
+    bias = inputs[8] if len(inputs) > 8 else None
+    acc = _conv(ctx, [_centered(ctx, x, x_zp), _centered(ctx, w, w_zp, per_axis_at=0), bias], attrs)
+    w_scale = ctx.call("cast", w_scale, dtype="float32")
+    if ctx.shape_of(w_scale) and ctx.shape_of(w_scale)[0] != 1:  # per output channel
+        w_scale = ctx.call("reshape", w_scale, newshape=(-1, 1, 1))
+    scale = ctx.call("multiply", _scalar_or_row(ctx, ctx.call("cast", x_scale, dtype="float32")),
+                     _scalar_or_row(ctx, w_scale))
+    return _requantize(ctx, acc, scale, _scalar_or_row(ctx, y_scale), y_zp, ctx.type_of(y_zp).dtype)
