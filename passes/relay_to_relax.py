@@ -236,6 +236,7 @@ DIRECT: dict[str, Direct] = {
 
 # Relay operators with no Relax operator and no exact composition of Relax operators.
 NO_COUNTERPART = {
+    "reinterpret": "Relax has no reinterpret operator",
     "nn.lrn": "Relax has no LRN operator (TVM's ONNX frontend composes it from R.nn.avg_pool3d, which irtool's "
               "Relax table lacks)",
     **{op: "a shape computed at run time (Relax would take it as R.tensor_to_shape, which irtool's Relax table "

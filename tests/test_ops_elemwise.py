@@ -117,6 +117,7 @@ DECLS = {
     "nn.leaky_relu": (("data",), [("alpha", "float", 0.25)], E, "relax.nn.leakyrelu"),
     "clip": (("data",), [("a_min", "float", REQUIRED), ("a_max", "float", REQUIRED)], E, "relax.clip"),
     "cast": (("data",), [("dtype", "dtype", REQUIRED)], E, "relax.astype"),
+    "reinterpret": (("data",), [("dtype", "dtype", REQUIRED)], E, None),
     "where": (("condition", "x", "y"), [], B, "relax.where"),
 }
 
@@ -732,3 +733,11 @@ def test_bitwise_relation_rejects_floats(name):
     assert "integer" in rel_error(name, *args)
     if name != "bitwise_not":
         assert_type(rel(name, T((2, 1), "uint8"), T((3,), "uint8")), (2, 3), "uint8")
+
+
+def test_reinterpret():
+    x = np.array([1.0, -0.0, np.inf], "float32")
+    check(run("reinterpret", x, dtype="int32"), x.view("int32"))
+    check(run("reinterpret", np.array(1.5, "float32"), dtype="uint32"), np.array(0x3FC00000, "uint32"))
+    check(run("reinterpret", np.array([True, False]), dtype="uint8"), np.array([1, 0], "uint8"))
+    assert "widths differ" in rel_error("reinterpret", T((2,), "float32"), dtype="int64")

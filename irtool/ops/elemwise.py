@@ -62,6 +62,18 @@ def integer_identity_rel(args, attrs):
     return t
 
 
+def _storage_bits(dtype: str) -> int:
+    return 8 if dtype == "bool" else int("".join(c for c in dtype if c.isdigit()) or 0)
+
+
+def reinterpret_rel(args, attrs):
+    """TVM's reinterpret: the same bits read as another type of the same width."""
+    t = tensor_arg(args, 0, "data")
+    if _storage_bits(t.dtype) != _storage_bits(attrs["dtype"]):
+        raise TypeRelError(f"cannot reinterpret {t.dtype} as {attrs['dtype']}: the widths differ")
+    return TensorType(t.shape, attrs["dtype"])
+
+
 def broadcast_bool_rel(args, attrs):
     a, b = tensor_arg(args, 0, "lhs"), tensor_arg(args, 1, "rhs")
     same_dtype("", a, b)
@@ -238,6 +250,8 @@ register(
           attrs=(AttrSpec("alpha", "float", 0.25),), relax_name="relax.nn.leakyrelu"),
     OpDef("clip", ("data",), identity_rel, E, _keep(_clip),
           attrs=(AttrSpec("a_min", "float"), AttrSpec("a_max", "float"))),
+    OpDef("reinterpret", ("data",), reinterpret_rel, E, lambda x, dtype: x.copy(order="C").view(dtype),
+          attrs=(AttrSpec("dtype", "dtype"),)),
     OpDef("cast", ("data",), cast_rel, E, lambda x, dtype: x.astype(dtype),
           attrs=(AttrSpec("dtype", "dtype"),), relax_name="relax.astype"),
     OpDef("where", ("condition", "x", "y"), where_rel, B, lambda c, x, y: np.where(c, x, y)),

@@ -39,7 +39,7 @@ works on and back (symbolic dimensions included); `evaluate` runs the reference 
 interpreter.
 
 Registry (Relay) operators with no Relax counterpart in TVM 0.27, Relay-only:
-    copy, annotation.stop_fusion, nn.bias_add, nn.dense, nn.matmul, nn.batch_matmul,
+    reinterpret, copy, annotation.stop_fusion, nn.bias_add, nn.dense, nn.matmul, nn.batch_matmul,
     nn.global_avg_pool2d, nn.global_max_pool2d, nn.lrn,
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
@@ -113,8 +113,8 @@ from .relax_bridge import (
 
 ARG_KINDS = ("tensor", "tensors", "shape", "prim", "prims")
 
-RELAY_ONLY = ("copy", "annotation.stop_fusion", "nn.bias_add", "nn.dense", "nn.matmul", "nn.batch_matmul",
-              "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
+RELAY_ONLY = ("reinterpret", "copy", "annotation.stop_fusion", "nn.bias_add", "nn.dense", "nn.matmul",
+              "nn.batch_matmul", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
               "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile")
 
 

@@ -151,3 +151,14 @@ def _qlinear_conv(ctx, inputs, attrs):
     scale = ctx.call("multiply", _scalar_or_row(ctx, ctx.call("cast", x_scale, dtype="float32")),
                      _scalar_or_row(ctx, w_scale))
     return _requantize(ctx, acc, scale, _scalar_or_row(ctx, y_scale), y_zp, ctx.type_of(y_zp).dtype)
+
+
+@converter("ConvInteger", 10)
+def _conv_integer(ctx, inputs, attrs):
+    """The int32 convolution of the centred input and weights."""
+    from .nn import _conv
+
+    x, w = inputs[0], inputs[1]
+    x_zp = inputs[2] if len(inputs) > 2 else None
+    w_zp = inputs[3] if len(inputs) > 3 else None
+    return _conv(ctx, [_centered(ctx, x, x_zp), _centered(ctx, w, w_zp, per_axis_at=0)], attrs)

@@ -699,32 +699,11 @@ def _space_to_depth(ctx, inputs, attrs):
     return _block_shuffle(ctx, inputs[0], [n, c, h // b, b, w // b, b], perm, [n, c * b * b, h // b, w // b])
 
 
-@converter("Trilu", 14)
-def _trilu(ctx, inputs, attrs):
-    """The upper (or lower) triangle of the last two axes from diagonal k, zeros elsewhere:
-    `where` with a constant mask (TVM builds its `trilu` op; same values). k must be known."""
-    x = inputs[0]
-    k = 0 if len(inputs) < 2 or inputs[1] is None else int(ctx.required_value(inputs[1], "Trilu's k"))
-    shape = _static(ctx, inputs[0], "Trilu")
-    if len(shape) < 2:
-        raise ctx.error(f"Trilu needs a tensor of rank 2 or more, got rank {len(shape)}")
-    rows, cols = shape[-2:]
-    keep = np.triu(np.ones((rows, cols), bool), k) if attrs.get("upper", 1) else np.tril(np.ones((rows, cols), bool), k)
-    return ctx.call("where", ctx.const(keep, "bool"), x, ctx.call("zeros_like", x))
-
-
-@converter("Compress", 9, 11)
-def _compress(ctx, inputs, attrs):
-    """The slices where `condition` is true, along `axis` (of the flattened input without
-    one): `take` at the true positions. TVM finds them at run time with argwhere; here the
-    condition must be known at import, so the result keeps a static shape."""
-    x = inputs[0]
-    condition = np.asarray(ctx.required_value(inputs[1], "Compress's condition")).astype(bool).reshape(-1)
-    axis = attrs.get("axis")
-    if axis is None:
-        x, axis = _call(ctx, "reshape", x, newshape=[-1]), 0
-    size = _static(ctx, x, "Compress")[int(axis)]
-    if condition.size > size:
-        raise ctx.error(f"Compress's condition has {condition.size} elements, the axis only {size}")
-    positions = np.flatnonzero(condition).astype("int64")
-    return _call(ctx, "take", x, ctx.const(positions, "int64"), axis=int(axis))
+@converter("BitCast", 26)
+def _bit_cast(ctx, inputs, attrs):
+    """The same bits as another type of the same width (Relay's reinterpret)."""
+    to = attrs.get("to")
+    dtype = ONNX_DTYPES.get(to) if isinstance(to, int) else None
+    if dtype is None:
+        raise ctx.error(f"BitCast to unsupported element type {to}")
+    return _call(ctx, "reinterpret", inputs[0], dtype=dtype)
