@@ -39,6 +39,8 @@ _BF16_STEPS = ("bfloat16 Celu is computed op by op in bfloat16 (each of exp, div
 _FLOAT_MOD = ("Mod of floats with fmod=0 (the ONNX spec requires fmod=1 for floats): Relay's floor_mod is TVM's "
               "a - floor(a / b) * b, which gives nan where NumPy's mod gives inf or -0")
 _SEQUENCES = "sequence and optional types are not supported"
+_FFT_NOISE = ("the expected output holds the reference's float32 FFT rounding noise (1.9e-7 where the exact "
+              "value is 0), beyond the comparison's atol of 1e-7; irtool's value is closer to exact")
 _BODY_USES = "the op's ONNX function body uses {}, which irtool does not import"
 _MASKED_ROW = ("a fully masked row: Attention's expansion finds it as ReduceMax(bias) == -inf, but Relay's max (TVM's "
                "TOPI) starts from the lowest finite float, so a row of -inf gives -3.4e38 (as TVM 0.27 does) and the "
@@ -104,6 +106,8 @@ EXCEPTIONS: dict[str, str] = {
     "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False": _3D_WINDOWS,
     "test_convtranspose_3d": _3D_WINDOWS,
     "test_lppool_3d_default": _3D_WINDOWS,
+    "test_dft_inverse": _FFT_NOISE,
+    "test_dft_inverse_opset19": _FFT_NOISE,
     "test_maxpool_3d_default": _3D_WINDOWS,
     "test_maxpool_3d_dilations": _3D_WINDOWS,
     "test_maxpool_3d_dilations_use_ref_impl": _3D_WINDOWS,

@@ -369,3 +369,24 @@ def test_qlinear_matmul_and_conv():
               "w_scale": np.array([0.01, 0.02, 0.04], np.float32), "w_zp": np.array([128, 128, 128], np.uint8),
               "y_scale": np.float32(0.5), "y_zp": np.uint8(10), "bias": np.array([100, -50, 7], np.int32)}
     check("QLinearConv", {"x": x}, consts=consts, attrs={"pads": [1, 1, 1, 1]}, opset=13)
+
+
+# ----------------------------------------------------------------------------- DFT
+
+
+@pytest.mark.parametrize("inverse,onesided,complex_in,length", [
+    (0, 0, False, None), (0, 1, False, None), (0, 0, True, 12), (1, 0, True, None), (0, 1, True, 7), (0, 0, False, 5)])
+def test_dft_matches_numpy(inverse, onesided, complex_in, length):
+    from onnx.reference import ReferenceEvaluator
+
+    x = f32(2, 8, 3, 2 if complex_in else 1)
+    inputs = ["x"] + (["len"] if length else [])
+    inits = [onnx.numpy_helper.from_array(np.array(length, np.int64), "len")] if length else []
+    node = helper.make_node("DFT", inputs, ["y"], axis=1, inverse=inverse, onesided=onesided)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [onnx.ValueInfoProto(name="y")], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+    expected = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    got = _irtool(model, {"x": x})[0]
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)

@@ -53,7 +53,7 @@ class OnnxOp:
 
 
 CONVERTERS: dict[str, OnnxOp] = {}
-_FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize")
+_FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize", "signal")
 _loaded = False
 
 
