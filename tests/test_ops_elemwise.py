@@ -25,6 +25,7 @@ import pytest
 from onnx import helper
 
 from irtool.ir import ANY, TupleType
+from irtool.ir.types import TensorType
 from irtool.ops import REQUIRED, AttrError, OpPattern, all_ops, lookup
 
 INF, NAN = math.inf, math.nan
@@ -116,6 +117,8 @@ DECLS = {
     "clip": (("data",), [("a_min", "float", REQUIRED), ("a_max", "float", REQUIRED)], E, "relax.clip"),
     "cast": (("data",), [("dtype", "dtype", REQUIRED)], E, "relax.astype"),
     "where": (("condition", "x", "y"), [], B, "relax.where"),
+    "isnan": (("data",), [], E, "relax.isnan"),
+    "isinf": (("data",), [], E, "relax.isinf"),
 }
 
 
@@ -671,3 +674,16 @@ def test_where_reference_dtypes(dtype):
     if dtype != "bool":
         bcond = (cond != 0)
         np.testing.assert_array_equal(out, onnx_run("Where", [bcond, x, y], dtype))
+
+
+@pytest.mark.parametrize("name, expected", [("isnan", [False, False, True, False, False]),
+                                            ("isinf", [False, True, False, True, False])])
+def test_isnan_isinf_give_bool_of_the_input_shape(name, expected):
+    op = lookup(name)
+    x = np.array([1.0, np.inf, np.nan, -np.inf, -0.0], "float32")
+    t = op.type_rel([TensorType((5,), "float32")], None)
+    assert (t.shape, t.dtype) == ((5,), "bool")
+    out = op.ref(x)
+    assert out.dtype == np.bool_ and out.tolist() == expected
+    # integers are never NaN or infinite (TOPI gives a constant false)
+    assert not op.ref(np.arange(4, dtype="int32")).any()

@@ -1,4 +1,4 @@
-"""Dynamic-shape operators (`dyn.*`), as TVM v0.19's src/relay/op/dyn/tensor/transform.cc
+"""Dynamic-shape operators (`dyn.*`, and `argwhere`, whose output length is data dependent), as TVM v0.19's src/relay/op/dyn/tensor/transform.cc
 defines them: the shape (or begin/end/strides, or repeats) is a tensor argument instead
 of an attribute, so the output shape is known only when the program runs.
 
@@ -69,6 +69,11 @@ def tile_rel(args, attrs):
     return _unknown(max(len(data.shape), _shape_arg(args, 1, "reps")), data.dtype)
 
 
+def argwhere_rel(args, attrs):
+    """TVM's ArgWhereRel: one row per non-zero element (how many, only the values say)."""
+    return TensorType((ANY, len(tensor_arg(args, 0, "condition").shape)), "int32")
+
+
 def _ints(value) -> tuple:
     return tuple(int(v) for v in np.asarray(value).reshape(-1))
 
@@ -106,4 +111,7 @@ register(
           attrs=(AttrSpec("slice_mode", "str", "end"),), shape_data_dependent=True),
     OpDef("dyn.tile", ("data", "reps"), tile_rel, B, lambda x, reps: np.tile(x, _ints(reps)),
           shape_data_dependent=True),
+    # the indices of the non-zero elements, row-major: NumPy's argwhere (TOPI's order too)
+    OpDef("argwhere", ("condition",), argwhere_rel, OpPattern.OPAQUE,
+          lambda x: np.argwhere(x).astype("int32").reshape(-1, x.ndim), shape_data_dependent=True),
 )
