@@ -476,6 +476,11 @@ ERRORS = [
     # (Relay function, message, caret line text)
     ("def @main(%x: Tensor[(1, 4, 2, 2), float32]) {\n  nn.lrn(%x, size=3)\n}",
      "2:3: error: relay-to-relax: `nn.lrn`: no Relax counterpart", "  ^~~~~~"),
+    ("def @main(%x: Tensor[(2, 3), float32]) {\n  argwhere(%x)\n}",
+     "2:3: error: relay-to-relax: `argwhere`: no Relax counterpart: an output length known only at run time",
+     "  ^~~~~~~~"),
+    ("def @main(%x: Tensor[(4, 3), float32], %i: Tensor[(1, 2), int64]) {\n  gather_nd(%x, %i)\n}",
+     "2:3: error: relay-to-relax: `gather_nd`: no Relax counterpart: TVM 0.27's R.gather_nd", "  ^~~~~~~~~"),
     ("def @main(%x: Tensor[(2, 3), float32]) {\n  argmax(%x, axis=[1], select_last_index=True)\n}",
      "2:3: error: relay-to-relax: `argmax`: `select_last_index=True` has no Relax counterpart", "  ^~~~~~"),
     ("def @main(%x: Tensor[(2, 3), float32], %i: Tensor[(2, 1), int32]) {\n  take(%x, %i, batch_dims=1, axis=1)\n}",

@@ -1,4 +1,4 @@
-"""Dynamic-shape operators (`dyn.*`, and `argwhere`, whose output length is data dependent), as TVM v0.19's src/relay/op/dyn/tensor/transform.cc
+"""Dynamic-shape operators (`dyn.*`), as TVM v0.19's src/relay/op/dyn/tensor/transform.cc
 defines them: the shape (or begin/end/strides, or repeats) is a tensor argument instead
 of an attribute, so the output shape is known only when the program runs.
 
@@ -96,6 +96,9 @@ def _dyn_full(fill_value, shape, dtype=""):
 
 
 DTYPE = (AttrSpec("dtype", "dtype", ""),)
+
+# argwhere (src/relay/op/tensor/transform.cc) is here too: its output length depends on the
+# values, so its type has a `?` dimension, as the dyn.* ops' have.
 
 # one line per op: name, arguments, relation, pattern, reference, attributes
 register(

@@ -439,9 +439,9 @@ _op("relax.nn.pad",             "data",                          PAD,          "
 _op("relax.nn.prelu",           "data alpha",                    (_A("axis", "int", 1),), "nn.prelu")
 _op("relax.nn.batch_flatten",   "data",                          (),           "nn.batch_flatten")
 _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d)
+SCATTER = (_A("axis", "int", 0), _A("reduction", "str", "update"))
 _op("relax.flip",               "data",                          (_A("axis", "int"),), "reverse")
-_op("relax.scatter_elements",   "data indices updates",          (_A("axis", "int", 0), _A("reduction", "str", "update")),
-    "scatter_elements")
+_op("relax.scatter_elements",   "data indices updates",          SCATTER,      "scatter_elements")
 _op("relax.einsum",             "operands:tensors",              (_A("subscripts", "str"),), "einsum",
     convert=lambda args, at, ctx: (list(args), {"equation": at["subscripts"]}))
 # TVM 0.27's own relations and references (relax_scan_sort), with Relay counterparts (sort, argsort,
