@@ -11,8 +11,8 @@
           │                  Shape -> Gather -> Concat -> Reshape becomes a static shape)
           └ outputs       -> the body (a tuple when there are several)
 
-Converters live in family modules (`elemwise`, `nn`, `tensor`), one small function per
-ONNX op version, registered with `@converter("Relu", 6)`.
+Converters live in family modules (`elemwise`, `nn`, `tensor`, `recurrent`, `indexing`),
+one small function per ONNX op version, registered with `@converter("Relu", 6)`.
 """
 
 from __future__ import annotations
