@@ -251,6 +251,8 @@ NO_COUNTERPART = {
                "declare yet",
     **{op: f"TVM 0.27's R.{op} takes the index tuples on the last axis of the indices (Relay on the first); "
            "irtool's Relax table does not declare it yet" for op in ("gather_nd", "scatter_nd")},
+    **{op: f"TVM 0.27 has R.{op[len('vision.'):]} in R.vision, which irtool's Relax table does not declare yet"
+       for op in ("vision.roi_align", "vision.all_class_non_max_suppression")},
 }
 
 Converter = Callable[["_Translator", relay.Call, list], object]

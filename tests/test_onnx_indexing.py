@@ -144,3 +144,40 @@ def test_scatter_nd(reduction):
 def test_einsum(equation, shapes):
     inputs = {f"x{n}": RNG.standard_normal(s).astype("float32") for n, s in enumerate(shapes)}
     check([node("Einsum", list(inputs), equation=equation)], inputs)
+
+
+# ----------------------------------------------------------------------------- RoiAlign, NonMaxSuppression
+
+
+ROI_DATA = RNG.standard_normal((2, 3, 8, 10)).astype("float32")
+ROIS = np.array([[0.5, 1.0, 6.0, 7.5], [2.0, 0.0, 9.0, 3.0], [0.0, 0.0, 10.0, 8.0]], "float32")
+BATCH = np.array([1, 0, 1], "int64")
+
+
+@pytest.mark.parametrize("opset, attrs", [(10, {}), (16, {}), (16, {"coordinate_transformation_mode": "output_half_pixel"}),
+                                          (16, {"sampling_ratio": 2, "spatial_scale": 0.5})])
+def test_roi_align(opset, attrs):
+    check([node("RoiAlign", ["x", "r", "b"], output_height=3, output_width=2, **attrs)],
+          {"x": ROI_DATA, "r": ROIS, "b": BATCH}, opset=opset)
+
+
+BOXES = np.array([[[0.0, 0.0, 1.0, 1.0], [0.0, 0.1, 1.0, 1.1], [0.0, -0.1, 1.0, 0.9], [0.0, 10.0, 1.0, 11.0],
+                   [0.0, 10.1, 1.0, 11.1], [0.0, 100.0, 1.0, 101.0]]], "float32")
+SCORES = np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3], [0.1, 0.8, 0.7, 0.2, 0.9, 0.4]]], "float32")
+
+
+@pytest.mark.parametrize("limit, center", [(3, 0), (2, 0), (3, 1)])
+def test_non_max_suppression_has_a_run_time_row_count(limit, center):
+    boxes = BOXES
+    if center:  # the same boxes as centre, size
+        boxes = np.concatenate([(BOXES[..., 2:] + BOXES[..., :2]) / 2, BOXES[..., 2:] - BOXES[..., :2]], axis=-1)
+        boxes = boxes[..., [1, 0, 3, 2]].astype("float32")  # [x_c, y_c, w, h]
+    mod = check([node("NonMaxSuppression", ["b", "s", "m", "i", "t"], center_point_box=center)],
+                {"b": boxes, "s": SCORES}, [("y", "int64")],
+                inits={"m": np.array([limit], "int64"), "i": np.array([0.5], "float32"),
+                       "t": np.array([0.0], "float32")})
+    assert mod["main"].body.checked_type.shape[0] is ANY
+
+
+def test_non_max_suppression_without_a_limit_selects_nothing():
+    check([node("NonMaxSuppression", ["b", "s"])], {"b": BOXES, "s": SCORES}, [("y", "int64")])

@@ -49,7 +49,7 @@ class OnnxOp:
 
 
 CONVERTERS: dict[str, OnnxOp] = {}
-_FAMILIES = ("elemwise", "nn", "tensor", "recurrent", "indexing")
+_FAMILIES = ("elemwise", "nn", "tensor", "recurrent", "indexing", "vision")
 _loaded = False
 
 
