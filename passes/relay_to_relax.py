@@ -232,6 +232,10 @@ DIRECT: dict[str, Direct] = {
     "nn.prelu":               Direct("relax.nn.prelu"),
     "nn.dropout":             Direct("relax.nn.dropout"),
     "nn.batch_flatten":       Direct("relax.nn.batch_flatten"),
+    "cumsum":                 Direct("relax.cumsum"),
+    "reverse":                Direct("relax.flip"),
+    "scatter_elements":       Direct("relax.scatter_elements"),
+    "einsum":                 Direct("relax.einsum",               (("subscripts", "equation"),)),
 }
 
 # Relay operators with no Relax operator and no exact composition of Relax operators.
@@ -242,6 +246,14 @@ NO_COUNTERPART = {
     **{op: "a shape computed at run time (Relax would take it as R.tensor_to_shape, which irtool's Relax table "
            "lacks)" for op in ("dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones",
                                "dyn.strided_slice", "dyn.tile")},
+    "argwhere": "an output length known only at run time (TVM 0.27's R.nonzero gives the transposed int64 "
+                "indices with a data-dependent shape, which irtool's Relax table lacks)",
+    "one_hot": "TVM 0.27's R.one_hot takes on/off values as PrimValues, which irtool's Relax table does not "
+               "declare yet",
+    **{op: f"TVM 0.27's R.{op} takes the index tuples on the last axis of the indices (Relay on the first); "
+           "irtool's Relax table does not declare it yet" for op in ("gather_nd", "scatter_nd")},
+    **{op: f"TVM 0.27 has R.{op[len('vision.'):]} in R.vision, which irtool's Relax table does not declare yet"
+       for op in ("vision.roi_align", "vision.all_class_non_max_suppression")},
 }
 
 Converter = Callable[["_Translator", relay.Call, list], object]
@@ -315,6 +327,15 @@ def _reduce_axes(c, ndim: int):
         return None if not axis else tuple(axis)
     named = {_axis(a, ndim) for a in axis or ()}
     return tuple(i for i in range(ndim) if i not in named)
+
+
+@special("sort", "argsort", "topk")
+def _sort(t, c, args):
+    # Relay's is_ascend is Relax's descending (sort, argsort) or not largest (topk)
+    at = dict(c.attrs.items())
+    ascend = at.pop("is_ascend")
+    at.update({"largest": not ascend} if c.op.name == "topk" else {"descending": not ascend})
+    return call(f"relax.{c.op.name}", args[0], **at)
 
 
 @special("argmax", "argmin")

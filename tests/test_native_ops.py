@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import zlib
 
 import numpy as np
 import pytest
@@ -379,8 +380,10 @@ def family(name: str):
 
 
 def _inputs_for(k: int, mod) -> list:
-    _, _, params, call = CASES[k]
-    inputs = case_inputs(params, k)
+    _, case_id, params, call = CASES[k]
+    # seeded by the case's name, not its position: a new operator in a table (which adds
+    # cases before others) does not change the inputs of the cases after it
+    inputs = case_inputs(params, zlib.crc32(case_id.encode()))
     if "R.power" in call:
         inputs[0] = np.abs(inputs[0]) + (0 if inputs[0].dtype.kind in "iu" else np.asarray(0.5, inputs[0].dtype))
     return inputs

@@ -25,6 +25,7 @@ import pytest
 from onnx import helper
 
 from irtool.ir import ANY, TupleType
+from irtool.ir.types import TensorType
 from irtool.ops import REQUIRED, AttrError, OpPattern, all_ops, lookup
 
 INF, NAN = math.inf, math.nan
@@ -119,6 +120,8 @@ DECLS = {
     "cast": (("data",), [("dtype", "dtype", REQUIRED)], E, "relax.astype"),
     "reinterpret": (("data",), [("dtype", "dtype", REQUIRED)], E, None),
     "where": (("condition", "x", "y"), [], B, "relax.where"),
+    "isnan": (("data",), [], E, "relax.isnan"),
+    "isinf": (("data",), [], E, "relax.isinf"),
 }
 
 
@@ -741,3 +744,14 @@ def test_reinterpret():
     check(run("reinterpret", np.array(1.5, "float32"), dtype="uint32"), np.array(0x3FC00000, "uint32"))
     check(run("reinterpret", np.array([True, False]), dtype="uint8"), np.array([1, 0], "uint8"))
     assert "widths differ" in rel_error("reinterpret", T((2,), "float32"), dtype="int64")
+@pytest.mark.parametrize("name, expected", [("isnan", [False, False, True, False, False]),
+                                            ("isinf", [False, True, False, True, False])])
+def test_isnan_isinf_give_bool_of_the_input_shape(name, expected):
+    op = lookup(name)
+    x = np.array([1.0, np.inf, np.nan, -np.inf, -0.0], "float32")
+    t = op.type_rel([TensorType((5,), "float32")], None)
+    assert (t.shape, t.dtype) == ((5,), "bool")
+    out = op.ref(x)
+    assert out.dtype == np.bool_ and out.tolist() == expected
+    # integers are never NaN or infinite (TOPI gives a constant false)
+    assert not op.ref(np.arange(4, dtype="int32")).any()

@@ -161,6 +161,18 @@ CASES = [
      "s = R.split(x, 3, axis=1); a = s[2]; b = s[0]; c = R.concat([a, b], axis=1); e = s[1]; relax.Tuple([c, e])"),
     ("lets", "let %a = clip(%x, a_min=0f, a_max=6f); let %b = argmax(%a, axis=[1]); %b", "x=2,3",
      'a = R.clip(x, 0.0, 6.0); b = R.astype(R.argmax(a, axis=1), "int32"); b'),
+    ("sort", "sort(%x, axis=0)", "x=3,2", "R.sort(x, axis=0, descending=False)"),
+    ("argsort", 'argsort(%x, is_ascend=False, dtype="int64")', "x=2,3",
+     'R.argsort(x, axis=-1, descending=True, dtype="int64")'),
+    ("topk", "%0 = topk(%x, k=2, axis=1); %0.1", "x=2,3",
+     't = R.topk(x, k=2, axis=1, ret_type="both", largest=True, dtype="int32"); t[1]'),
+    ("topk-ascending", 'topk(%x, k=1, ret_type="values", is_ascend=True)', "x=2,3",
+     'R.topk(x, k=1, axis=-1, ret_type="values", largest=False, dtype="int32")'),
+    ("cumsum", "cumsum(%x, axis=1, exclusive=True)", "x=2,3", "R.cumsum(x, axis=1, exclusive=True)"),
+    ("reverse", "reverse(%x, axis=1)", "x=2,3", "R.flip(x, axis=1)"),
+    ("scatter_elements", 'scatter_elements(%x, %i, %u, axis=1, reduction="add")', "x=2,3 i=2,2:int64 u=2,2",
+     'R.scatter_elements(x, i, u, axis=1, reduction="add")'),
+    ("einsum", 'einsum((%x, %y), equation="ij,jk->ik")', "x=2,3 y=3,4", 'R.einsum((x, y), subscripts="ij,jk->ik")'),
 ]
 
 CASE_IDS = [c[0] for c in CASES]
@@ -471,6 +483,11 @@ ERRORS = [
     # (Relay function, message, caret line text)
     ("def @main(%x: Tensor[(1, 4, 2, 2), float32]) {\n  nn.lrn(%x, size=3)\n}",
      "2:3: error: relay-to-relax: `nn.lrn`: no Relax counterpart", "  ^~~~~~"),
+    ("def @main(%x: Tensor[(2, 3), float32]) {\n  argwhere(%x)\n}",
+     "2:3: error: relay-to-relax: `argwhere`: no Relax counterpart: an output length known only at run time",
+     "  ^~~~~~~~"),
+    ("def @main(%x: Tensor[(4, 3), float32], %i: Tensor[(1, 2), int64]) {\n  gather_nd(%x, %i)\n}",
+     "2:3: error: relay-to-relax: `gather_nd`: no Relax counterpart: TVM 0.27's R.gather_nd", "  ^~~~~~~~~"),
     ("def @main(%x: Tensor[(2, 3), float32]) {\n  argmax(%x, axis=[1], select_last_index=True)\n}",
      "2:3: error: relay-to-relax: `argmax`: `select_last_index=True` has no Relax counterpart", "  ^~~~~~"),
     ("def @main(%x: Tensor[(2, 3), float32], %i: Tensor[(2, 1), int32]) {\n  take(%x, %i, batch_dims=1, axis=1)\n}",

@@ -69,6 +69,11 @@ def tile_rel(args, attrs):
     return _unknown(max(len(data.shape), _shape_arg(args, 1, "reps")), data.dtype)
 
 
+def argwhere_rel(args, attrs):
+    """TVM's ArgWhereRel: one row per non-zero element (how many, only the values say)."""
+    return TensorType((ANY, len(tensor_arg(args, 0, "condition").shape)), "int32")
+
+
 def _ints(value) -> tuple:
     return tuple(int(v) for v in np.asarray(value).reshape(-1))
 
@@ -92,6 +97,9 @@ def _dyn_full(fill_value, shape, dtype=""):
 
 DTYPE = (AttrSpec("dtype", "dtype", ""),)
 
+# argwhere (src/relay/op/tensor/transform.cc) is here too: its output length depends on the
+# values, so its type has a `?` dimension, as the dyn.* ops' have.
+
 # one line per op: name, arguments, relation, pattern, reference, attributes
 register(
     OpDef("dyn.reshape", ("data", "newshape"), reshape_rel, I, _dyn_reshape,
@@ -106,4 +114,7 @@ register(
           attrs=(AttrSpec("slice_mode", "str", "end"),), shape_data_dependent=True),
     OpDef("dyn.tile", ("data", "reps"), tile_rel, B, lambda x, reps: np.tile(x, _ints(reps)),
           shape_data_dependent=True),
+    # the indices of the non-zero elements, row-major: NumPy's argwhere (TOPI's order too)
+    OpDef("argwhere", ("condition",), argwhere_rel, OpPattern.OPAQUE,
+          lambda x: np.argwhere(x).astype("int32").reshape(-1, x.ndim), shape_data_dependent=True),
 )

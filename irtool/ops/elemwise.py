@@ -42,6 +42,11 @@ def cast_rel(args, attrs):
     return TensorType(t.shape, attrs["dtype"])
 
 
+def identity_bool_rel(args, attrs):
+    """TVM's IdentityCompRel (isnan, isinf): the input's shape, bool."""
+    return TensorType(tensor_arg(args, 0, "data").shape, "bool")
+
+
 def broadcast_rel(args, attrs):
     a, b = tensor_arg(args, 0, "lhs"), tensor_arg(args, 1, "rhs")
     return TensorType(broadcast_shapes(a.shape, b.shape), same_dtype("", a, b))
@@ -255,4 +260,7 @@ register(
     OpDef("cast", ("data",), cast_rel, E, lambda x, dtype: x.astype(dtype),
           attrs=(AttrSpec("dtype", "dtype"),), relax_name="relax.astype"),
     OpDef("where", ("condition", "x", "y"), where_rel, B, lambda c, x, y: np.where(c, x, y)),
+    # NumPy's isnan/isinf are False for integers, as TOPI's (a constant false)
+    OpDef("isnan", ("data",), identity_bool_rel, E, lambda x: np.isnan(x)),
+    OpDef("isinf", ("data",), identity_bool_rel, E, lambda x: np.isinf(x)),
 )

@@ -204,7 +204,7 @@ class OpDef:
 
 
 _OPS: dict[str, OpDef] = {}
-_FAMILIES = ("elemwise", "reduce", "nn", "transform", "image", "dynamic")
+_FAMILIES = ("elemwise", "reduce", "nn", "transform", "image", "dynamic", "algorithm", "indexing", "vision")
 _loaded = False
 
 

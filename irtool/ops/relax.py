@@ -41,9 +41,13 @@ interpreter.
 Registry (Relay) operators with no Relax counterpart in TVM 0.27, Relay-only:
     reinterpret, copy, annotation.stop_fusion, nn.bias_add, nn.dense, nn.matmul, nn.batch_matmul,
     nn.global_avg_pool2d, nn.global_max_pool2d, nn.lrn,
-    dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile
+    dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile,
+    argwhere, one_hot, gather_nd, scatter_nd, vision.roi_align, vision.all_class_non_max_suppression
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
-R.max over the spatial axes ...; the dyn.* ops' shapes would be R.tensor_to_shape values).
+R.max over the spatial axes ...; the dyn.* ops' shapes would be R.tensor_to_shape values. TVM 0.27
+has R.nonzero (argwhere transposed, int64), R.one_hot (on/off values as PrimValues), R.gather_nd and
+R.scatter_nd (the index tuples on the last axis of the indices, Relay's on the first),
+R.vision.roi_align and R.vision.all_class_non_max_suppression; this table does not declare them yet.)
 `RELAY_ONLY` lists them; a test keeps it in step with the registry.
 
 Where Relax's semantics differ from the Relay operator it maps to, `convert` bridges them:
@@ -115,7 +119,9 @@ ARG_KINDS = ("tensor", "tensors", "shape", "prim", "prims")
 
 RELAY_ONLY = ("reinterpret", "copy", "annotation.stop_fusion", "nn.bias_add", "nn.dense", "nn.matmul",
               "nn.batch_matmul", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
-              "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile")
+              "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile",
+              "argwhere", "one_hot", "gather_nd", "scatter_nd", "vision.roi_align",
+              "vision.all_class_non_max_suppression")
 
 
 # ----------------------------------------------------------------------------- the declaration
@@ -317,6 +323,8 @@ UNARY = [
     ("relax.nn.relu",     "nn.relu",     False),
     ("relax.logical_not", "logical_not", False),
     ("relax.bitwise_not", "bitwise_not", False),
+    ("relax.isnan",       "isnan",       False),
+    ("relax.isinf",       "isinf",       False),
 ]
 
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power", "maximum",
@@ -433,7 +441,13 @@ _op("relax.nn.pad",             "data",                          PAD,          "
 _op("relax.nn.prelu",           "data alpha",                    (_A("axis", "int", 1),), "nn.prelu")
 _op("relax.nn.batch_flatten",   "data",                          (),           "nn.batch_flatten")
 _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d)
-# TVM 0.27 operators with no Relay counterpart here: relations and references in relax_scan_sort
+SCATTER = (_A("axis", "int", 0), _A("reduction", "str", "update"))
+_op("relax.flip",               "data",                          (_A("axis", "int"),), "reverse")
+_op("relax.scatter_elements",   "data indices updates",          SCATTER,      "scatter_elements")
+_op("relax.einsum",             "operands:tensors",              (_A("subscripts", "str"),), "einsum",
+    convert=lambda args, at, ctx: (list(args), {"equation": at["subscripts"]}))
+# TVM 0.27's own relations and references (relax_scan_sort), with Relay counterparts (sort, argsort,
+# topk, cumsum: relay-to-relax renames is_ascend) or none (square, full_like, cumprod)
 SCAN = (_A("axis", "int?", None), _A("dtype", "dtype", ""), _A("exclusive", "bool", False))
 SORT = (_A("axis", "int", -1), _A("descending", "bool", False))
 TOPK = (_A("k", "int", 1), _A("axis", "int", -1), _A("ret_type", "str", "both"), _A("largest", "bool", True),
@@ -442,15 +456,15 @@ _op("relax.square",             "x",                             (),           N
     ref=scan_sort._square)
 _op("relax.full_like",          "x fill_value",                  DTYPE_OPT,    None,  rel=scan_sort._full_like_rel,
     ref=scan_sort._full_like, positional_attrs=("dtype",))
-_op("relax.cumsum",             "data",                          SCAN,         None,  rel=scan_sort._scan_rel,
+_op("relax.cumsum",             "data",                          SCAN,         "cumsum",  rel=scan_sort._scan_rel,
     ref=scan_sort._cumsum, sym_rel=scan_sort._scan_sym, positional_attrs=("axis", "dtype", "exclusive"))
 _op("relax.cumprod",            "data",                          SCAN,         None,  rel=scan_sort._scan_rel,
     ref=scan_sort._cumprod, sym_rel=scan_sort._scan_sym, positional_attrs=("axis", "dtype", "exclusive"))
-_op("relax.sort",               "x",                             SORT,         None,  rel=scan_sort._same,
+_op("relax.sort",               "x",                             SORT,         "sort",  rel=scan_sort._same,
     ref=scan_sort._sort, positional_attrs=("axis", "descending"))
-_op("relax.argsort",            "data",                          SORT + (_A("dtype", "dtype", "int32"),), None,
+_op("relax.argsort",            "data",                          SORT + (_A("dtype", "dtype", "int32"),), "argsort",
     rel=scan_sort._argsort_rel, ref=scan_sort._argsort, positional_attrs=("axis", "descending", "dtype"))
-_op("relax.topk",               "data",                          TOPK,         None,  rel=scan_sort._topk_rel,
+_op("relax.topk",               "data",                          TOPK,         "topk",  rel=scan_sort._topk_rel,
     ref=scan_sort._topk, sym_rel=scan_sort._topk_sym,
     positional_attrs=("k", "axis", "ret_type", "largest", "dtype"))
 

@@ -1,6 +1,9 @@
-"""Relations and NumPy references of the Relax operators with no Relay counterpart here:
-TVM 0.27's square, full_like, cumsum/cumprod (ScanopAttrs), sort, argsort and topk.
-`irtool.ops.relax` declares them, one line each; their struct info follows TVM 0.27's
+"""Relations and NumPy references of Relax operators whose attributes or struct info differ
+from a Relay counterpart's (or that have none): TVM 0.27's square, full_like, cumprod (no
+Relay counterpart), cumsum (ScanopAttrs), sort, argsort and topk (Relay's sort, argsort,
+topk say `is_ascend` where Relax says `descending` / `largest`; irtool.ops.algorithm reuses
+the stable argsort and the scan here). `irtool.ops.relax` declares them, one line each;
+their struct info follows TVM 0.27's
 FInferType (src/relax/op/tensor/{unary,create,statistical,sorting}.cc):
 
     square(x)                                  x's shape and dtype

@@ -13,8 +13,8 @@
           │                  replaced by the body's nodes (`functions.py`)
           └ outputs       -> the body (a tuple when there are several)
 
-Converters live in family modules (`elemwise`, `nn`, `tensor`), one small function per
-ONNX op version, registered with `@converter("Relu", 6)`.
+Converters live in family modules (`elemwise`, `nn`, `tensor`, `recurrent`, `indexing`),
+one small function per ONNX op version, registered with `@converter("Relu", 6)`.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class OnnxOp:
 
 
 CONVERTERS: dict[str, OnnxOp] = {}
-_FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize", "signal")
+_FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize", "signal", "indexing", "vision")
 _loaded = False
 
 

@@ -1,0 +1,207 @@
+"""ONNX search, scan and index ops: TopK, CumSum, OneHot, NonZero, IsNaN/IsInf,
+GatherElements, GatherND, ScatterElements (and the deprecated Scatter), ScatterND, Einsum.
+
+Each is converted as TVM v0.19's `relay.frontend.onnx` converts it:
+
+- TopK: `topk` (largest=1), or `sort` + `argsort` + `strided_slice` (largest=0); `k` must
+  be known at import (TVM's `dyn.topk` is not in the registry); the indices are int64;
+- CumSum: `cumsum`; `reverse=1` reverses the axis before and after; the axis must be
+  known at import;
+- OneHot: `one_hot` with off/on taken from `values`, negative indices first moved up by
+  `depth` (known at import), the result in the dtype of `values`;
+- NonZero: `transpose(cast(argwhere(x), int64))`: the number of columns is `?` until the
+  program runs;
+- IsInf: `isinf`, multiplied by `x > 0` / `x < 0` when one sign is not detected;
+- GatherElements: `gather` with negative indices moved up by the axis size;
+- GatherND / ScatterND: `gather_nd` / `scatter_nd` with the index tuples moved to the
+  first axis (`transpose`), as Relay wants them;
+- ScatterElements / Scatter: `scatter_elements` (reduction "none" is Relay's "update");
+- Einsum: `einsum` of the inputs, the equation as the attribute.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.expr import Tuple, TupleGetItem
+from ...ir.types import ANY
+from . import converter
+
+
+def _dtype(ctx, x) -> str:
+    return ctx.type_of(x).dtype
+
+
+def _rank(ctx, x) -> int:
+    return len(ctx.shape_of(x))
+
+
+def _axis(ctx, axis: int, ndim: int, what: str = "axis") -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise ctx.error(f"{what} {axis} is out of range for a tensor of rank {ndim}")
+    return axis + ndim if axis < 0 else axis
+
+
+def _scalar_int(ctx, expr, what: str) -> int:
+    value = np.asarray(ctx.required_value(expr, what)).reshape(-1)
+    if value.size != 1:
+        raise ctx.error(f"{what} must hold one value, got {value.size}")
+    return int(value[0])
+
+
+# ----------------------------------------------------------------------------- TopK, CumSum
+
+
+def _topk(ctx, data, k: int, axis: int, largest: bool):
+    shape = ctx.shape_of(data)
+    axis = _axis(ctx, axis, len(shape))
+    if k < 0 or (shape[axis] is not ANY and k > shape[axis]):
+        raise ctx.error(f"TopK k={k} is out of range for dimension {axis} of size {shape[axis]}")
+    if largest:
+        out = ctx.call("topk", data, k=k, axis=axis, dtype="int64")
+        return [ctx.typed(TupleGetItem(out, i)) for i in range(2)]
+    # TVM: TOPI's topk has no "smallest"; sort ascending and keep the first k
+    values = ctx.call("sort", data, axis=axis)
+    indices = ctx.call("argsort", data, axis=axis, dtype="int64")
+    return [ctx.call("strided_slice", x, begin=(0,), end=(k,), strides=(1,), axes=(axis,))
+            for x in (values, indices)]
+
+
+@converter("TopK", 1)
+def _topk_v1(ctx, inputs, attrs):
+    return _topk(ctx, inputs[0], int(attrs["k"]), attrs.get("axis", -1), True)
+
+
+@converter("TopK", 10, 11)
+def _topk_v10(ctx, inputs, attrs):
+    k = _scalar_int(ctx, inputs[1], "TopK's k")
+    return _topk(ctx, inputs[0], k, attrs.get("axis", -1), bool(attrs.get("largest", 1)))
+
+
+@converter("CumSum", 11, 14)
+def _cumsum(ctx, inputs, attrs):
+    data = inputs[0]
+    axis = _axis(ctx, _scalar_int(ctx, inputs[1], "CumSum's axis"), _rank(ctx, data))
+    exclusive = bool(attrs.get("exclusive", 0))
+    if attrs.get("reverse", 0):
+        flipped = ctx.call("reverse", data, axis=axis)
+        return ctx.call("reverse", ctx.call("cumsum", flipped, axis=axis, exclusive=exclusive), axis=axis)
+    return ctx.call("cumsum", data, axis=axis, exclusive=exclusive)
+
+
+# ----------------------------------------------------------------------------- OneHot, NonZero, IsNaN, IsInf
+
+
+@converter("OneHot", 9, 11)
+def _one_hot(ctx, inputs, attrs):
+    indices, depth, values = inputs
+    depth = _scalar_int(ctx, depth, "OneHot's depth")
+    ndim = _rank(ctx, indices)
+    axis = attrs.get("axis", -1)
+    if not -ndim - 1 <= axis <= ndim:
+        raise ctx.error(f"OneHot axis {axis} is out of range for indices of rank {ndim}")
+    axis = axis + ndim + 1 if axis < 0 else axis
+    off, on = (ctx.call("take", values, ctx.const(i, "int64")) for i in (0, 1))
+    ind = _dtype(ctx, indices)
+    indices = ctx.call("where", ctx.call("less", indices, ctx.const(0, ind)),
+                       ctx.call("add", indices, ctx.const(depth, ind)), indices)
+    return ctx.call("one_hot", indices, on, off, depth=depth, axis=axis, dtype=_dtype(ctx, values))
+
+
+@converter("NonZero", 9, 13)
+def _non_zero(ctx, inputs, attrs):
+    found = ctx.call("cast", ctx.call("argwhere", inputs[0]), dtype="int64")
+    return ctx.call("transpose", found, axes=(1, 0))
+
+
+@converter("IsNaN", 9, 13, 20)
+def _is_nan(ctx, inputs, attrs):
+    return ctx.call("isnan", inputs[0])
+
+
+@converter("IsInf", 10, 20)
+def _is_inf(ctx, inputs, attrs):
+    x = inputs[0]
+    zero = ctx.const(0, _dtype(ctx, x))
+    out = ctx.call("isinf", x)
+    if not attrs.get("detect_negative", 1):
+        out = ctx.call("multiply", out, ctx.call("greater", x, zero))
+    if not attrs.get("detect_positive", 1):
+        out = ctx.call("multiply", out, ctx.call("less", x, zero))
+    return out
+
+
+# ----------------------------------------------------------------------------- gathers and scatters
+
+
+def _non_negative(ctx, data, indices, axis: int):
+    """Negative indices moved up by the size of `axis` (TVM's normalize_gather_indices)."""
+    dtype = _dtype(ctx, indices)
+    dim = ctx.shape_of(data)[axis]
+    size = (ctx.const(dim, dtype) if dim is not ANY else
+            ctx.call("take", ctx.call("shape_of", data, dtype=dtype), ctx.const(axis, "int64")))
+    return ctx.call("where", ctx.call("less", indices, ctx.const(0, dtype)), ctx.call("add", indices, size), indices)
+
+
+@converter("GatherElements", 11, 13)
+def _gather_elements(ctx, inputs, attrs):
+    data, indices = inputs
+    axis = _axis(ctx, attrs.get("axis", 0), _rank(ctx, data))
+    return ctx.call("gather", data, _non_negative(ctx, data, indices, axis), axis=axis)
+
+
+def _index_tuples_first(ctx, indices):
+    """ONNX puts an index tuple on the last axis of `indices`, Relay on the first."""
+    n = _rank(ctx, indices)
+    if n == 0:
+        raise ctx.error("the indices must have rank 1 or more")
+    return ctx.call("transpose", indices, axes=(n - 1, *range(n - 1)))
+
+
+@converter("GatherND", 11, 12, 13)
+def _gather_nd(ctx, inputs, attrs):
+    data, indices = inputs
+    index_rank = ctx.shape_of(indices)[-1] if _rank(ctx, indices) else None
+    if index_rank is ANY:
+        raise ctx.error("GatherND needs the last dimension of the indices (the index length) to be static")
+    return ctx.call("gather_nd", data, _index_tuples_first(ctx, indices), batch_dims=attrs.get("batch_dims", 0),
+                    index_rank=index_rank)
+
+
+_REDUCTIONS = {"none": "update", "add": "add", "mul": "mul", "min": "min", "max": "max"}
+
+
+def _reduction(ctx, attrs) -> str:
+    given = attrs.get("reduction", "none")
+    if given not in _REDUCTIONS:
+        raise ctx.error(f"reduction \"{given}\" is not supported (none, add, mul, min, max are)")
+    return _REDUCTIONS[given]
+
+
+@converter("ScatterElements", 11, 13, 16, 18)
+def _scatter_elements(ctx, inputs, attrs):
+    data, indices, updates = inputs
+    axis = _axis(ctx, attrs.get("axis", 0), _rank(ctx, data))
+    return ctx.call("scatter_elements", data, indices, updates, axis=axis, reduction=_reduction(ctx, attrs))
+
+
+@converter("Scatter", 9)
+def _scatter(ctx, inputs, attrs):
+    """The deprecated name of ScatterElements (opsets 9 and 10), without reductions."""
+    data, indices, updates = inputs
+    axis = _axis(ctx, attrs.get("axis", 0), _rank(ctx, data))
+    return ctx.call("scatter_elements", data, indices, updates, axis=axis)
+
+
+@converter("ScatterND", 11, 13, 16, 18)
+def _scatter_nd(ctx, inputs, attrs):
+    data, indices, updates = inputs
+    return ctx.call("scatter_nd", data, _index_tuples_first(ctx, indices), updates, mode=_reduction(ctx, attrs))
+
+
+# ----------------------------------------------------------------------------- Einsum
+
+
+@converter("Einsum", 12)
+def _einsum(ctx, inputs, attrs):
+    return ctx.call("einsum", Tuple([x for x in inputs if x is not None]), equation=attrs["equation"])

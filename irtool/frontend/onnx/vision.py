@@ -1,0 +1,80 @@
+"""ONNX detection ops: RoiAlign and NonMaxSuppression, as TVM v0.19's frontend converts them.
+
+- RoiAlign: the batch indices become the first column of the rois (cast to their dtype)
+  for `vision.roi_align`. TVM v0.19 ignores opset 16's `coordinate_transformation_mode`
+  (its TOPI is opset 10's "output_half_pixel"); the default "half_pixel" shifts the
+  sampling grid by half a pixel, which here is the rois moved by -0.5 / spatial_scale.
+  (TOPI still makes a roi smaller than a pixel 1x1, which ONNX's half_pixel does not.)
+- NonMaxSuppression: `center_point_box=1` boxes become corners; the thresholds and the
+  box limit are squeezed to scalars (absent thresholds are 0, as TVM makes them); then
+  `vision.all_class_non_max_suppression` and a `dyn.strided_slice` of its first
+  `count` rows: the result has `?` rows until the program runs. Where TOPI departs from
+  ONNX: a box limit of 0 means "no limit" to TOPI and "select nothing" to ONNX, so an
+  absent or constant-0 limit gives the empty (0, 3) result here (a run-time 0 still means
+  no limit); TOPI selects nothing when iou_threshold <= 0 (ONNX then suppresses any
+  overlap) and suppresses at IoU == iou_threshold (ONNX only above it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.expr import Tuple, TupleGetItem
+from . import converter
+
+
+def _dtype(ctx, x) -> str:
+    return ctx.type_of(x).dtype
+
+
+@converter("RoiAlign", 10, 16)
+def _roi_align(ctx, inputs, attrs):
+    data, rois, batch_indices = inputs
+    mode = attrs.get("mode", "avg")
+    if mode not in ("avg", "max"):
+        raise ctx.error(f"RoiAlign mode \"{mode}\" is not supported (avg, max are)")
+    coord = attrs.get("coordinate_transformation_mode", "half_pixel" if ctx.opset >= 16 else "output_half_pixel")
+    if coord not in ("half_pixel", "output_half_pixel"):
+        raise ctx.error(f"RoiAlign coordinate_transformation_mode \"{coord}\" is not supported")
+    scale = float(attrs.get("spatial_scale", 1.0))
+    dtype = _dtype(ctx, rois)
+    if coord == "half_pixel":
+        rois = ctx.call("subtract", rois, ctx.const(0.5 / scale, dtype))
+    column = ctx.call("cast", ctx.call("expand_dims", batch_indices, axis=1), dtype=dtype)
+    rois = ctx.call("concatenate", Tuple([column, rois]), axis=1)
+    return ctx.call("vision.roi_align", data, rois, pooled_size=(int(attrs.get("output_height", 1)),
+                                                                 int(attrs.get("output_width", 1))),
+                    spatial_scale=scale, sample_ratio=int(attrs.get("sampling_ratio", 0)), mode=mode)
+
+
+def _scalar(ctx, x, default, dtype: str):
+    if x is None:
+        return ctx.const(default, dtype)
+    rank = len(ctx.shape_of(x))
+    if rank > 1:
+        raise ctx.error("NonMaxSuppression's limits and thresholds must be scalars")
+    return ctx.call("squeeze", x, axis=(0,)) if rank == 1 else x
+
+
+@converter("NonMaxSuppression", 10, 11)
+def _non_max_suppression(ctx, inputs, attrs):
+    boxes, scores = inputs[0], inputs[1]
+    rest = list(inputs[2:]) + [None] * (5 - len(inputs))
+    dtype = _dtype(ctx, boxes)
+    if attrs.get("center_point_box", 0):
+        parts = ctx.call("split", boxes, indices_or_sections=4, axis=2)
+        xc, yc, w, h = (ctx.typed(TupleGetItem(parts, i)) for i in range(4))
+        half_w = ctx.call("divide", w, ctx.const(2.0, dtype))
+        half_h = ctx.call("divide", h, ctx.const(2.0, dtype))
+        corners = [ctx.call("subtract", yc, half_h), ctx.call("subtract", xc, half_w),
+                   ctx.call("add", yc, half_h), ctx.call("add", xc, half_w)]
+        boxes = ctx.call("concatenate", Tuple(corners), axis=2)
+    given = np.zeros(1) if rest[0] is None else ctx.value(rest[0])
+    if given is not None and given.size and int(np.asarray(given).reshape(-1)[0]) == 0:
+        return ctx.const(np.zeros((0, 3), "int64"))  # ONNX: no box may be selected
+    limit = _scalar(ctx, rest[0], 0, "int64")
+    iou = _scalar(ctx, rest[1], 0.0, "float32")
+    score = _scalar(ctx, rest[2], 0.0, "float32")
+    out = ctx.call("vision.all_class_non_max_suppression", boxes, scores, limit, iou, score)
+    rows, count = (ctx.typed(TupleGetItem(out, i)) for i in range(2))
+    return ctx.call("dyn.strided_slice", rows, ctx.const([0], "int64"), count, ctx.const([1], "int64"))

@@ -1,0 +1,99 @@
+"""Sorting and scanning operators: sort, argsort, topk (src/relay/op/algorithm/*.cc of TVM
+v0.19) and cumsum (ScanopAttrs, src/relay/op/tensor/transform.cc).
+
+The references sort stably, as TOPI's CPU sort (std::stable_sort): equal elements keep
+their order, in descending order too (what ONNX's TopK asks: the lower index first). The
+relations check what TVM's ICHECKs or TOPI would reject later: the axis is in range, and
+topk's `k` is not above the dimension (TVM types such a call with `k` and TOPI then
+returns fewer elements). All four are kOpaque in TVM.
+"""
+
+from __future__ import annotations
+
+from ..ir.types import ANY, TensorType, TupleType
+from .common import normalize_axis, np, tensor_arg
+from .registry import REQUIRED, AttrSpec, OpDef, OpPattern, TypeRelError, register
+from .relax_scan_sort import _cumsum, _scan_rel, _stable_argsort
+
+O = OpPattern.OPAQUE
+
+
+def _axis_of(t: TensorType, axis: int, op: str) -> int:
+    if not t.shape:
+        raise TypeRelError(f"{op} needs a tensor of rank 1 or more, got a scalar")
+    return normalize_axis(axis, len(t.shape), f"{op} axis")
+
+
+def sort_rel(args, attrs):
+    t = tensor_arg(args, 0, "data")
+    _axis_of(t, attrs["axis"], "sort")
+    return t
+
+
+def argsort_rel(args, attrs):
+    t = tensor_arg(args, 0, "data")
+    _axis_of(t, attrs["axis"], "argsort")
+    return TensorType(t.shape, attrs["dtype"])
+
+
+def _order(data, axis: int, is_ascend: bool):
+    return _stable_argsort(data, axis % data.ndim, not is_ascend)
+
+
+def _sort(data, axis=-1, is_ascend=True):
+    return np.take_along_axis(data, _order(data, axis, is_ascend), axis % data.ndim)
+
+
+def _argsort(data, axis=-1, is_ascend=True, dtype="int32"):
+    return _order(data, axis, is_ascend).astype(dtype)
+
+
+_RET_TYPES = ("both", "values", "indices")
+
+
+def topk_rel(args, attrs):
+    t = tensor_arg(args, 0, "data")
+    axis = _axis_of(t, attrs["axis"], "topk")
+    k, ret = attrs["k"], attrs["ret_type"]
+    if ret not in _RET_TYPES:
+        raise TypeRelError(f"topk ret_type must be \"both\", \"values\" or \"indices\", got \"{ret}\"")
+    dim = t.shape[axis]
+    if k >= 1 and dim is not ANY and k > dim:
+        raise TypeRelError(f"topk k={k} is larger than dimension {axis} of the data, {dim}")
+    shape = t.shape[:axis] + ((k if k >= 1 else dim),) + t.shape[axis + 1:]
+    values, indices = TensorType(shape, t.dtype), TensorType(shape, attrs["dtype"])
+    return {"both": TupleType([values, indices]), "values": values, "indices": indices}[ret]
+
+
+def _topk(data, k, axis=-1, ret_type="both", is_ascend=False, dtype="int32"):
+    axis %= data.ndim
+    order = _order(data, axis, is_ascend)
+    if k >= 1:
+        order = np.take(order, np.arange(k), axis=axis)
+    values, indices = np.take_along_axis(data, order, axis), order.astype(dtype)
+    return {"both": (values, indices), "values": values, "indices": indices}[ret_type]
+
+
+def cumsum_rel(args, attrs):
+    t = tensor_arg(args, 0, "data")
+    if attrs["axis"] is not None:
+        _axis_of(t, attrs["axis"], "cumsum")
+    return _scan_rel(args, attrs)
+
+
+def _cumsum_ref(data, axis=None, dtype="", exclusive=False):
+    return _cumsum(data, axis, dtype, bool(exclusive))
+
+
+SORT = (AttrSpec("axis", "int", -1), AttrSpec("is_ascend", "bool", True))
+
+# one line per op: name, arguments, relation, pattern, reference, attributes
+register(
+    OpDef("sort", ("data",), sort_rel, O, _sort, attrs=SORT),
+    OpDef("argsort", ("data",), argsort_rel, O, _argsort, attrs=SORT + (AttrSpec("dtype", "dtype", "int32"),)),
+    OpDef("topk", ("data",), topk_rel, O, _topk,
+          attrs=(AttrSpec("k", "int", REQUIRED), AttrSpec("axis", "int", -1), AttrSpec("ret_type", "str", "both"),
+                 AttrSpec("is_ascend", "bool", False), AttrSpec("dtype", "dtype", "int32"))),
+    OpDef("cumsum", ("data",), cumsum_rel, O, _cumsum_ref,
+          attrs=(AttrSpec("axis", "int?", None), AttrSpec("dtype", "dtype", ""), AttrSpec("exclusive", "bool", False))),
+)

@@ -1,0 +1,150 @@
+"""Vision operators: `vision.roi_align` and `vision.all_class_non_max_suppression`, as TVM
+v0.19 defines them (src/relay/op/vision/rcnn_op.cc, nms.cc) and TOPI computes them
+(python/tvm/topi/vision/rcnn/roi_align.py, vision/nms.py).
+
+    roi_align(data, rois, pooled_size, spatial_scale, sample_ratio=-1, layout, mode)
+        rois (R, 5) rows [batch index, x1, y1, x2, y2]; each output bin (R, C, ph, pw) the
+        average (or max) of a grid of bilinear samples: TOPI scales the roi, makes it at
+        least 1x1, samples `sample_ratio` (or ceil(roi size / pooled size)) points per bin
+        side at the sub-bin centres; a sample beyond one pixel outside the image is 0, else
+        it is clamped to the image
+    all_class_non_max_suppression(boxes, scores, max_output_boxes_per_class,
+                                  iou_threshold, score_threshold, output_format="onnx")
+        boxes (B, N, 4) as two corners, scores (B, C, N); per batch and class the boxes
+        scoring above score_threshold in descending (stable) score order, each kept box
+        suppressing the later ones of IoU >= iou_threshold, at most max_output (0: no
+        limit); the result ((B*C*N, 3) int64 rows [batch, class, box], the count (1,)):
+        only the first `count` rows are meaningful. TOPI selects nothing when
+        iou_threshold <= 0, and only a box of positive score can be suppressed.
+
+Both are opaque to irtool's lowering (no compute definition yet).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..ir.types import ANY, TensorType, TupleType
+from .common import fmt_shape, np, tensor_arg
+from .registry import REQUIRED, AttrSpec, OpDef, OpPattern, TypeRelError, register
+
+
+def roi_align_rel(args, attrs):
+    data, rois = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "rois")
+    if len(data.shape) != 4:
+        raise TypeRelError(f"roi_align needs 4-D data, got shape {fmt_shape(data.shape)}")
+    if len(rois.shape) != 2 or rois.shape[1] not in (5, ANY):
+        raise TypeRelError(f"roi_align needs rois of shape (R, 5), got {fmt_shape(rois.shape)}")
+    pooled, layout, mode = attrs["pooled_size"], attrs["layout"], attrs["mode"]
+    if len(pooled) != 2 or min(pooled) < 1:
+        raise TypeRelError(f"roi_align pooled_size must be two positive sizes, got {list(pooled)}")
+    if mode not in ("avg", "max"):
+        raise TypeRelError(f"roi_align mode must be \"avg\" or \"max\", got \"{mode}\"")
+    if layout == "NCHW":
+        return TensorType((rois.shape[0], data.shape[1], *pooled), data.dtype)
+    if layout == "NHWC":
+        return TensorType((rois.shape[0], *pooled, data.shape[3]), data.dtype)
+    raise TypeRelError(f"roi_align layout must be \"NCHW\" or \"NHWC\", got \"{layout}\"")
+
+
+def _bilinear(image, ys, xs):
+    """TOPI's `_bilinear`: image (C, H, W), samples ys (gh,) x xs (gw,) -> (C, gh, gw)."""
+    _, h, w = image.shape
+    y, x = ys[:, None], xs[None, :]
+    outside = (y < -1.0) | (x < -1.0) | (y > h) | (x > w)
+    y, x = np.clip(y, 0.0, h - 1), np.clip(x, 0.0, w - 1)
+    y0, x0 = np.floor(y).astype(np.int64), np.floor(x).astype(np.int64)
+    y1, x1 = np.ceil(y).astype(np.int64), np.ceil(x).astype(np.int64)
+    ly, lx = y - y0, x - x0
+    bottom = (1 - lx) * image[:, y0, x0] + lx * image[:, y0, x1]
+    top = (1 - lx) * image[:, y1, x0] + lx * image[:, y1, x1]
+    return np.where(outside, 0.0, (1 - ly) * bottom + ly * top)
+
+
+def _roi_align(data, rois, pooled_size, spatial_scale, sample_ratio=-1, layout="NCHW", mode="avg"):
+    image = data.transpose(0, 3, 1, 2) if layout == "NHWC" else data
+    ph, pw = pooled_size
+    out = np.zeros((rois.shape[0], image.shape[1], ph, pw), np.float64)
+    for r, roi in enumerate(rois.astype(np.float64)):
+        x0, y0, x1, y1 = roi[1:5] * spatial_scale
+        roi_h, roi_w = max(y1 - y0, 1.0), max(x1 - x0, 1.0)  # malformed rois become 1x1
+        bin_h, bin_w = roi_h / ph, roi_w / pw
+        gh = sample_ratio if sample_ratio > 0 else math.ceil(roi_h / ph)
+        gw = sample_ratio if sample_ratio > 0 else math.ceil(roi_w / pw)
+        sub_y, sub_x = (np.arange(gh) + 0.5) * bin_h / gh, (np.arange(gw) + 0.5) * bin_w / gw
+        for i in range(ph):
+            for j in range(pw):
+                samples = _bilinear(image[int(roi[0])].astype(np.float64), y0 + i * bin_h + sub_y,
+                                    x0 + j * bin_w + sub_x)
+                out[r, :, i, j] = samples.mean(axis=(1, 2)) if mode == "avg" else samples.max(axis=(1, 2))
+    out = out.astype(data.dtype)
+    return out.transpose(0, 2, 3, 1) if layout == "NHWC" else out
+
+
+def nms_rel(args, attrs):
+    boxes, scores = tensor_arg(args, 0, "boxes"), tensor_arg(args, 1, "scores")
+    for i, name in ((2, "max_output_boxes_per_class"), (3, "iou_threshold"), (4, "score_threshold")):
+        if tensor_arg(args, i, name).shape:
+            raise TypeRelError(f"all_class_non_max_suppression `{name}` must be a scalar, got shape "
+                               f"{fmt_shape(args[i].shape)}")
+    if len(boxes.shape) != 3 or boxes.shape[2] not in (4, ANY):
+        raise TypeRelError(f"all_class_non_max_suppression needs boxes of shape (B, N, 4), got "
+                           f"{fmt_shape(boxes.shape)}")
+    if len(scores.shape) != 3:
+        raise TypeRelError(f"all_class_non_max_suppression needs scores of shape (B, C, N), got "
+                           f"{fmt_shape(scores.shape)}")
+    if attrs["output_format"] != "onnx":
+        raise TypeRelError(f"all_class_non_max_suppression output_format \"{attrs['output_format']}\" is not "
+                           "supported (only \"onnx\")")
+    b, c, n = boxes.shape[0], scores.shape[1], boxes.shape[1]
+    rows = ANY if ANY in (b, c, n) else b * c * n
+    return TupleType([TensorType((rows, 3), "int64"), TensorType((1,), "int64")])
+
+
+def _iou(a, b) -> float:
+    """TOPI's calculate_overlap: corners in any order."""
+    al, at, ar, ab = min(a[0], a[2]), min(a[1], a[3]), max(a[0], a[2]), max(a[1], a[3])
+    bl, bt, br, bb = min(b[0], b[2]), min(b[1], b[3]), max(b[0], b[2]), max(b[1], b[3])
+    area = max(0.0, min(ab, bb) - max(at, bt)) * max(0.0, min(ar, br) - max(al, bl))
+    union = (ar - al) * (ab - at) + (br - bl) * (bb - bt) - area
+    return 0.0 if union <= 0 else area / union
+
+
+def _all_class_nms(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold,
+                   output_format="onnx"):
+    batch, classes, n = scores.shape
+    limit, iou_t, score_t = int(max_output_boxes_per_class), float(iou_threshold), float(score_threshold)
+    rows = []
+    for b in range(batch):
+        for c in range(classes):
+            order = np.argsort(-scores[b, c].astype(np.float64), kind="stable")
+            work = scores[b, c][order].astype(np.float64)  # TOPI's out_scores: -1 once suppressed
+            valid = int(np.sum(work > score_t))
+            if iou_t <= 0 or valid == 0:
+                continue
+            cap, kept = (limit if limit > 0 else valid), 0
+            for j in range(valid):
+                if kept >= cap:
+                    break
+                if work[j] <= -1.0:
+                    continue
+                rows.append((b, c, int(order[j])))
+                kept += 1
+                for k in range(j + 1, valid):
+                    if work[k] > 0 and _iou(boxes[b, order[j]], boxes[b, order[k]]) >= iou_t:
+                        work[k] = -1.0
+    selected = np.zeros((batch * classes * n, 3), np.int64)
+    if rows:
+        selected[:len(rows)] = rows
+    return selected, np.array([len(rows)], np.int64)
+
+
+register(
+    OpDef("vision.roi_align", ("data", "rois"), roi_align_rel, OpPattern.OUT_ELEMWISE_FUSABLE, _roi_align,
+          attrs=(AttrSpec("pooled_size", "ints", REQUIRED), AttrSpec("spatial_scale", "float", REQUIRED),
+                 AttrSpec("sample_ratio", "int", -1), AttrSpec("layout", "str", "NCHW"),
+                 AttrSpec("mode", "str", "avg"))),
+    OpDef("vision.all_class_non_max_suppression",
+          ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold"), nms_rel,
+          OpPattern.OPAQUE, _all_class_nms, attrs=(AttrSpec("output_format", "str", "onnx"),)),
+)
