@@ -53,7 +53,8 @@ class OnnxOp:
 
 
 CONVERTERS: dict[str, OnnxOp] = {}
-_FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize", "signal", "indexing", "vision")
+_FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize", "signal", "indexing", "vision",
+             "control")
 _loaded = False
 
 
@@ -107,10 +108,32 @@ class Context:
     def __init__(self, opset: int) -> None:
         self.opset = opset
         self.node = None
+        self.env: dict = {}  # name -> expression, of the graph being converted
+        self.table: dict = {}
         self._partial: dict[int, object] = {}
         from ...analysis.type_infer import TypeInferencer
 
         self._types = TypeInferencer()
+
+    def subgraph(self, graph, bound: dict) -> list:
+        """Convert a node's subgraph (an If branch, a Loop or Scan body) in a scope over the
+        enclosing one, its inputs bound to `bound` (name -> expression); its outputs."""
+        import numpy as np
+        from onnx import numpy_helper
+
+        outer_env, node, opset = self.env, self.node, self.opset
+        self.env = collections.ChainMap(dict(bound), outer_env)
+        try:
+            for init in graph.initializer:
+                self.env[init.name] = self.typed(Constant(np.array(numpy_helper.to_array(init))))
+            _check_supported(graph.node, self.table, opset)
+            _convert_nodes(self, graph.node, opset)
+            missing = [o.name for o in graph.output if o.name not in self.env]
+            if missing:
+                raise self.error(f"subgraph output `{missing[0]}` is not produced")
+            return [self.env[o.name] for o in graph.output]
+        finally:
+            self.env, self.node, self.opset = outer_env, node, opset
 
     def error(self, message: str) -> OnnxImportError:
         node = self.node
@@ -342,6 +365,38 @@ def _type_proto(ctx, x):
     return helper.make_tensor_type_proto(elem, [None if d is ANY else d for d in t.shape])
 
 
+def _convert_nodes(ctx: Context, nodes, opset: int) -> None:
+    """Convert `nodes` in order into `ctx.env` (ONNX functions expanded on the way)."""
+    env, table = ctx.env, ctx.table
+    pending = collections.deque((node, opset) for node in nodes)
+    while pending:
+        node, ctx.opset = pending.popleft()
+        ctx.node = node
+        for name in node.input:
+            if name and name not in env:
+                raise ctx.error(f"input `{name}` is not produced by any earlier node, initializer or graph input")
+        inputs = [env[name] if name else None for name in node.input]
+        impl = _implementation(table, node, ctx.opset)
+        if impl is None:  # an ONNX function: its body's nodes come next
+            body = functions.expand(node, ctx.opset, [_type_proto(ctx, x) for x in inputs])
+            _check_supported([n for n, _ in body], table, max((v for _, v in body), default=ctx.opset))
+            pending.extendleft(reversed(body))
+            continue
+        attrs = {a.name: _attribute(a) for a in node.attribute}
+        try:
+            out = impl(ctx, inputs, attrs)
+        except OnnxImportError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError) as err:
+            raise ctx.error(f"cannot convert: {err}") from None
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        if isinstance(out, Expr) and isinstance(ctx.type_of(out), TupleType) and len(node.output) > 1:
+            outs = [ctx.typed(TupleGetItem(out, i)) for i in range(len(node.output))]
+        for name, value in zip(node.output, outs, strict=False):
+            if name:
+                env[name] = ctx.typed(value)
+
+
 def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | None = None,
               freeze_params: bool = True):
     """Convert an ONNX ModelProto (or a path to one) to `(IRModule, params)`.
@@ -388,33 +443,8 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
         var.checked_type = var.type_annotation
         env[value_info.name] = var
         input_vars.append(var)
-    pending = collections.deque((node, opset) for node in graph.node)
-    while pending:
-        node, ctx.opset = pending.popleft()
-        ctx.node = node
-        for name in node.input:
-            if name and name not in env:
-                raise ctx.error(f"input `{name}` is not produced by any earlier node, initializer or graph input")
-        inputs = [env[name] if name else None for name in node.input]
-        impl = _implementation(table, node, ctx.opset)
-        if impl is None:  # an ONNX function: its body's nodes come next
-            body = functions.expand(node, ctx.opset, [_type_proto(ctx, x) for x in inputs])
-            _check_supported([n for n, _ in body], table, max((v for _, v in body), default=ctx.opset))
-            pending.extendleft(reversed(body))
-            continue
-        attrs = {a.name: _attribute(a) for a in node.attribute}
-        try:
-            out = impl(ctx, inputs, attrs)
-        except OnnxImportError:
-            raise
-        except (ValueError, TypeError, KeyError, IndexError) as err:
-            raise ctx.error(f"cannot convert: {err}") from None
-        outs = list(out) if isinstance(out, (list, tuple)) else [out]
-        if isinstance(out, Expr) and isinstance(ctx.type_of(out), TupleType) and len(node.output) > 1:
-            outs = [ctx.typed(TupleGetItem(out, i)) for i in range(len(node.output))]
-        for name, value in zip(node.output, outs, strict=False):
-            if name:
-                env[name] = ctx.typed(value)
+    ctx.table, ctx.env = table, env
+    _convert_nodes(ctx, graph.node, opset)
     ctx.node = None
     results = [env[o.name] for o in graph.output]
     body = results[0] if len(results) == 1 else ctx.typed(Tuple(results))

@@ -72,22 +72,44 @@ def expand(node, opset: int, input_types: list) -> list[tuple[object, int]]:
     def rename(name: str) -> str:
         return names.get(name, prefix + name if name else "")
 
-    out = []
-    for inner in function.node:
-        copy = onnx.NodeProto()
-        copy.CopyFrom(inner)
-        copy.input[:] = [rename(n) for n in inner.input]
-        copy.output[:] = [rename(n) for n in inner.output]
-        copy.name = prefix + (inner.name or inner.op_type)
-        del copy.attribute[:]
-        for a in inner.attribute:
-            if a.ref_attr_name:
-                if a.ref_attr_name in attrs:
-                    value = onnx.AttributeProto()
-                    value.CopyFrom(attrs[a.ref_attr_name])
-                    value.name = a.name
-                    copy.attribute.append(value)
-            else:
-                copy.attribute.append(a)
-        out.append((copy, body_opset))
-    return out
+    return [(_renamed(inner, rename, attrs, prefix), body_opset) for inner in function.node]
+
+
+def _renamed(inner, rename, attrs: dict, prefix: str):
+    """A copy of a body node with its names renamed and its attribute references resolved;
+    subgraphs (an If's branches inside the body) are renamed the same way, so the body's
+    values they use stay connected."""
+    import onnx
+
+    copy = onnx.NodeProto()
+    copy.CopyFrom(inner)
+    copy.input[:] = [rename(n) for n in inner.input]
+    copy.output[:] = [rename(n) for n in inner.output]
+    copy.name = prefix + (inner.name or inner.op_type)
+    del copy.attribute[:]
+    for a in inner.attribute:
+        if a.ref_attr_name:
+            if a.ref_attr_name in attrs:
+                value = onnx.AttributeProto()
+                value.CopyFrom(attrs[a.ref_attr_name])
+                value.name = a.name
+                copy.attribute.append(value)
+            continue
+        value = onnx.AttributeProto()
+        value.CopyFrom(a)
+        if value.type == onnx.AttributeProto.GRAPH:
+            _rename_graph(value.g, rename, attrs, prefix)
+        for g in value.graphs:
+            _rename_graph(g, rename, attrs, prefix)
+        copy.attribute.append(value)
+    return copy
+
+
+def _rename_graph(graph, rename, attrs: dict, prefix: str) -> None:
+    for v in (*graph.input, *graph.output, *graph.value_info):
+        v.name = rename(v.name)
+    for init in graph.initializer:
+        init.name = rename(init.name)
+    nodes = [_renamed(n, rename, attrs, prefix) for n in graph.node]
+    del graph.node[:]
+    graph.node.extend(nodes)

@@ -99,8 +99,11 @@ def _constant_of_shape(ctx, inputs, attrs):
 def _range(ctx, inputs, attrs):
     dtype = _dtype(ctx, inputs[0])
     if any(ctx.value(x) is None for x in inputs[:3]):  # bounds known at run time: arange of `?` elements
-        return _call(ctx, "arange", *inputs[:3], dtype=dtype)
-    start, limit, delta = (ctx.required_value(x, name) for x, name in zip(inputs, ("start", "limit", "delta")))
+        bounds = [x if not ctx.shape_of(x) else _call(ctx, "reshape", x, newshape=()) for x in inputs[:3]]
+        return _call(ctx, "arange", *bounds, dtype=dtype)
+    # scalars by the spec; one-element tensors (as onnx's own function bodies pass) are taken too
+    start, limit, delta = (np.asarray(ctx.required_value(x, name)).reshape(-1)[0]
+                           for x, name in zip(inputs, ("start", "limit", "delta")))
     if float(delta) == 0:
         raise ctx.error("Range delta is 0")
     n = max(math.ceil((float(limit) - float(start)) / float(delta)), 0)
@@ -317,7 +320,7 @@ def _split(ctx, inputs, attrs):
     if sizes is None and ctx.opset >= 18 and "num_outputs" in attrs:
         n = attrs["num_outputs"]
         if dim is ANY:
-            raise ctx.error("Split by num_outputs needs a static dimension")
+            raise ctx.error("Split by num_outputs: the split dimension must be known at import time")
         chunk = -(-dim // n)
         sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
     if sizes is None:
