@@ -99,6 +99,20 @@ def run_main(run) -> None:
     sys.exit(code)
 
 
+def write_output(path: str | None, text: str, stdout, stderr) -> int:
+    """Write a tool's result to `path` atomically (standard output for None or `-`); the
+    exit status."""
+    if not path or path == "-":
+        stdout.write(text)
+        return 0
+    try:
+        write_atomically(path, text)
+    except OSError as err:
+        stderr.write(f"{path}: error: cannot write output: {err.strerror or err}\n")
+        return 1
+    return 0
+
+
 def write_atomically(path: str, data: str | bytes) -> None:
     """Write a file so that a failure never leaves it half-written or clobbered."""
     directory = os.path.dirname(os.path.abspath(path))

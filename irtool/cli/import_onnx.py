@@ -11,7 +11,7 @@ import sys
 import warnings
 
 from ..diagnostics import DiagnosticError
-from . import guarded, run_main
+from . import guarded, run_main, write_output
 
 
 def _shape(text: str) -> tuple[str, tuple]:
@@ -64,18 +64,7 @@ def _execute(args, stdout, stderr) -> int:
                            freeze_params=not args.keep_params)
     for w in caught:
         stderr.write(f"{args.model}: warning: {w.message}\n")
-    text = to_text(mod, show_types=args.print_types)
-    if args.output and args.output != "-":
-        from . import write_atomically
-
-        try:
-            write_atomically(args.output, text)
-        except OSError as err:
-            stderr.write(f"{args.output}: error: cannot write output: {err.strerror or err}\n")
-            return 1
-    else:
-        stdout.write(text)
-    return 0
+    return write_output(args.output, to_text(mod, show_types=args.print_types), stdout, stderr)
 
 
 def main() -> None:

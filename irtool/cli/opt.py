@@ -16,7 +16,7 @@ import sys
 import time
 
 from ..diagnostics import DiagnosticError
-from . import guarded, read_input, run_main, write_atomically
+from . import guarded, read_input, run_main, write_output
 
 SPLIT_MARKER = "// -----"
 _SPLIT_RE = re.compile(r"^(?://|#) -----[ \t]*$", re.M)  # `# -----` in TVMScript files
@@ -335,15 +335,7 @@ def _execute(args, stdin, stdout, stderr) -> int:
         if outputs and not (args.output and args.output != "-"):
             stdout.write(result)
         return 1
-    if args.output and args.output != "-":
-        try:
-            write_atomically(args.output, result)
-        except OSError as err:
-            stderr.write(f"{args.output}: error: cannot write output: {err.strerror or err}\n")
-            return 1
-    else:
-        stdout.write(result)
-    return 0
+    return write_output(args.output, result, stdout, stderr)
 
 
 def main() -> None:
