@@ -30,11 +30,11 @@ PROPERTY_TESTS := tests/test_roundtrip.py tests/test_literals.py tests/test_pass
 
 pytest: venv
 	IRTOOL_TVM_PYTHON=$(TVM_PYTHON) $(BIN)/python -m pytest -q -n 2 tests
-	IRTOOL_PARSER_ENGINE=compiled $(BIN)/python -m pytest -q -n 2 $(PROPERTY_TESTS)
+	IRTOOL_PARSER_ENGINE=python $(BIN)/python -m pytest -q -n 2 $(PROPERTY_TESTS)
 
 lit: venv
 	$(BIN)/lit -sv lit_tests
-	IRTOOL_PARSER_ENGINE=compiled $(BIN)/lit -s lit_tests
+	IRTOOL_PARSER_ENGINE=python $(BIN)/lit -s lit_tests
 
 demo: venv
 	@echo '$$ irtool-opt examples/seed000.ir --print-types     # (metadata section not shown)'

@@ -144,26 +144,35 @@ def bench_tvmscript(n: int, repeat: int) -> float:
     return _report(f"TVMScript, a {n:,}-binding Relax function", n, wall, cpu, GOALS["tvmscript"])
 
 
+def _timed(cmd) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run of `cmd`."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=_ENV, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{cmd} failed")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
 def bench_startup(repeat: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         path, out = os.path.join(tmp, "trivial.ir"), os.path.join(tmp, "out.ir")
         with open(path, "w") as f:
             f.write("def @main(%x: Tensor[(1), float32]) {\n  %x\n}\n")
 
-        def median(cmd) -> float:
-            runs = []
-            for _ in range(max(repeat, 5) * 3):
-                start = time.perf_counter()
-                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=_ENV)
-                runs.append(time.perf_counter() - start)
-            return statistics.median(runs)
+        def medians(cmd) -> tuple[float, float]:
+            runs = [_timed(cmd) for _ in range(max(repeat, 5) * 3)]
+            return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
 
-        median([_OPT, path, "-o", out])  # warm
-        python = median([sys.executable, "-c", "pass"])
-        opt = median([_OPT, path, "-o", out])
-    print(f"start-up, irtool-opt on a trivial file: {opt * 1e3:.0f} ms, bare `python -c pass` {python * 1e3:.0f} ms "
+        medians([_OPT, path, "-o", out])  # warm
+        python, python_cpu = medians([sys.executable, "-c", "pass"])
+        opt, opt_cpu = medians([_OPT, path, "-o", out])
+    print(f"start-up, irtool-opt on a trivial file: {opt * 1e3:.0f} ms wall, "
+          f"bare `python -c pass` {python * 1e3:.0f} ms "
           f"(+{(opt - python) * 1e3:.0f} ms; goal {GOALS['startup'] * 1e3:.0f} ms; "
-          + ", ".join(f"{opt / t:.1f}× {name}'s {t * 1e3:.0f} ms" for name, (_, t) in ANCHORS.items()) + ")")
+          + ", ".join(f"{opt / t:.1f}× {name}'s {t * 1e3:.0f} ms" for name, (_, t) in ANCHORS.items())
+          + f"); CPU {opt_cpu * 1e3:.0f} ms, bare Python {python_cpu * 1e3:.0f} ms")
     return opt
 
 

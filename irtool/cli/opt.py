@@ -129,6 +129,8 @@ def _build_pipeline(items) -> list:
 
 
 def _parse_pass_config(items: list[str]) -> dict:
+    if not items:  # the pass infrastructure is not loaded for a run without passes
+        return {}
     from ..transform import config_options, convert_config_value
 
     config = {}

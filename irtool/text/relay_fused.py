@@ -96,9 +96,8 @@ class FusedTokens:
         span = Span(self.source, line, col + offset, line, col + open_paren)
         return Call(self._fused_op(name, span), args, self._fused_attrs(name, None, span), span)
 
-    def fused_statement(self, children) -> None:
+    def fused_statement(self, tok) -> None:
         """`%3 = op(operands, attrs).0 /* ty=... */;` or `%3 = %2.0 /* ... */;` read as one token."""
-        tok = children[0]
         m = _STATEMENT.match(tok.value)
         line, col = tok.line, tok.column
         name = m.group(3)
@@ -134,7 +133,7 @@ class FusedTokens:
                         args.append(value if value is not None else self._operand(operand))
                     else:
                         args.append(self._operand(operand))
-            value = Call(self._fused_op(name, span), args, attrs, span)
+            value = Call(self.op_cache.get(name) or self._fused_op(name, span), args, attrs, span)
         projections = m.group(5)
         if projections:  # `.0.1` is one NUMBER token of the general rules: one span for all
             start = m.start(5) + 1
@@ -181,9 +180,10 @@ class FusedTokens:
 
     def _fused_op(self, name: str, span: Span):
         try:
-            return self.op(name, span)
+            op = self.op_cache[name] = self.op(name, span)
         except Exception:
             raise Unfused from None
+        return op
 
     def _fused_attrs(self, name: str, attrs, span: Span):
         try:

@@ -74,6 +74,7 @@ class _Builder(FusedTokens, Transformer):
         self.default_attrs: dict = {}
         self.meta_spans: dict[tuple[str, int], Span] = {}
         self.fused_attr_cache: dict[tuple[str, str], Attrs | None] = {}  # (op, attribute text) -> checked attrs
+        self.op_cache: dict[str, Op] = {}  # operators known to exist
 
     # ------------------------------------------------------------------ helpers
 
@@ -169,17 +170,32 @@ class _Builder(FusedTokens, Transformer):
         return children[1]
 
     def body(self, children):
-        result = children[-1]
-        for i in range(len(children) - 2, -1, -1):
-            stmt = children[i]
-            if stmt is None:
-                continue
-            kind = type(stmt)
-            if kind is tuple:  # (var, value) of a let binding
+        if len(children) == 1:
+            return children[0]
+        stmts, result = children
+        for stmt in reversed(stmts):
+            if type(stmt) is tuple:  # (var, value) of a let binding
                 result = Let(stmt[0], stmt[1], result, stmt[0].span)
             else:  # `e1; e2` evaluates e1 for effect: a let of an anonymous variable
                 result = Let(Var("", IncompleteType()), stmt, result, getattr(stmt, "span", None))
         return result
+
+    # statements: a graph binding or a free_var gives None, and is left out of the list
+    def first_stmt(self, children) -> list:
+        return [] if children[0] is None else [children[0]]
+
+    def next_stmt(self, children) -> list:
+        if children[1] is not None:
+            children[0].append(children[1])
+        return children[0]
+
+    def first_fused(self, children) -> list:
+        self.fused_statement(children[0])
+        return []
+
+    def next_fused(self, children) -> list:
+        self.fused_statement(children[1])
+        return children[0]
 
     def expr_stmt(self, children):
         return children[0]
