@@ -16,7 +16,6 @@ section at the end of the file fills in their data.
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import os
 import threading
 
@@ -535,7 +534,10 @@ class _Parser:
     input, so that tests can run everything through each of them."""
 
     def __init__(self) -> None:
-        self.grammar = importlib.resources.files("irtool.grammar").joinpath("relay.lark").read_text()
+        from .. import grammar  # a plain read: importlib.resources costs start-up time
+
+        with open(os.path.join(os.path.dirname(grammar.__file__), "relay.lark"), encoding="utf-8") as f:
+            self.grammar = f.read()
         self.builder = _Builder(SourceFile("<input>", ""))
         self.lock = threading.Lock()
         self._python: Lark | None = None
