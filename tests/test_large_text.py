@@ -1,7 +1,7 @@
 """Large inputs take the same road as small ones (issue 11 §1).
 
-Inputs of `LARGE_INPUT` characters or more are parsed by Lark's compiled engine
-(`lark_cython`). It once dropped the `#[metadata]` section of every imported model with
+Every input is parsed by Lark's compiled engine (`lark_cython`) when it is installed;
+once only inputs of 200,000 characters or more were, and it dropped the `#[metadata]` section of every imported model with
 weights (its tokens are not `str`, so the section was not recognised), and turned syntax
 errors into internal errors. These tests run a multi-MB imported model through
 import -> opt -> run and compare both engines on the same texts.
@@ -64,11 +64,13 @@ def _engine(name: str):
     return {**os.environ, "IRTOOL_PARSER_ENGINE": name}
 
 
-def test_imported_model_is_large_and_takes_the_compiled_engine(imported):
+def test_imported_model_is_large_and_takes_the_compiled_engine(imported, monkeypatch):
     _, _, text = imported
     assert len(text) > 2_000_000 and "#[metadata]" in text
-    assert len(text) >= relay_parser._Parser.LARGE_INPUT
-    assert relay_parser._parser().for_text(text) is relay_parser._parser().compiled_engine()
+    monkeypatch.delenv("IRTOOL_PARSER_ENGINE", raising=False)
+    parser = relay_parser._parser()
+    assert parser.compiled_engine() is not None, "lark-cython is a dependency"
+    assert parser.first_engine() is parser.compiled_engine()
 
 
 @pytest.mark.parametrize("engine", ["auto", "python"])
@@ -105,7 +107,9 @@ def test_both_engines_build_the_same_module(imported, monkeypatch):
     _, _, text = imported
     compiled, _ = _parse_with("compiled", text, monkeypatch)
     python, _ = _parse_with("python", text, monkeypatch)
+    reference, _ = _parse_with("reference", text, monkeypatch)  # no fused tokens
     assert structural_equal(compiled, python)
+    assert structural_equal(compiled, reference)
     assert irtool.to_text(compiled) == text
 
 
@@ -117,10 +121,11 @@ def test_both_engines_build_the_same_module(imported, monkeypatch):
 ], ids=["commas", "bad-char", "undefined", "eof"])
 def test_large_malformed_input_gets_the_same_diagnostic(text, monkeypatch):
     """Regression: the compiled engine raised `internal error: AttributeError: ... callbacks`."""
-    assert len(text) >= relay_parser._Parser.LARGE_INPUT
+    assert len(text) >= 200_000
     _, compiled = _parse_with("compiled", text, monkeypatch)
     _, python = _parse_with("python", text, monkeypatch)
-    assert compiled is not None and compiled == python
+    _, reference = _parse_with("reference", text, monkeypatch)
+    assert compiled is not None and compiled == python == reference
 
 
 def test_large_malformed_input_on_the_command_line(tmp_path):

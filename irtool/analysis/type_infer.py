@@ -22,7 +22,7 @@ Chains are walked iteratively, so 100k-op programs are fine.
 from __future__ import annotations
 
 from ..diagnostics import DiagnosticError
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.expr import Attrs, Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, Type
 from ..ir.visitor import ExprMutator, evaluation_order
@@ -65,6 +65,17 @@ def types_match(a: Type, b: Type) -> bool:
     return True  # IncompleteType
 
 
+def _type_key(t: Type | None):
+    """A hashable value of a type (None for a function type: those are not cached)."""
+    cls = type(t)
+    if cls is TensorType:
+        return t.shape, t.dtype
+    if cls is TupleType:
+        fields = tuple(map(_type_key, t.fields))
+        return None if None in fields else ("tuple", fields)
+    return None
+
+
 def _complete(t: Type | None) -> bool:
     if t is None or type(t) is IncompleteType:
         return False
@@ -80,6 +91,10 @@ class TypeInferencer:
         self.mod = mod
         self.global_types: dict[str, FuncType] = {}
         self.in_progress: set[str] = set()
+        # (op, attrs, argument types as values) -> result type: an imported network calls the
+        # same op on the same shapes thousands of times, and a relation costs more than the key.
+        # The attrs object is held in the key, so its id is not reused while the cache lives.
+        self.relation_cache: dict[tuple, tuple[Attrs | None, Type]] = {}
 
     # ------------------------------------------------------------------ module
 
@@ -209,14 +224,23 @@ class TypeInferencer:
                     f"`{callee.name}` takes {len(opdef.args)} argument{'s' if len(opdef.args) != 1 else ''} "
                     f"({', '.join(opdef.args)}), got {len(arg_types)}", call.span)
             attrs = call_attrs(opdef, call.attrs)
+            key = None
+            if not opdef.needs_values:
+                key = (callee.name, id(attrs), *map(_type_key, arg_types))
+                cached = self.relation_cache.get(key)
+                if cached is not None:
+                    return cached[1]
             try:
                 if opdef.needs_values:
                     values = [a.data if type(a) is Constant else None for a in call.args]
                     return opdef.type_rel(arg_types, attrs, values)
-                return opdef.type_rel(arg_types, attrs)
+                result = opdef.type_rel(arg_types, attrs)
             except TypeRelError as err:
                 shown = ", ".join(format_type(t) for t in arg_types)
                 raise DiagnosticError(f"`{callee.name}`: {err} (argument types: {shown})", call.span) from None
+            if key is not None and None not in key:
+                self.relation_cache[key] = (attrs, result)
+            return result
         ftype = callee.checked_type
         if type(ftype) is not FuncType:
             raise DiagnosticError(f"cannot call a value of type {format_type(ftype)}", call.span)

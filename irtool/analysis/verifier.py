@@ -30,6 +30,7 @@ def _where(fn_name: str) -> str:
 
 def verify(mod: IRModule, check_types: bool | None = None) -> None:
     binders: dict[Var, object] = {}
+    checked_attrs: dict[tuple[str, int], object] = {}  # parsed calls share their attrs: check each once
     typed = False
     for name, fn in mod.items():
         nodes = post_order(fn)
@@ -43,7 +44,7 @@ def verify(mod: IRModule, check_types: bool | None = None) -> None:
             elif cls is Let:
                 _bind_once(binders, node.var, name)
             elif cls is Call:
-                _check_call(node, name)
+                _check_call(node, name, checked_attrs)
             elif cls is GlobalVar and node.name_hint not in mod.functions:
                 raise DiagnosticError(f"{_where(name)}call of undefined global function `@{node.name_hint}`",
                                       node.span)
@@ -66,7 +67,7 @@ def _bind_once(binders: dict, var: Var, fn_name: str) -> None:
     binders[var] = True
 
 
-def _check_call(call: Call, fn_name: str) -> None:
+def _check_call(call: Call, fn_name: str, checked_attrs: dict) -> None:
     if type(call.op) is not Op:
         if call.attrs:
             raise DiagnosticError(f"{_where(fn_name)}only operator calls take attributes", call.span)
@@ -77,10 +78,14 @@ def _check_call(call: Call, fn_name: str) -> None:
     if len(call.args) != len(opdef.args):
         raise DiagnosticError(f"{_where(fn_name)}`{opdef.name}` takes {len(opdef.args)} arguments "
                               f"({', '.join(opdef.args)}), got {len(call.args)}", call.span)
+    key = (opdef.name, id(call.attrs))
+    if key in checked_attrs:
+        return
     try:
         opdef.make_attrs(call.attrs)
     except AttrError as err:
         raise DiagnosticError(f"{_where(fn_name)}{err}", call.span) from None
+    checked_attrs[key] = call.attrs  # held, so that its id is not reused for other attrs
 
 
 def _free_vars(nodes: list, root) -> frozenset:

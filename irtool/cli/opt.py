@@ -129,6 +129,8 @@ def _build_pipeline(items) -> list:
 
 
 def _parse_pass_config(items: list[str]) -> dict:
+    if not items:  # the pass infrastructure is not loaded for a run without passes
+        return {}
     from ..transform import config_options, convert_config_value
 
     config = {}
@@ -215,12 +217,14 @@ def _split(text: str) -> list[tuple[int, str]]:
 
 
 def _process(text: str, name: str, passes, args, timing, stderr, config: dict) -> str:
+    from .._util import gc_paused
     from ..text import parse, to_text
 
     t0 = time.perf_counter()
-    mod = parse(text, name, args.syntax)
-    if args.verify_each:
-        _verify_parsed(mod)
+    with gc_paused():  # parsing paused it already; inference and the verifier allocate as much again
+        mod = parse(text, name, args.syntax)
+        if args.verify_each:
+            _verify_parsed(mod)
     t1 = time.perf_counter()
     if passes:
         from ..transform import PassContext, Sequential

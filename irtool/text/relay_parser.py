@@ -16,7 +16,6 @@ section at the end of the file fills in their data.
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import os
 import threading
 
@@ -30,6 +29,7 @@ from ..ir.module import IRModule
 from ..ir.types import ANY, FuncType, IncompleteType, TensorType, TupleType, is_valid_dtype
 from ..ops.registry import AttrError, lookup
 from .literals import LiteralError, parse_number
+from .relay_fused import FusedTokens, Unfused
 
 _np = None
 
@@ -59,7 +59,7 @@ class _Scope:
         self.graph = graph  # the graph-binding table of the enclosing function (shared by its blocks)
 
 
-class _Builder(Transformer):
+class _Builder(FusedTokens, Transformer):
     """Lark callbacks: each method is named after a grammar rule or alias."""
 
     def __init__(self, source: SourceFile) -> None:
@@ -72,6 +72,8 @@ class _Builder(Transformer):
         self.known_ops: set[str] = set()
         self.default_attrs: dict = {}
         self.meta_spans: dict[tuple[str, int], Span] = {}
+        self.fused_attr_cache: dict[tuple[str, str], Attrs | None] = {}  # (op, attribute text) -> checked attrs
+        self.op_cache: dict[str, Op] = {}  # operators known to exist
 
     # ------------------------------------------------------------------ helpers
 
@@ -167,17 +169,32 @@ class _Builder(Transformer):
         return children[1]
 
     def body(self, children):
-        result = children[-1]
-        for i in range(len(children) - 2, -1, -1):
-            stmt = children[i]
-            if stmt is None:
-                continue
-            kind = type(stmt)
-            if kind is tuple:  # (var, value) of a let binding
+        if len(children) == 1:
+            return children[0]
+        stmts, result = children
+        for stmt in reversed(stmts):
+            if type(stmt) is tuple:  # (var, value) of a let binding
                 result = Let(stmt[0], stmt[1], result, stmt[0].span)
             else:  # `e1; e2` evaluates e1 for effect: a let of an anonymous variable
                 result = Let(Var("", IncompleteType()), stmt, result, getattr(stmt, "span", None))
         return result
+
+    # statements: a graph binding or a free_var gives None, and is left out of the list
+    def first_stmt(self, children) -> list:
+        return [] if children[0] is None else [children[0]]
+
+    def next_stmt(self, children) -> list:
+        if children[1] is not None:
+            children[0].append(children[1])
+        return children[0]
+
+    def first_fused(self, children) -> list:
+        self.fused_statement(children[0])
+        return []
+
+    def next_fused(self, children) -> list:
+        self.fused_statement(children[1])
+        return children[0]
 
     def expr_stmt(self, children):
         return children[0]
@@ -300,66 +317,6 @@ class _Builder(Transformer):
         if attrs is None:
             self.default_attrs[name] = result
         return result
-
-    def atomic_call(self, children, offset: int = 0):
-        """`op(%a, %0, ...)` read as one token: look the operands up, build the Call."""
-        tok = children[0]
-        text = tok.value
-        open_paren = text.index("(", offset)
-        args = []
-        if open_paren + 2 < len(text):
-            scopes = self.scopes
-            innermost = scopes[-1]
-            for name in text[open_paren + 1:-1].replace(" ", "").split(","):
-                if name[1].isdigit():
-                    value = innermost.graph.get(int(name[1:]))
-                    if value is None:
-                        value = self._ref_in_token(tok, name, self.graph_ref)
-                else:
-                    value = innermost.names.get(name[1:])
-                    if value is None:
-                        for scope in reversed(scopes):
-                            value = scope.names.get(name[1:])
-                            if value is not None:
-                                break
-                        else:
-                            value = self._ref_in_token(tok, name, self.local_ref)
-                args.append(value)
-        line, col = tok.line, tok.column
-        name = text[offset:open_paren]
-        span = Span(self.source, line, col + offset, line, col + open_paren)
-        return Call(self.op(name, span), args, self.op_attrs(name, None, span), span)
-
-    def _ref_in_token(self, tok: Token, name: str, resolve):
-        """Resolve an operand of a fused token the slow way (errors point at the operand)."""
-        text = tok.value
-        position = text.index("(")
-        while True:  # the operand itself, not a longer name that starts with it
-            position = text.index(name, position + 1)
-            if not (text[position + len(name)].isalnum() or text[position + len(name)] in "_/"):
-                break
-        position += tok.column
-        ref = Token("GRAPH_VAR" if name[1].isdigit() else "LOCAL", name, line=tok.line, column=position,
-                    end_line=tok.line, end_column=position + len(name))
-        return resolve((ref,))
-
-    def atomic_binding(self, children) -> None:
-        """`%3 = op(%a, ...)` read as one token: the graph binding of an atomic call."""
-        tok = children[0]
-        text = tok.value
-        equal = text.index("=")
-        start = equal + 1
-        while text[start] in " \t":
-            start += 1
-        value = self.atomic_call(children, start)
-        name = text[:equal].rstrip()
-        graph = self.scopes[-1].graph
-        index = int(name[1:])
-        if index in graph:
-            raise DiagnosticError(f"graph variable `{name}` is already defined",
-                                  Span(self.source, tok.line, tok.column, tok.line, tok.column + len(name)))
-        graph[index] = value
-        return None
 
     def call_args(self, children):
         if type(children[-1]) is not tuple:
@@ -557,7 +514,7 @@ _TOKEN_NAMES = {
     "GLOBAL": "a global name (`@f`)", "NAME": "a name", "NUMBER": "a number",
     "STRING": "a string", "META_REF": "a `meta[...]` reference",
     "LBRACE": "`{`", "METADATA": "`#[metadata]`", "VERSION": "`#[version = ...]`", "$END": "end of input",
-    "ATOMIC_CALL": None, "ATOMIC_BINDING": None,  # fast-path spellings of calls and bindings
+    "ATOMIC_CALL": None, "FUSED_STATEMENT": None,  # fast-path spellings of calls and bindings
     **{f"OP_{k}": None for k in ("MUL", "DIV", "ADD", "SUB", "LT", "LE", "GT", "GE", "EQ", "NE")},
 }
 
@@ -565,32 +522,43 @@ _TOKEN_NAMES = {
 class _Parser:
     """Lark LALR parsers for the grammar, all calling one reusable builder.
 
-    Small inputs use pure-Python Lark (cheapest to load: start-up matters); large ones
-    use Lark's compiled engine from `lark_cython` when it is installed (same tables,
-    same callbacks, about twice as fast per token). `IRTOOL_PARSER_ENGINE=python` or
-    `=compiled` forces one engine for every input, so tests can run everything through both.
+    Every input is first read with the fused grammar (`grammar/relay.lark`, whose fused
+    terminals read whole lines; relay_fused.py), by Lark's compiled engine from
+    `lark_cython` when it is installed (same tables, same callbacks, about twice as fast
+    per token) and by pure-Python Lark otherwise. An input on which that reports any error
+    is read again by pure-Python Lark with the reference grammar (the same without its
+    `// fused` lines): its diagnostic is the one the user sees, with the acceptable tokens
+    listed (lark_cython's syntax errors cannot list them).
 
-    The two must behave identically. Where they cannot (lark_cython's syntax errors lack
-    the interactive parser that lists the acceptable tokens), a failed compiled parse is
-    re-run with the pure-Python engine, which raises the same diagnostic a small input gets."""
-
-    LARGE_INPUT = 200_000  # characters
+    `IRTOOL_PARSER_ENGINE=python`, `=compiled` or `=reference` forces one engine for every
+    input, so that tests can run everything through each of them."""
 
     def __init__(self) -> None:
-        self.grammar = importlib.resources.files("irtool.grammar").joinpath("relay.lark").read_text()
+        from .. import grammar  # a plain read: importlib.resources costs start-up time
+
+        with open(os.path.join(os.path.dirname(grammar.__file__), "relay.lark"), encoding="utf-8") as f:
+            self.grammar = f.read()
         self.builder = _Builder(SourceFile("<input>", ""))
         self.lock = threading.Lock()
         self._python: Lark | None = None
         self._compiled: Lark | None = None
+        self._reference: Lark | None = None
 
-    def _make(self, **extra) -> Lark:
-        return Lark(self.grammar, parser="lalr", lexer="basic", maybe_placeholders=False, cache=True,
+    def _make(self, grammar: str, **extra) -> Lark:
+        return Lark(grammar, parser="lalr", lexer="basic", maybe_placeholders=False, cache=True,
                     transformer=self.builder, **extra)
 
     def python_engine(self) -> Lark:
         if self._python is None:
-            self._python = self._make()
+            self._python = self._make(self.grammar)
         return self._python
+
+    def reference_engine(self) -> Lark:
+        if self._reference is None:
+            lines = [line.removeprefix("// reference: ") for line in self.grammar.split("\n")
+                     if not line.endswith("// fused")]
+            self._reference = self._make("\n".join(lines))
+        return self._reference
 
     def compiled_engine(self) -> Lark | None:
         if self._compiled is None:
@@ -598,14 +566,16 @@ class _Parser:
                 import lark_cython
             except ImportError:
                 return None
-            self._compiled = self._make(_plugins=lark_cython.plugins)
+            self._compiled = self._make(self.grammar, _plugins=lark_cython.plugins)
         return self._compiled
 
-    def for_text(self, text: str) -> Lark:
+    def first_engine(self) -> Lark:
         engine = os.environ.get("IRTOOL_PARSER_ENGINE", "auto")
-        if engine == "compiled" or (engine != "python" and len(text) >= self.LARGE_INPUT):
-            return self.compiled_engine() or self.python_engine()
-        return self.python_engine()
+        if engine == "reference":
+            return self.reference_engine()
+        if engine == "python":
+            return self.python_engine()
+        return self.compiled_engine() or self.python_engine()
 
 
 @functools.lru_cache(maxsize=1)
@@ -666,17 +636,18 @@ def parse_relay(text: str, source_name: str = "<input>"):
     source = SourceFile(source_name, text)
     parser = _parser()
     with parser.lock, gc_paused():
-        parser.builder.__init__(source)
-        lark = parser.for_text(text)
+        lark = parser.first_engine()
         try:
             try:
+                parser.builder.__init__(source)
                 return lark.parse(text)
-            except UnexpectedInput:
-                if lark is parser.python_engine():
+            except (UnexpectedInput, DiagnosticError, Unfused):
+                if lark is parser.reference_engine():
                     raise
+            # the reference grammar's diagnostic, for an input the fused grammar found an error in
             parser.builder.__init__(source)
-            lark = parser.python_engine()
-            return lark.parse(text)  # raises the pure-Python engine's error for the same input
+            lark = parser.reference_engine()
+            return lark.parse(text)
         except UnexpectedInput as err:
             raise _convert_error(err, source, lark) from None
         finally:

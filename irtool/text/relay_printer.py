@@ -112,6 +112,9 @@ class RelayPrinter:
         self.meta_index: dict[Constant, int] = {}
         self.lines: list[list[str]] = [[]]   # one list of emitted lines per open scope
         self.annotated: set[Expr] = set()    # constants already printed with their type
+        # (op, id(attrs)) -> (attrs, their text): parsed calls share attrs objects (held here,
+        # so that an id is not reused while the printer lives)
+        self.attr_texts: dict[tuple, tuple] = {}
 
     # ------------------------------------------------------------------ entry points
 
@@ -349,7 +352,12 @@ class RelayPrinter:
         ref = self.ref
         if cls is Call:
             args = [ref(a) for a in e.args]  # arguments before the callee, as TVM prints
-            args += format_call_attrs(e.op, e.attrs)
+            if e.attrs:
+                key = (e.op, id(e.attrs))
+                cached = self.attr_texts.get(key)
+                if cached is None:
+                    cached = self.attr_texts[key] = (e.attrs, format_call_attrs(e.op, e.attrs))
+                args += cached[1]
             return f"{ref(e.op)}({', '.join(args)})"
         if cls is Tuple:
             fields = [ref(f) for f in e.fields]
