@@ -250,8 +250,6 @@ NO_COUNTERPART = {
                 "indices with a data-dependent shape, which irtool's Relax table lacks)",
     "one_hot": "TVM 0.27's R.one_hot takes on/off values as PrimValues, which irtool's Relax table does not "
                "declare yet",
-    **{op: f"TVM 0.27's R.{op} takes the index tuples on the last axis of the indices (Relay on the first); "
-           "irtool's Relax table does not declare it yet" for op in ("gather_nd", "scatter_nd")},
     **{op: f"TVM 0.27 has R.{op[len('vision.'):]} in R.vision, which irtool's Relax table does not declare yet"
        for op in ("vision.roi_align", "vision.all_class_non_max_suppression")},
 }
@@ -336,6 +334,16 @@ def _sort(t, c, args):
     ascend = at.pop("is_ascend")
     at.update({"largest": not ascend} if c.op.name == "topk" else {"descending": not ascend})
     return call(f"relax.{c.op.name}", args[0], **at)
+
+
+@special("gather_nd", "scatter_nd")
+def _nd_index(t, c, args):
+    # Relax wants each index tuple on the last axis of the indices, Relay has it on the first
+    n = _ndim(args[1])
+    moved = call("relax.permute_dims", args[1], axes=(*range(1, n), 0))
+    if c.op.name == "gather_nd":
+        return call("relax.gather_nd", args[0], moved, batch_dims=c.attrs["batch_dims"])
+    return call("relax.scatter_nd", args[0], moved, args[2], reduction=c.attrs["mode"])
 
 
 @special("argmax", "argmin")

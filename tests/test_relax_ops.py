@@ -84,6 +84,8 @@ SAMPLES = {
     "relax.cumprod": ([t((2, 3, 4))], {"axis": 1, "dtype": "float64", "exclusive": True}),
     "relax.topk": ([t((2, 3, 4))], {"k": 2, "axis": 1, "dtype": "int64"}),
     "relax.flip": ([t((2, 3, 4))], {"axis": 1}),
+    "relax.gather_nd": ([t((2, 3, 4)), t((2, 5, 1), "int64", "index:3")], {"batch_dims": 1}),
+    "relax.scatter_nd": ([t((4, 3)), t((2, 1), "int64", "index:4"), t((2, 3))], {"reduction": "max"}),
     "relax.scatter_elements": ([t((3, 4)), t((2, 4), "int64", "index:3"), t((2, 4))], {"axis": 0, "reduction": "mul"}),
     "relax.einsum": ([tt(t((2, 3, 4)), t((2, 4, 5)))], {"subscripts": "bij,bjk->bik"}),
     "relax.arange": ([prim(0, "int64"), prim(10, "int64"), prim(3, "int64")], {}),

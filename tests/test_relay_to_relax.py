@@ -172,6 +172,12 @@ CASES = [
     ("reverse", "reverse(%x, axis=1)", "x=2,3", "R.flip(x, axis=1)"),
     ("scatter_elements", 'scatter_elements(%x, %i, %u, axis=1, reduction="add")', "x=2,3 i=2,2:int64 u=2,2",
      'R.scatter_elements(x, i, u, axis=1, reduction="add")'),
+    ("gather_nd", "gather_nd(%x, %i, index_rank=2)", "x=4,3,5 i=2,3:int64",
+     "p = R.permute_dims(i, [1, 0]); R.gather_nd(x, p, batch_dims=0)"),
+    ("gather_nd-batch", "gather_nd(%x, %i, batch_dims=1)", "x=2,3,5 i=1,2,4:int64",
+     "p = R.permute_dims(i, [1, 2, 0]); R.gather_nd(x, p, batch_dims=1)"),
+    ("scatter_nd", 'scatter_nd(%x, %i, %u, mode="add")', "x=4,3 i=1,2:int64 u=2,3",
+     'p = R.permute_dims(i, [1, 0]); R.scatter_nd(x, p, u, reduction="add")'),
     ("einsum", 'einsum((%x, %y), equation="ij,jk->ik")', "x=2,3 y=3,4", 'R.einsum((x, y), subscripts="ij,jk->ik")'),
 ]
 
@@ -486,8 +492,8 @@ ERRORS = [
     ("def @main(%x: Tensor[(2, 3), float32]) {\n  argwhere(%x)\n}",
      "2:3: error: relay-to-relax: `argwhere`: no Relax counterpart: an output length known only at run time",
      "  ^~~~~~~~"),
-    ("def @main(%x: Tensor[(4, 3), float32], %i: Tensor[(1, 2), int64]) {\n  gather_nd(%x, %i)\n}",
-     "2:3: error: relay-to-relax: `gather_nd`: no Relax counterpart: TVM 0.27's R.gather_nd", "  ^~~~~~~~~"),
+    ("def @main(%i: Tensor[(3), int32]) {\n  one_hot(%i, 1f, 0f, depth=4)\n}",
+     "2:3: error: relay-to-relax: `one_hot`: no Relax counterpart: TVM 0.27's R.one_hot", "  ^~~~~~~"),
     ("def @main(%x: Tensor[(2, 3), float32]) {\n  argmax(%x, axis=[1], select_last_index=True)\n}",
      "2:3: error: relay-to-relax: `argmax`: `select_last_index=True` has no Relax counterpart", "  ^~~~~~"),
     ("def @main(%x: Tensor[(2, 3), float32], %i: Tensor[(2, 1), int32]) {\n  take(%x, %i, batch_dims=1, axis=1)\n}",

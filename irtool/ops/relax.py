@@ -42,11 +42,10 @@ Registry (Relay) operators with no Relax counterpart in TVM 0.27, Relay-only:
     reinterpret, copy, annotation.stop_fusion, nn.bias_add, nn.dense, nn.matmul, nn.batch_matmul,
     nn.global_avg_pool2d, nn.global_max_pool2d, nn.lrn,
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile,
-    argwhere, one_hot, gather_nd, scatter_nd, vision.roi_align, vision.all_class_non_max_suppression
+    argwhere, one_hot, vision.roi_align, vision.all_class_non_max_suppression
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
 R.max over the spatial axes ...; the dyn.* ops' shapes would be R.tensor_to_shape values. TVM 0.27
-has R.nonzero (argwhere transposed, int64), R.one_hot (on/off values as PrimValues), R.gather_nd and
-R.scatter_nd (the index tuples on the last axis of the indices, Relay's on the first),
+has R.nonzero (argwhere transposed, int64), R.one_hot (on/off values as PrimValues),
 R.vision.roi_align and R.vision.all_class_non_max_suppression; this table does not declare them yet.)
 `RELAY_ONLY` lists them; a test keeps it in step with the registry.
 
@@ -55,6 +54,7 @@ reductions with `axis=[]` reduce nothing (Relay: everything); argmax/argmin give
 into sections makes ceil-sized parts, the last one shorter (Relay requires equal parts);
 split indices past the end give empty parts; expand_dims takes several axes; repeat without
 an axis flattens first; take without an axis needs a 1-D tensor; where needs a bool condition;
+gather_nd/scatter_nd take the index tuples on the last axis of the indices (Relay: the first);
 pad's width is flat (before, after per axis) and its value an attribute, "replicate" and
 "circular" are NumPy's "edge" and "wrap"; batch_norm with training=True normalises with the
 batch statistics and returns the updated moving statistics (TOPI's batch_norm); variance takes
@@ -91,6 +91,7 @@ from .relax_bridge import (
     _expand_dims_rel,
     _first,
     _full,
+    _gather_nd,
     _init,
     _layer_norm,
     _layer_norm_rel,
@@ -101,6 +102,7 @@ from .relax_bridge import (
     _repeat,
     _reshape,
     _resize2d,
+    _scatter_nd,
     _shape_of,
     _shape_of_rel,
     _split,
@@ -120,8 +122,7 @@ ARG_KINDS = ("tensor", "tensors", "shape", "prim", "prims")
 RELAY_ONLY = ("reinterpret", "copy", "annotation.stop_fusion", "nn.bias_add", "nn.dense", "nn.matmul",
               "nn.batch_matmul", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
               "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile",
-              "argwhere", "one_hot", "gather_nd", "scatter_nd", "vision.roi_align",
-              "vision.all_class_non_max_suppression")
+              "argwhere", "one_hot", "vision.roi_align", "vision.all_class_non_max_suppression")
 
 
 # ----------------------------------------------------------------------------- the declaration
@@ -442,6 +443,10 @@ _op("relax.nn.prelu",           "data alpha",                    (_A("axis", "in
 _op("relax.nn.batch_flatten",   "data",                          (),           "nn.batch_flatten")
 _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d)
 SCATTER = (_A("axis", "int", 0), _A("reduction", "str", "update"))
+_op("relax.gather_nd",          "data indices",                  (_A("batch_dims", "int", 0),), "gather_nd",
+    convert=_gather_nd)
+_op("relax.scatter_nd",         "data indices updates",          (_A("reduction", "str", "update"),), "scatter_nd",
+    convert=_scatter_nd)
 _op("relax.flip",               "data",                          (_A("axis", "int"),), "reverse")
 _op("relax.scatter_elements",   "data indices updates",          SCATTER,      "scatter_elements")
 _op("relax.einsum",             "operands:tensors",              (_A("subscripts", "str"),), "einsum",

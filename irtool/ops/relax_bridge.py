@@ -248,6 +248,25 @@ def _take(args, at, ctx):
     return list(args), {"axis": at["axis"], "mode": at["mode"]}
 
 
+def _tuples_first(indices, ctx):
+    """Relax (as ONNX) puts an index tuple on the last axis of gather_nd's / scatter_nd's
+    indices, Relay on the first."""
+    shape = ctx.shape(indices)
+    if not shape:
+        raise TypeRelError("the indices must have rank 1 or more")
+    if ctx.types:
+        return TensorType(shape[-1:] + shape[:-1], indices.dtype)
+    return np.moveaxis(indices, -1, 0)
+
+
+def _gather_nd(args, at, ctx):
+    return [args[0], _tuples_first(args[1], ctx)], {"batch_dims": at["batch_dims"]}
+
+
+def _scatter_nd(args, at, ctx):
+    return [args[0], _tuples_first(args[1], ctx), args[2]], {"mode": at["reduction"]}
+
+
 def _broadcast_to(args, at, ctx):
     return [args[0]], {"shape": tuple(args[1])}
 
