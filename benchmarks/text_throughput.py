@@ -1,6 +1,8 @@
-"""Relay text throughput: parse, print, parse+print in ops/s, and irtool-opt start-up.
+"""Relay text throughput: parse, print, parse+print in ops/s, and irtool-opt start-up;
+with `--tvmscript`, TVMScript throughput of the whole process (see `tvmscript_throughput`).
 
     .venv/bin/python benchmarks/text_throughput.py [--sizes 1000,10000,100000] [--repeat 3]
+    .venv/bin/python benchmarks/text_throughput.py --tvmscript [--bindings 5000] [--repeat 3]
 
 Three module shapes per size:
   atomic   only `%n = op(%a, %b);` lines (the one-token fast path: the best case)
@@ -98,11 +100,121 @@ def startup(repeat: int) -> None:
           f"(bare `python -c pass`: {python * 1e3:.0f} ms)")
 
 
+# ----------------------------------------------------------------------------- TVMScript
+
+TVMSCRIPT_GOAL = 10_000  # bindings/s, issue 11 §4
+TVM_PYTHON = os.environ.get("IRTOOL_TVM_PYTHON", "/work/tvm-venv/bin/python")
+
+
+def make_relax_module(n_bindings: int) -> str:
+    """A Relax function of `n_bindings` bindings in one dataflow block, printed as TVM 0.27
+    prints an imported CNN: every binding annotated with its struct info, convolutions with
+    all their attributes, bias adds and residual adds, and now and then a reshape /
+    permute_dims / matmul / permute_dims / reshape detour (a 1x1 "linear" over channels)."""
+    def ty(shape) -> str:
+        return f'R.Tensor(({", ".join(map(str, shape))}), dtype="float32")'
+
+    act, flat, trans = (1, 64, 56, 56), (1, 64, 3136), (1, 3136, 64)
+    conv = ("strides=[1, 1], padding=[1, 1, 1, 1], dilation=[1, 1], groups=1, data_layout=\"NCHW\", "
+            "kernel_layout=\"OIHW\", out_layout=\"NCHW\", out_dtype=None")
+    # one period of the chain: (result shape, value) with {p} the previous result, {r} the residual
+    period = [
+        (act, "R.nn.conv2d({p}, w1, " + conv + ")"),
+        (act, "R.add({p}, b1)"),
+        (act, "R.nn.relu({p})"),
+        (act, "R.nn.conv2d({p}, w2, " + conv + ")"),
+        (act, "R.add({p}, {r})"),
+        (act, "R.nn.relu({p})"),
+        (flat, "R.reshape({p}, R.shape([1, 64, 3136]))"),
+        (trans, "R.permute_dims({p}, axes=[0, 2, 1])"),
+        (trans, "R.matmul({p}, fc, out_dtype=None)"),
+        (flat, "R.permute_dims({p}, axes=[0, 2, 1])"),
+        (act, "R.reshape({p}, R.shape([1, 64, 56, 56]))"),
+    ]
+    lines = ["# from tvm.script import ir as I", "# from tvm.script import relax as R", "",
+             "@I.ir_module", "class Module:", "    @R.function",
+             f"    def main(x: {ty(act)}, w1: {ty((64, 64, 3, 3))}, w2: {ty((64, 64, 3, 3))}, "
+             f"b1: {ty((1, 64, 1, 1))}, fc: {ty((64, 64))}) -> {ty(act)}:",
+             "        with R.dataflow():"]
+    prev, prev_shape, residual = "x", act, "x"
+    for i in range(n_bindings):
+        shape, value = period[i % len(period)]
+        if i == n_bindings - 1:  # the result has the input's shape
+            shape, value = act, "R.nn.relu({p})" if prev_shape == act else period[-1][1]
+        name = "gv" if i == n_bindings - 1 else ("lv" if i == 0 else f"lv{i}")
+        lines.append(f"            {name}: {ty(shape)} = {value.format(p=prev, r=residual)}")
+        if i % len(period) == 2:
+            residual = name
+        prev, prev_shape = name, shape
+    lines += ["            R.output(gv)", "        return gv"]
+    return "\n".join(lines) + "\n"
+
+
+def _wall(cmd: list[str], repeat: int, env: dict | None = None) -> float:
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+        runs.append(time.perf_counter() - start)
+    return min(runs)
+
+
+_TVM_PARSE = """import sys, time
+import tvm
+from tvm.script import from_source
+text = open(sys.argv[1]).read()
+parse = both = 1e9
+for _ in range(int(sys.argv[2])):
+    start = time.perf_counter()
+    mod = from_source(text)
+    middle = time.perf_counter()
+    mod.script()
+    parse, both = min(parse, middle - start), min(both, time.perf_counter() - start)
+print(parse, both)
+"""
+
+
+def tvmscript_throughput(n_bindings: int, repeat: int) -> None:
+    """Whole-process TVMScript throughput: `irtool-opt in.py -o out.py` on a Relax function
+    of `n_bindings` bindings, in bindings/s (start-up included), best of `repeat` runs; and,
+    when TVM 0.27 is installed, its parse + print (`tvm.script.from_source`, `.script()`) of
+    the same text timed inside one warm process (its start-up is not counted: that favours
+    TVM, whose import takes seconds)."""
+    exe = os.path.join(os.path.dirname(sys.executable), "irtool-opt")
+    text = make_relax_module(n_bindings)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "in.py"), os.path.join(tmp, "out.py")
+        with open(src, "w") as f:
+            f.write(text)
+        subprocess.run([exe, src, "-o", out], check=True)  # warm the grammar cache and bytecode
+        with open(out) as f:
+            assert f.read() == text, "the benchmark module must print back identically"
+        ours = _wall([exe, src, "-o", out], repeat)
+        rate = n_bindings / ours
+        print(f"TVMScript, {n_bindings} bindings: irtool-opt in.py -o out.py {ours:.2f} s, "
+              f"{rate:,.0f} bindings/s ({rate / TVMSCRIPT_GOAL:.2f}x the goal of {TVMSCRIPT_GOAL:,})")
+        if os.path.exists(TVM_PYTHON):
+            result = subprocess.run([TVM_PYTHON, "-c", _TVM_PARSE, src, str(repeat)],
+                                    check=True, capture_output=True, text=True)
+            parse, both = map(float, result.stdout.split()[-2:])
+            for what, theirs in (("from_source (parse only)", parse), ("from_source + script()", both)):
+                print(f"TVM 0.27 {what} in a warm process: {theirs:.2f} s, {n_bindings / theirs:,.0f} "
+                      f"bindings/s; irtool-opt (whole process) is {theirs / ours:.1f}x as fast")
+        else:
+            print(f"(TVM not found at {TVM_PYTHON}: set IRTOOL_TVM_PYTHON to compare)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tvmscript", action="store_true",
+                        help="measure TVMScript instead: irtool-opt on a Relax function of --bindings bindings")
+    parser.add_argument("--bindings", type=int, default=5000)
     args = parser.parse_args()
+    if args.tvmscript:
+        tvmscript_throughput(args.bindings, args.repeat)
+        return
     throughput([int(s) for s in args.sizes.split(",")], args.repeat)
     startup(args.repeat)
     print("\nanchors on this machine: " + "; ".join(
