@@ -106,10 +106,13 @@ class _Builder:
         return float(text)
 
     def e_string(self, node):
+        parts = [str(t) for t in node.children]
+        if not any(_NEEDS_LITERAL_EVAL.search(p) for p in parts):
+            return "".join(p[1:-1] for p in parts)  # the common case; literal_eval compiles each one
         import ast
 
         try:
-            return "".join(ast.literal_eval(str(t)) for t in node.children)
+            return "".join(ast.literal_eval(p) for p in parts)
         except (SyntaxError, ValueError) as err:  # e.g. a NUL byte or a bad escape inside the string
             self.error(f"invalid string literal ({_plain(err)})", node)
 
@@ -213,6 +216,11 @@ class _Builder:
         self.error("this value cannot be called", node)
 
     CALLS: dict = {}
+
+
+# What a quoted string must not contain for its value to be the text between the quotes:
+# escapes, and what Python's compiler rejects or rewrites (NUL, carriage return, lone surrogates).
+_NEEDS_LITERAL_EVAL = re.compile(r"[\\\x00\r\ud800-\udfff]")
 
 
 class NotPrimError(TypeError):

@@ -11,6 +11,7 @@ import threading
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.indenter import DedentError, Indenter
+from lark.tree import Meta
 
 from ...diagnostics import DiagnosticError, SourceFile, Span
 
@@ -30,12 +31,95 @@ class _ScriptIndenter(Indenter):
         yield from super().handle_NL(token)
 
 
+# ----------------------------------------------------------------------------- operators
+#
+# The grammar parses an operator expression below `not` as one flat `op_seq` (fewer LALR
+# reductions per operand); here it becomes the tree the level-per-rule grammar made, level
+# by level, from the loosest: each entry is (terminal type, node name, keeps the operator).
+_LEVELS = (("COMP_OP", "comparison", True), ("BITOR", "bitor_chain", False),
+           ("BITXOR", "bitxor_chain", False), ("BITAND", "bitand_chain", False),
+           ("SHIFT_OP", "shift", True), ("ADD_OP", "arith", True), ("MUL_OP", "term", True))
+
+
+def _start(item) -> tuple:
+    if isinstance(item, Token):
+        return item.line, item.column, item.start_pos
+    m = item.meta
+    return (getattr(m, "container_line", m.line), getattr(m, "container_column", m.column),
+            getattr(m, "container_start_pos", m.start_pos))
+
+
+def _end(item) -> tuple:
+    if isinstance(item, Token):
+        return item.end_line, item.end_column, item.end_pos
+    m = item.meta
+    return (getattr(m, "container_end_line", m.end_line), getattr(m, "container_end_column", m.end_column),
+            getattr(m, "container_end_pos", m.end_pos))
+
+
+def _node(data: str, children: list, first, last) -> Tree:
+    """A tree node with the positions lark's propagate_positions would give it."""
+    meta = Meta()
+    meta.line, meta.column, meta.start_pos = _start(first)
+    meta.end_line, meta.end_column, meta.end_pos = _end(last)
+    meta.container_line, meta.container_column, meta.container_start_pos = _start(first)
+    meta.container_end_line, meta.container_end_column, meta.container_end_pos = _end(last)
+    meta.empty = False
+    return Tree(data, children, meta)
+
+
+class _OperatorTree:
+    """Rebuilds one `op_seq`: a recursive descent over its flat items, one function per level."""
+
+    def __init__(self, items: list) -> None:
+        self.items, self.pos = items, 0
+
+    def level(self, depth: int):
+        if depth == len(_LEVELS):
+            return self.factor()
+        kind, data, keep = _LEVELS[depth]
+        first = self.items[self.pos]
+        children = [self.level(depth + 1)]
+        while self.pos < len(self.items) and getattr(self.items[self.pos], "type", None) == kind:
+            op = self.items[self.pos]
+            self.pos += 1
+            if keep:
+                children.append(op)
+            children.append(self.level(depth + 1))
+        if len(children) == 1:
+            return children[0]
+        return _node(data, children, first, self.items[self.pos - 1])
+
+    def factor(self):
+        item = self.items[self.pos]
+        if isinstance(item, Token) and item.type in ("ADD_OP", "TILDE"):
+            self.pos += 1
+            operand = self.factor()
+            if item.type == "TILDE":
+                return _node("invert", [operand], item, self.items[self.pos - 1])
+            return _node("unary", [item, operand], item, self.items[self.pos - 1])
+        self.pos += 1  # an atom_expr
+        if self.pos < len(self.items) and getattr(self.items[self.pos], "type", None) == "POW":
+            self.pos += 1
+            exponent = self.factor()
+            return _node("power", [item, exponent], item, self.items[self.pos - 1])
+        return item
+
+
+class _Callbacks:
+    """What lark calls instead of building a plain node, for the rules named here."""
+
+    @staticmethod
+    def op_seq(children: list):
+        return _OperatorTree(children).level(0)
+
+
 @functools.lru_cache(maxsize=1)
 def _lark() -> tuple[Lark, _ScriptIndenter, threading.Lock]:
     grammar = importlib.resources.files("irtool.grammar").joinpath("tvmscript.lark").read_text()
     indenter = _ScriptIndenter()
     parser = Lark(grammar, parser="lalr", postlex=indenter, propagate_positions=True,
-                  maybe_placeholders=True, cache=True)
+                  maybe_placeholders=True, cache=True, transformer=_Callbacks())
     return parser, indenter, threading.Lock()
 
 
