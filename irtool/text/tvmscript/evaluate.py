@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from lark import Token, Tree
 
 from ...diagnostics import DiagnosticError, Span
+from .coarse import expand as expand_coarse
+from .coarse import int_list, static_tensor_parts
 
 if TYPE_CHECKING:
     from .parser import _ModuleBuilder
@@ -115,6 +117,19 @@ class _Builder:
             return "".join(ast.literal_eval(p) for p in parts)
         except (SyntaxError, ValueError) as err:  # e.g. a NUL byte or a bad escape inside the string
             self.error(f"invalid string literal ({_plain(err)})", node)
+
+    def e_int_list(self, node):
+        return int_list(node.children[0].value)
+
+    def e_static_tensor(self, node):
+        """`R.Tensor((1, 2), dtype="float32")` lexed as one token: the R.Tensor handler called
+        directly when `R` is Relax and the builder has one, else the token-by-token tree."""
+        handler = self.CALLS.get("R.Tensor")
+        head = self.lookup("R", node)
+        if handler is None or not (isinstance(head, _Dotted) and head.name == "R"):
+            return self.eval(expand_coarse(node))
+        dims, dtype = static_tensor_parts(node.children[0].value)
+        return handler(self, node, [dims], {"dtype": dtype})
 
     def e_none(self, node):
         return None

@@ -14,6 +14,7 @@ from lark.indenter import DedentError, Indenter
 from lark.tree import Meta
 
 from ...diagnostics import DiagnosticError, SourceFile, Span
+from .coarse import first_token_of
 
 # ----------------------------------------------------------------------------- syntax
 
@@ -169,6 +170,10 @@ def _syntax_error(err: UnexpectedInput, source: SourceFile) -> DiagnosticError:
             return DiagnosticError("unexpected end of line", Span(source, tok.line, tok.column))
         if "_INDENT" in (err.expected or ()):
             return DiagnosticError("expected an indented block", Span(source, tok.line, tok.column))
+        if tok.type in ("STATIC_TENSOR", "INT_LIST"):  # reported at its first ordinary token
+            first, width = first_token_of(tok)
+            return DiagnosticError(f"unexpected `{first}`", Span(source, tok.line, tok.column, tok.line,
+                                                                tok.column + width))
         return DiagnosticError(f"unexpected `{tok.value}`",
                                Span(source, tok.line, tok.column, tok.end_line, tok.end_column))
     if isinstance(err, UnexpectedEOF):
