@@ -24,8 +24,12 @@ from irtool.text import detect_syntax, parse, to_text
 from irtool.text.tvmscript import syntax
 from irtool.text.tvmscript.coarse import expand, first_token_of
 
-# Python's precedence levels as the grammar had them before op_seq
-_LEVELS = '''?not_test: "not" not_test -> not_
+# The expression rules as they were before the speed-ups: one rule per precedence level,
+# atoms one reduction below atom_expr, a unit `arg` rule, no coarse tokens
+_LEVELS = '''?test: or_test
+?or_test: and_test | and_test ("or" and_test)+ -> or_chain
+?and_test: not_test | not_test ("and" not_test)+ -> and_chain
+?not_test: "not" not_test -> not_
          | comparison
 ?comparison: bit_or (COMP_OP bit_or)*
 ?bit_or: bit_xor | bit_xor ("|" bit_xor)+ -> bitor_chain
@@ -39,6 +43,29 @@ _LEVELS = '''?not_test: "not" not_test -> not_
        | power
 ?power: atom_expr | atom_expr _POW factor
 _POW.2: "**"
+
+?atom_expr: atom_expr "(" [args] ")" -> call
+          | atom_expr "[" subscripts "]" -> subscript
+          | atom_expr "." NAME -> attribute
+          | atom
+
+?atom: "(" test ")"
+     | "(" ")" -> empty_tuple
+     | "(" test "," ")" -> tuple
+     | "(" test ("," test)+ ","? ")" -> tuple
+     | "[" [test ("," test)* ","?] "]" -> list
+     | "{" [dict_item ("," dict_item)* ","?] "}" -> dict
+     | NAME -> name
+     | NUMBER -> number
+     | STRING+ -> string
+     | "None" -> none
+     | "True" -> true
+     | "False" -> false
+
+dict_item: test ":" test
+args: arg ("," arg)* ","?
+?arg: test | kwarg | "*" test -> star_arg
+kwarg: NAME "=" test
 '''
 
 EXPRESSIONS = [
@@ -48,15 +75,16 @@ EXPRESSIONS = [
     "a <", "- ", "a ~ b", "[1, 2, 3]", "[1, 2][0]", "x[[1, 2]]", "R.Tensor((), dtype=\"float32\")",
     "R.Tensor((5,), dtype=\"int8\")", "R.Tensor((1, 2), dtype=\"float32\").shape", "def [1, 2]",
     "def R.Tensor((1,), dtype=\"f\")", "x R.Tensor((1,), dtype=\"f\")", "x [1]", "f(*[1, 2], [3])",
+    "a and b or c", "not not a", "a or b or c", "a and (b or c)", "f(*a, b=1)", "f(a, *b,)", "not a and b", "a or",
+    "(not a)", "f(not a, b and c)", "a and not", "-(a or b)",
 ]
 
 
 def _reference() -> Lark:
     grammar = importlib.resources.files("irtool.grammar").joinpath("tvmscript.lark").read_text()
-    start = grammar.index('?not_test: "not" not_test')
-    end = grammar.index("?atom_expr:")
-    grammar = grammar[:start] + _LEVELS + "\n" + grammar[end:]
-    grammar = grammar.replace("     | STATIC_TENSOR -> static_tensor\n", "").replace("     | INT_LIST -> int_list\n", "")
+    start = grammar.index("\n?test: ") + 1
+    end = grammar.index("subscripts:")
+    grammar = grammar[:start] + _LEVELS + grammar[end:]
     return Lark(grammar, parser="lalr", postlex=syntax._ScriptIndenter(), propagate_positions=True,
                 maybe_placeholders=True)
 
