@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 
 from lark import Token, Tree
-from lark.tree import Meta
+
+from .positions import Positions
 
 _DIM = re.compile(r"\d+")
 _DTYPE = re.compile(r'dtype="([^"]*)"')
@@ -48,12 +49,8 @@ def _tok(kind: str, value: str, tok: Token, offset: int) -> Token:
 
 
 def _tree(data: str, children: list, tok: Token, start: int, end: int) -> Tree:
-    meta = Meta()
-    meta.line = meta.end_line = tok.line
-    meta.column, meta.end_column = tok.column + start, tok.column + end
-    meta.start_pos, meta.end_pos = tok.start_pos + start, tok.start_pos + end
-    meta.empty = False
-    return Tree(data, children, meta)
+    return Tree(data, children, Positions((tok.line, tok.column + start, tok.start_pos + start),
+                                          (tok.line, tok.column + end, tok.start_pos + end)))
 
 
 def _numbers(tok: Token, open_at: int, close_at: int) -> list[Tree]:

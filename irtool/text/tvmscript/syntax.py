@@ -11,10 +11,10 @@ import threading
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.indenter import DedentError, Indenter
-from lark.tree import Meta
 
 from ...diagnostics import DiagnosticError, SourceFile, Span
 from .coarse import first_token_of
+from .positions import Positions, end_of, install, start_of
 
 # ----------------------------------------------------------------------------- syntax
 
@@ -42,31 +42,8 @@ _LEVELS = (("COMP_OP", "comparison", True), ("BITOR", "bitor_chain", False),
            ("SHIFT_OP", "shift", True), ("ADD_OP", "arith", True), ("MUL_OP", "term", True))
 
 
-def _start(item) -> tuple:
-    if isinstance(item, Token):
-        return item.line, item.column, item.start_pos
-    m = item.meta
-    return (getattr(m, "container_line", m.line), getattr(m, "container_column", m.column),
-            getattr(m, "container_start_pos", m.start_pos))
-
-
-def _end(item) -> tuple:
-    if isinstance(item, Token):
-        return item.end_line, item.end_column, item.end_pos
-    m = item.meta
-    return (getattr(m, "container_end_line", m.end_line), getattr(m, "container_end_column", m.end_column),
-            getattr(m, "container_end_pos", m.end_pos))
-
-
 def _node(data: str, children: list, first, last) -> Tree:
-    """A tree node with the positions lark's propagate_positions would give it."""
-    meta = Meta()
-    meta.line, meta.column, meta.start_pos = _start(first)
-    meta.end_line, meta.end_column, meta.end_pos = _end(last)
-    meta.container_line, meta.container_column, meta.container_start_pos = _start(first)
-    meta.container_end_line, meta.container_end_column, meta.container_end_pos = _end(last)
-    meta.empty = False
-    return Tree(data, children, meta)
+    return Tree(data, children, Positions(start_of(first), end_of(last)))
 
 
 class _OperatorTree:
@@ -119,8 +96,9 @@ class _Callbacks:
 def _lark() -> tuple[Lark, _ScriptIndenter, threading.Lock]:
     grammar = importlib.resources.files("irtool.grammar").joinpath("tvmscript.lark").read_text()
     indenter = _ScriptIndenter()
-    parser = Lark(grammar, parser="lalr", postlex=indenter, propagate_positions=True,
+    parser = Lark(grammar, parser="lalr", postlex=indenter, propagate_positions=False,
                   maybe_placeholders=True, cache=True, transformer=_Callbacks())
+    install(parser)  # positions as lark's propagate_positions=True sets them, in less time
     return parser, indenter, threading.Lock()
 
 
