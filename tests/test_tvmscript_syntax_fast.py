@@ -185,3 +185,18 @@ def test_bad_dtype_in_a_static_tensor_is_located_at_the_annotation():
         parse(text, "d.py")
     assert err.value.args[0] == "unknown data type `float3`"
     assert (err.value.span.line, err.value.span.col, err.value.span.end_col) == (2, 10, 40)
+
+
+def test_parsing_and_printing_tvmscript_does_not_load_numpy(tmp_path):
+    # NumPy's import is a large part of a short run's start-up; only the interpreters need it
+    import subprocess
+    import sys
+
+    path = tmp_path / "m.py"
+    path.write_text('@R.function\ndef f(x: R.Tensor((2, 3), dtype="float32")):\n'
+                    '    y: R.Tensor((3,), dtype="float32") = R.sum(x, axis=[0])\n    return y\n')
+    code = ("import sys\nfrom irtool.text import parse, to_text\n"
+            f"to_text(parse(open({str(path)!r}).read(), 'm.py'))\n"
+            "print(not any(m.startswith('numpy.') for m in sys.modules))  # a lazy `numpy` has no submodules yet")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True", out.stderr
