@@ -100,6 +100,60 @@ def deduce_call(op_name: str, args_sinfo: list, attrs=None, arg_exprs=None, sinf
     op = relax_ops.lookup(op_name)
     if op is None:
         raise StructInfoError(f"unknown Relax operator `{op_name}`")
+    key = _static_key(op, args_sinfo, attrs)
+    known = _STATIC_RESULTS.get(key) if key is not None else None
+    if known is not None:
+        return _copy(known)
+    result = _deduce_fresh(op, op_name, args_sinfo, attrs, arg_exprs)
+    if key is not None and _copyable(result):
+        if len(_STATIC_RESULTS) >= 4096:
+            _STATIC_RESULTS.clear()
+        _STATIC_RESULTS[key] = _copy(result)
+    return result
+
+
+# Deductions for calls whose arguments are all tensors of static shape, by (operator, argument
+# shapes and dtypes, attributes). An imported network repeats a few dozen such calls
+# thousands of times; the result depends on nothing else (shape and prim arguments, whose
+# values come from the argument expressions, are never cached).
+_STATIC_RESULTS: dict = {}
+
+
+def _static_key(op, args_sinfo, attrs):
+    arg_kinds = op.arg_kinds
+    if len(args_sinfo) > len(arg_kinds):
+        return None
+    args = []
+    for kind, s in zip(arg_kinds, args_sinfo):
+        if kind != "tensor" or type(s) is not TensorStructInfo or s.vdevice is not None or type(s.shape) is not tuple:
+            return None
+        for d in s.shape:
+            if type(d) is not int:
+                return None
+        args.append((s.shape, s.dtype))
+    try:
+        key = (id(op), tuple(args), tuple(attrs.items()) if attrs else None)
+        hash(key)
+    except TypeError:  # an attribute value without a hash (a dict)
+        return None
+    return key
+
+
+def _copyable(s: StructInfo) -> bool:
+    if type(s) is TensorStructInfo:
+        return s.vdevice is None and (s.shape is None or type(s.shape) is tuple)
+    return type(s) is TupleStructInfo and all(_copyable(f) for f in s.fields_)
+
+
+def _copy(s: StructInfo) -> StructInfo:
+    """A fresh copy of a cached result (a tensor or a tuple of them), so that no two calls
+    share one struct info object."""
+    if type(s) is TensorStructInfo:
+        return TensorStructInfo(s.shape, s.dtype, s.ndim)
+    return TupleStructInfo([_copy(f) for f in s.fields_])
+
+
+def _deduce_fresh(op, op_name: str, args_sinfo: list, attrs, arg_exprs) -> StructInfo:
     try:
         full = relax_ops.make_call_attrs(op, attrs)
     except AttrError as err:

@@ -26,10 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
+from .._util import lazy_import
 from ..ir import relax as rx
 from ..ir import tir
+
+np = lazy_import("numpy")  # only the interpreter's storage needs it: parsing must not load NumPy
 
 ARG_KINDS = ("shape", "dtype", "prim", "str", "expr")
 _REQUIRED = object()

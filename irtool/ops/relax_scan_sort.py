@@ -92,8 +92,9 @@ def _axis(x, axis: int) -> int:
     return axis % max(x.ndim, 1)
 
 
-def _scan(ufunc, identity):
+def _scan(ufunc_name: str, identity):
     def ref(data, axis=None, dtype="", exclusive=False):
+        ufunc = getattr(np, ufunc_name)  # looked up when run: importing the op table must not load NumPy
         x = data.reshape(-1) if axis is None else data
         axis = 0 if axis is None else _axis(x, axis)
         x = x.astype(dtype or x.dtype)
@@ -110,7 +111,7 @@ def _scan(ufunc, identity):
     return ref
 
 
-_cumsum, _cumprod = _scan(np.add, 0), _scan(np.multiply, 1)
+_cumsum, _cumprod = _scan("add", 0), _scan("multiply", 1)
 
 
 def _stable_argsort(x, axis: int, descending: bool):

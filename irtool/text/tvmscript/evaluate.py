@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from lark import Token, Tree
 
 from ...diagnostics import DiagnosticError, Span
+from .coarse import expand as expand_coarse
+from .coarse import int_list, static_tensor_parts
 
 if TYPE_CHECKING:
     from .parser import _ModuleBuilder
@@ -106,12 +108,28 @@ class _Builder:
         return float(text)
 
     def e_string(self, node):
+        parts = [str(t) for t in node.children]
+        if not any(_NEEDS_LITERAL_EVAL.search(p) for p in parts):
+            return "".join(p[1:-1] for p in parts)  # the common case; literal_eval compiles each one
         import ast
 
         try:
-            return "".join(ast.literal_eval(str(t)) for t in node.children)
+            return "".join(ast.literal_eval(p) for p in parts)
         except (SyntaxError, ValueError) as err:  # e.g. a NUL byte or a bad escape inside the string
             self.error(f"invalid string literal ({_plain(err)})", node)
+
+    def e_int_list(self, node):
+        return int_list(node.children[0].value)
+
+    def e_static_tensor(self, node):
+        """`R.Tensor((1, 2), dtype="float32")` lexed as one token: the R.Tensor handler called
+        directly when `R` is Relax and the builder has one, else the token-by-token tree."""
+        handler = self.CALLS.get("R.Tensor")
+        head = self.lookup("R", node)
+        if handler is None or not (isinstance(head, _Dotted) and head.name == "R"):
+            return self.eval(expand_coarse(node))
+        dims, dtype = static_tensor_parts(node.children[0].value)
+        return handler(self, node, [dims], {"dtype": dtype})
 
     def e_none(self, node):
         return None
@@ -213,6 +231,11 @@ class _Builder:
         self.error("this value cannot be called", node)
 
     CALLS: dict = {}
+
+
+# What a quoted string must not contain for its value to be the text between the quotes:
+# escapes, and what Python's compiler rejects or rewrites (NUL, carriage return, lone surrogates).
+_NEEDS_LITERAL_EVAL = re.compile(r"[\\\x00\r\ud800-\udfff]")
 
 
 class NotPrimError(TypeError):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from lark import Token, Tree
 
+from ..._util import gc_paused
 from ...diagnostics import DiagnosticError, SourceFile, Span
 from ...ir import relax as rx
 from ...ir import tir
@@ -235,5 +236,6 @@ def parse_tvmscript(text: str, source_name: str = "<input>") -> IRModule:
         except ValueError as err:
             line = text[: text.find("metadata")].count("\n") + 1
             raise DiagnosticError(f"cannot read the metadata section: {err}", Span(source, line, 1)) from None
-    tree = _syntax_tree(script, source)
-    return _ModuleBuilder(source, metadata).build(tree)
+    with gc_paused():  # the syntax tree alone is ~20 objects a binding, and holds no cycles
+        tree = _syntax_tree(script, source)
+        return _ModuleBuilder(source, metadata).build(tree)

@@ -13,6 +13,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.indenter import DedentError, Indenter
 
 from ...diagnostics import DiagnosticError, SourceFile, Span
+from .coarse import first_token_of
+from .positions import Positions, end_of, install, start_of
 
 # ----------------------------------------------------------------------------- syntax
 
@@ -30,12 +32,73 @@ class _ScriptIndenter(Indenter):
         yield from super().handle_NL(token)
 
 
+# ----------------------------------------------------------------------------- operators
+#
+# The grammar parses an operator expression below `not` as one flat `op_seq` (fewer LALR
+# reductions per operand); here it becomes the tree the level-per-rule grammar made, level
+# by level, from the loosest: each entry is (terminal type, node name, keeps the operator).
+_LEVELS = (("COMP_OP", "comparison", True), ("BITOR", "bitor_chain", False),
+           ("BITXOR", "bitxor_chain", False), ("BITAND", "bitand_chain", False),
+           ("SHIFT_OP", "shift", True), ("ADD_OP", "arith", True), ("MUL_OP", "term", True))
+
+
+def _node(data: str, children: list, first, last) -> Tree:
+    return Tree(data, children, Positions(start_of(first), end_of(last)))
+
+
+class _OperatorTree:
+    """Rebuilds one `op_seq`: a recursive descent over its flat items, one function per level."""
+
+    def __init__(self, items: list) -> None:
+        self.items, self.pos = items, 0
+
+    def level(self, depth: int):
+        if depth == len(_LEVELS):
+            return self.factor()
+        kind, data, keep = _LEVELS[depth]
+        first = self.items[self.pos]
+        children = [self.level(depth + 1)]
+        while self.pos < len(self.items) and getattr(self.items[self.pos], "type", None) == kind:
+            op = self.items[self.pos]
+            self.pos += 1
+            if keep:
+                children.append(op)
+            children.append(self.level(depth + 1))
+        if len(children) == 1:
+            return children[0]
+        return _node(data, children, first, self.items[self.pos - 1])
+
+    def factor(self):
+        item = self.items[self.pos]
+        if isinstance(item, Token) and item.type in ("ADD_OP", "TILDE"):
+            self.pos += 1
+            operand = self.factor()
+            if item.type == "TILDE":
+                return _node("invert", [operand], item, self.items[self.pos - 1])
+            return _node("unary", [item, operand], item, self.items[self.pos - 1])
+        self.pos += 1  # an atom_expr
+        if self.pos < len(self.items) and getattr(self.items[self.pos], "type", None) == "POW":
+            self.pos += 1
+            exponent = self.factor()
+            return _node("power", [item, exponent], item, self.items[self.pos - 1])
+        return item
+
+
+class _Callbacks:
+    """What lark calls instead of building a plain node, for the rules named here."""
+
+    @staticmethod
+    def op_seq(children: list):
+        return _OperatorTree(children).level(0)
+
+
 @functools.lru_cache(maxsize=1)
 def _lark() -> tuple[Lark, _ScriptIndenter, threading.Lock]:
     grammar = importlib.resources.files("irtool.grammar").joinpath("tvmscript.lark").read_text()
     indenter = _ScriptIndenter()
-    parser = Lark(grammar, parser="lalr", postlex=indenter, propagate_positions=True,
-                  maybe_placeholders=True, cache=True)
+    parser = Lark(grammar, parser="lalr", postlex=indenter, propagate_positions=False,
+                  maybe_placeholders=True, cache=True, transformer=_Callbacks())
+    install(parser)  # positions as lark's propagate_positions=True sets them, in less time
     return parser, indenter, threading.Lock()
 
 
@@ -85,6 +148,10 @@ def _syntax_error(err: UnexpectedInput, source: SourceFile) -> DiagnosticError:
             return DiagnosticError("unexpected end of line", Span(source, tok.line, tok.column))
         if "_INDENT" in (err.expected or ()):
             return DiagnosticError("expected an indented block", Span(source, tok.line, tok.column))
+        if tok.type in ("STATIC_TENSOR", "INT_LIST"):  # reported at its first ordinary token
+            first, width = first_token_of(tok)
+            return DiagnosticError(f"unexpected `{first}`", Span(source, tok.line, tok.column, tok.line,
+                                                                tok.column + width))
         return DiagnosticError(f"unexpected `{tok.value}`",
                                Span(source, tok.line, tok.column, tok.end_line, tok.end_column))
     if isinstance(err, UnexpectedEOF):
