@@ -117,8 +117,9 @@ def _gather_nd(data, indices, batch_dims=0, index_rank=None):
 # ------------------------------------------------------------------ scatter_elements, scatter_nd
 
 
-_COMBINE = {"update": lambda old, new: new, "add": np.add, "mul": np.multiply, "min": np.minimum,
-            "max": np.maximum}
+# lambdas, so that loading the table does not load NumPy (the parser consults it)
+_COMBINE = {"update": lambda old, new: new, "add": lambda a, b: np.add(a, b), "mul": lambda a, b: np.multiply(a, b),
+            "min": lambda a, b: np.minimum(a, b), "max": lambda a, b: np.maximum(a, b)}
 
 
 def scatter_elements_rel(args, attrs):
