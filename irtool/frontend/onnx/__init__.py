@@ -54,14 +54,29 @@ class OnnxOp:
 
 CONVERTERS: dict[str, OnnxOp] = {}
 _FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize", "signal", "indexing", "vision",
-             "control")
+             "control", "legacy", "qlinear", "contrib")
 _loaded = False
+# domains other than the default one whose ops have converters; their ops are keyed
+# `domain.OpType` in CONVERTERS (and listed so by supported_ops()), so a `com.microsoft`
+# QLinearAdd never shadows, or is shadowed by, a default-domain op of the same name
+CONTRIB_DOMAINS = ("com.microsoft",)
 
 
-def converter(op_type: str, *since_versions: int):
-    """Register a converter for `op_type` from each opset version given."""
+def qualified_name(op_type: str, domain: str = "") -> str:
+    """The CONVERTERS key of `op_type` in `domain`."""
+    return op_type if domain in ("", "ai.onnx") else f"{domain}.{op_type}"
+
+
+def converter(op_type: str, *since_versions: int, domain: str = ""):
+    """Register a converter for `op_type` (of `domain`, the default ONNX one unless given)
+    from each opset version given. A contrib domain's ops are versioned by the model's
+    default-domain opset: ops of `com.microsoft` register at 1 and have one version."""
+    if domain not in ("", "ai.onnx") and domain not in CONTRIB_DOMAINS:
+        raise ValueError(f"unknown ONNX domain {domain!r}")
+    key = qualified_name(op_type, domain)
+
     def register(fn: Callable) -> Callable:
-        op = CONVERTERS.setdefault(op_type, OnnxOp(op_type))
+        op = CONVERTERS.setdefault(key, OnnxOp(key))
         for v in since_versions or (1,):
             op.versions[v] = fn
         return fn
@@ -342,12 +357,13 @@ def _input_type(value_info, shape: dict | None, dtype) -> TensorType:
 
 def _implementation(table: dict, node, opset: int):
     """The node's converter at `opset`, or None for an op imported as its ONNX function."""
-    op = table.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+    op = table.get(qualified_name(node.op_type, node.domain))
     return op.implementation(opset) if op is not None else None
 
 
 def _check_supported(nodes, table: dict, opset: int) -> None:
-    unsupported = sorted({n.op_type for n in nodes if _implementation(table, n, opset) is None
+    unsupported = sorted({qualified_name(n.op_type, n.domain) for n in nodes
+                          if _implementation(table, n, opset) is None
                           and not functions.is_function_op(n.op_type, opset, n.domain)})
     if unsupported:
         raise OnnxImportError(f"the model uses operators irtool cannot import (opset {opset}): "
@@ -471,5 +487,5 @@ def load_model(path: str):
     return model
 
 
-__all__ = ["CONVERTERS", "Context", "Dim", "OnnxImportError", "converter", "converters", "from_onnx", "load_model",
-           "supported_ops"]
+__all__ = ["CONTRIB_DOMAINS", "CONVERTERS", "Context", "Dim", "OnnxImportError", "converter", "converters",
+           "from_onnx", "load_model", "qualified_name", "supported_ops"]

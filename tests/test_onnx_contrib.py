@@ -1,0 +1,268 @@
+"""The deprecated/experimental ops (legacy.py), onnxruntime's quantised ops (qlinear.py) and
+transformer contrib ops (contrib.py), against onnxruntime; the experimental ops that no
+runtime has any more against NumPy formulas of their definitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import irtool
+from irtool.frontend.onnx import OnnxImportError, from_onnx, supported_ops
+
+DTYPES = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
+          "uint8": TensorProto.UINT8, "int8": TensorProto.INT8, "int16": TensorProto.INT16,
+          "uint16": TensorProto.UINT16, "uint32": TensorProto.UINT32}
+RNG = np.random.default_rng(15)
+MS = "com.microsoft"
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=13):
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(n, DTYPES[str(a.dtype)], a.shape) for n, a in inputs.items()],
+        [helper.make_tensor_value_info(n, DTYPES[d], None) for n, d in outputs],
+        [numpy_helper.from_array(np.asarray(a), n) for n, a in dict(inits).items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)],
+                             ir_version=7)
+
+
+def _ours(model, inputs):
+    mod, _ = from_onnx(model)
+    results = []
+    for m in (mod, irtool.parse(irtool.to_text(mod), "reparsed.ir")):
+        got = irtool.interpret(m, dict(inputs))
+        results.append([np.asarray(g) for g in (got if isinstance(got, (list, tuple)) else [got])])
+    return results
+
+
+def check(nodes, inputs, outputs=(("y", "float32"),), inits=(), opset=13, atol=1e-5):
+    """Import, run in the interpreter (also through the printed text), compare with
+    onnxruntime. Quantised outputs are compared exactly unless `atol` allows one step."""
+    model = _model(nodes, inputs, list(outputs), inits, opset)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = sess.run(None, dict(inputs))
+    for got in _ours(model, inputs):
+        assert len(got) == len(expected)
+        for e, g in zip(expected, got, strict=True):
+            assert g.shape == e.shape and g.dtype == e.dtype, (g.shape, g.dtype, e.shape, e.dtype)
+            np.testing.assert_allclose(g.astype("float64"), e.astype("float64"), rtol=1e-5, atol=atol)
+
+
+def check_numpy(nodes, inputs, expected, outputs=(("y", "float32"),), inits=(), opset=13):
+    model = _model(nodes, inputs, list(outputs), inits, opset)
+    for got in _ours(model, inputs):
+        np.testing.assert_allclose(got[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def node(op, ins, outs=("y",), domain="", **attrs):
+    return helper.make_node(op, list(ins), list(outs), domain=domain, **attrs)
+
+
+X = RNG.standard_normal((2, 3, 4, 5)).astype("float32")
+
+# ----------------------------------------------------------------------------- legacy.py
+
+
+def test_experimental_elementwise_ops_follow_their_definitions():
+    check_numpy([node("Affine", ["x"], alpha=2.0, beta=-0.5)], {"x": X}, 2.0 * X - 0.5, opset=1)
+    check_numpy([node("Scale", ["x"], scale=3.0)], {"x": X}, 3.0 * X, opset=1)
+    check_numpy([node("ScaledTanh", ["x"], alpha=1.5, beta=0.5)], {"x": X}, 1.5 * np.tanh(0.5 * X), opset=1)
+    check_numpy([node("ParametricSoftplus", ["x"], alpha=2.0, beta=0.5)], {"x": X},
+                2.0 * np.log1p(np.exp(0.5 * X)), opset=1)
+
+
+def test_fc_flattens_and_adds_the_bias():
+    w = RNG.standard_normal((6, 60)).astype("float32")
+    b = RNG.standard_normal(6).astype("float32")
+    check_numpy([node("FC", ["x", "w", "b"])], {"x": X}, X.reshape(2, 60) @ w.T + b,
+                inits={"w": w, "b": b}, opset=1)
+    w3 = RNG.standard_normal((7, 4, 5)).astype("float32")  # axis_w=1 flattens W to (7, 20)
+    check_numpy([node("FC", ["x", "w"], axis=2)], {"x": X}, X.reshape(6, 20) @ w3.reshape(7, 20).T,
+                inits={"w": w3}, opset=1)
+
+
+@pytest.mark.parametrize("order", ["NCHW", "NHWC"])
+def test_spatial_bn(order):
+    c = 3 if order == "NCHW" else 5
+    scale, bias, mean = (RNG.standard_normal(c).astype("float32") for _ in range(3))
+    var = RNG.uniform(0.5, 2, c).astype("float32")
+    shape = (1, c, 1, 1) if order == "NCHW" else (1, 1, 1, c)
+    expected = (X - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-3) * scale.reshape(shape) + \
+        bias.reshape(shape)
+    check_numpy([node("SpatialBN", ["x", "s", "b", "m", "v"], epsilon=1e-3, order=order, is_test=1)], {"x": X},
+                expected, inits={"s": scale, "b": bias, "m": mean, "v": var}, opset=1)
+
+
+@pytest.mark.parametrize("mode, scales", [("nearest", [1, 1, 2, 3]), ("nearest", [1, 1, 1.5, 2.5]),
+                                          ("linear", [1, 1, 2, 2]), ("linear", [1, 1, 1.5, 2.5])])
+def test_upsample_opset9(mode, scales):
+    check([node("Upsample", ["x", "s"], mode=mode)], {"x": X}, inits={"s": np.array(scales, "float32")}, opset=9)
+
+
+def test_upsample_opset7_attribute():
+    check([node("Upsample", ["x"], mode="nearest", scales=[1.0, 1.0, 2.0, 2.0])], {"x": X}, opset=7)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_global_lp_pool(p):
+    check([node("GlobalLpPool", ["x"], p=p)], {"x": X})
+
+
+def test_matmul_integer_with_per_row_and_per_column_zero_points():
+    a = RNG.integers(0, 255, (4, 6)).astype("uint8")
+    b = RNG.integers(-128, 127, (6, 3)).astype("int8")
+    az, bz = np.array([3, 100, 0, 255], "uint8"), np.array([-1, 5, 0], "int8")
+    check([node("MatMulInteger", ["a", "b", "az", "bz"])], {"a": a, "b": b}, [("y", "int32")],
+          inits={"az": np.array(7, "uint8"), "bz": bz})
+    # onnxruntime takes only a scalar a_zero_point; the spec allows one per row of A
+    expected = (a.astype("int32") - az.astype("int32")[:, None]) @ (b.astype("int32") - bz.astype("int32"))
+    check_numpy([node("MatMulInteger", ["a", "b", "az", "bz"])], {"a": a, "b": b}, expected, [("y", "int32")],
+                inits={"az": az, "bz": bz})
+    check([node("MatMulInteger", ["a", "b", "az"])], {"a": a, "b": b}, [("y", "int32")],
+          inits={"az": np.array(12, "uint8")})
+    a3 = RNG.integers(0, 255, (2, 4, 6)).astype("uint8")
+    check([node("MatMulInteger", ["a", "b"])], {"a": a3, "b": b}, [("y", "int32")])
+
+
+def test_matmul_integer16():
+    a = RNG.integers(-32768, 32767, (3, 5)).astype("int16")
+    b = RNG.integers(-32768, 32767, (5, 2)).astype("int16")
+    check([node("MatMulInteger16", ["a", "b"], domain=MS)], {"a": a, "b": b}, [("y", "int32")])
+    # onnxruntime's kernel is int16 only; two uint16 operands give uint32 (modulo 2^32)
+    a, b = a.view("uint16"), b.view("uint16")
+    expected = (a.astype("int64") @ b.astype("int64")).astype("uint32")
+    check_numpy([node("MatMulInteger16", ["a", "b"], domain=MS)], {"a": a, "b": b}, expected, [("y", "uint32")])
+
+
+# ----------------------------------------------------------------------------- qlinear.py
+
+QX = RNG.integers(0, 255, (2, 3, 4, 5)).astype("uint8")
+QX_I8 = RNG.integers(-128, 127, (2, 3, 4, 5)).astype("int8")
+
+
+def _q(scale, zp, dtype="uint8"):
+    return np.array(scale, "float32"), np.array(zp, dtype)
+
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("x", [QX, QX_I8], ids=["uint8", "int8"])
+def test_qlinear_binary(op, x):
+    d = str(x.dtype)
+    other = np.roll(x, 7)[:1, :, :1]  # broadcasts
+    (as_, az), (bs, bz), (ys, yz) = _q(0.05, 7, d), _q(0.02, -3 if d == "int8" else 200, d), _q(0.1, 11, d)
+    check([node(op, ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], domain=MS)], {"a": x, "b": other}, [("y", d)],
+          inits={"as": as_, "az": az, "bs": bs, "bz": bz, "ys": ys if op == "QLinearAdd" else np.float32(0.3),
+                 "yz": yz}, atol=1)
+
+
+@pytest.mark.parametrize("op, attrs", [("QLinearSigmoid", {}), ("QLinearLeakyRelu", {"alpha": 0.2})])
+@pytest.mark.parametrize("x", [QX, QX_I8], ids=["uint8", "int8"])
+def test_qlinear_unary(op, attrs, x):
+    d = str(x.dtype)
+    (xs, xz), (ys, yz) = _q(0.05, 5, d), _q(1 / 256 if op == "QLinearSigmoid" else 0.04, 0 if d == "uint8" else -100, d)
+    check([node(op, ["x", "xs", "xz", "ys", "yz"], domain=MS, **attrs)], {"x": x}, [("y", d)],
+          inits={"xs": xs, "xz": xz, "ys": ys, "yz": yz})
+
+
+@pytest.mark.parametrize("opset_attr, axis", [(13, -1), (13, 1), (12, 1), (12, 3)])
+def test_qlinear_softmax(opset_attr, axis):
+    (xs, xz), (ys, yz) = _q(0.08, 128), _q(1 / 256, 0)
+    check([node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], domain=MS, axis=axis, opset=opset_attr)],
+          {"x": QX}, [("y", "uint8")], inits={"xs": xs, "xz": xz, "ys": ys, "yz": yz}, atol=1)
+
+
+@pytest.mark.parametrize("channels_last", [0, 1])
+@pytest.mark.parametrize("attrs", [{"kernel_shape": [2, 2]},
+                                   {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]},
+                                   {"kernel_shape": [3, 2], "pads": [1, 0, 1, 1], "count_include_pad": 1}])
+def test_qlinear_average_pool(channels_last, attrs):
+    (xs, xz), (ys, yz) = _q(0.05, 10), _q(0.04, 3)
+    check([node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], domain=MS, channels_last=channels_last,
+                **attrs)], {"x": QX}, [("y", "uint8")], inits={"xs": xs, "xz": xz, "ys": ys, "yz": yz}, atol=1)
+
+
+@pytest.mark.parametrize("channels_last", [0, 1])
+def test_qlinear_global_average_pool(channels_last):
+    (xs, xz), (ys, yz) = _q(0.05, 10), _q(0.03, 3)
+    check([node("QLinearGlobalAveragePool", ["x", "xs", "xz", "ys", "yz"], domain=MS, channels_last=channels_last)],
+          {"x": QX}, [("y", "uint8")], inits={"xs": xs, "xz": xz, "ys": ys, "yz": yz}, atol=1)
+
+
+def test_qlinear_concat():
+    a, b = QX, np.flip(QX[:, :2], axis=3).copy()
+    check([node("QLinearConcat", ["ys", "yz", "a", "as", "az", "b", "bs", "bz"], domain=MS, axis=1)],
+          {"a": a, "b": b}, [("y", "uint8")],
+          inits={"ys": np.float32(0.07), "yz": np.uint8(9), "as": np.float32(0.05), "az": np.uint8(10),
+                 "bs": np.float32(0.11), "bz": np.uint8(128)}, atol=1)
+
+
+@pytest.mark.parametrize("trans_a, trans_b, alpha", [(0, 0, 1.0), (1, 0, 0.5), (0, 1, 2.0)])
+@pytest.mark.parametrize("quantised_out", [True, False])
+def test_qgemm(trans_a, trans_b, alpha, quantised_out):
+    a = RNG.integers(0, 255, (6, 4) if trans_a else (4, 6)).astype("uint8")
+    b = RNG.integers(-128, 127, (3, 6) if trans_b else (6, 3)).astype("int8")
+    c = RNG.integers(-500, 500, (3,)).astype("int32")
+    inits = {"as": np.float32(0.02), "az": np.uint8(120), "bs": np.array([0.01, 0.03, 0.02], "float32"),
+             "bz": np.zeros(3, "int8"), "c": c}
+    ins = ["a", "as", "az", "b", "bs", "bz", "c"]
+    out = "float32"
+    if quantised_out:
+        inits.update(ys=np.float32(0.05), yz=np.uint8(100))
+        ins += ["ys", "yz"]
+        out = "uint8"
+    check([node("QGemm", ins, domain=MS, transA=trans_a, transB=trans_b, alpha=alpha)], {"a": a, "b": b},
+          [("y", out)], inits=inits, atol=1 if quantised_out else 1e-4)
+
+
+# ----------------------------------------------------------------------------- contrib.py
+
+
+def test_fast_gelu_and_bias_gelu():
+    x = RNG.standard_normal((2, 3, 8)).astype("float32")
+    bias = RNG.standard_normal(8).astype("float32")
+    check([node("FastGelu", ["x", "b"], domain=MS)], {"x": x}, inits={"b": bias})
+    check([node("FastGelu", ["x"], domain=MS)], {"x": x})
+    check([node("BiasGelu", ["x", "b"], domain=MS)], {"x": x}, inits={"b": bias})
+
+
+def test_skip_layer_normalization_with_the_sum_output():
+    x, skip = (RNG.standard_normal((2, 3, 8)).astype("float32") for _ in range(2))
+    gamma, beta, bias = (RNG.standard_normal(8).astype("float32") for _ in range(3))
+    check([node("SkipLayerNormalization", ["x", "s", "g", "b", "bias"], ["y", "", "", "sum"], domain=MS,
+                epsilon=1e-5)], {"x": x, "s": skip}, [("y", "float32"), ("sum", "float32")],
+          inits={"g": gamma, "b": beta, "bias": bias})
+    check([node("SkipLayerNormalization", ["x", "s", "g"], domain=MS)], {"x": x, "s": skip}, inits={"g": gamma})
+
+
+@pytest.mark.parametrize("with_segments", [True, False])
+def test_embed_layer_normalization(with_segments):
+    ids = RNG.integers(0, 20, (2, 5)).astype("int32")
+    segs = RNG.integers(0, 2, (2, 5)).astype("int32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], "int32")
+    inits = {"we": RNG.standard_normal((20, 8)).astype("float32"),
+             "pe": RNG.standard_normal((5, 8)).astype("float32"),
+             "se": RNG.standard_normal((2, 8)).astype("float32"),
+             "g": RNG.standard_normal(8).astype("float32"), "b": RNG.standard_normal(8).astype("float32")}
+    inputs = {"ids": ids, "mask": mask}
+    names = ["ids", "", "we", "pe", "", "g", "b", "mask"]
+    if with_segments:
+        inputs["segs"] = segs
+        names[1], names[4] = "segs", "se"
+    else:
+        del inits["se"]
+    check([node("EmbedLayerNormalization", names, ["y", "mi"], domain=MS, epsilon=1e-5)], inputs,
+          [("y", "float32"), ("mi", "int32")], inits=inits)
+
+
+def test_contrib_ops_are_keyed_by_domain():
+    assert "com.microsoft.QLinearAdd" in supported_ops() and "QLinearAdd" not in supported_ops()
+    # a contrib op in the default domain is not accepted (nor the reverse)
+    model = _model([node("FastGelu", ["x"])], {"x": X}, [("y", "float32")])
+    with pytest.raises(OnnxImportError, match="FastGelu"):
+        from_onnx(model)
+    model = _model([node("Relu", ["x"], domain=MS)], {"x": X}, [("y", "float32")])
+    with pytest.raises(OnnxImportError, match="com.microsoft.Relu"):
+        from_onnx(model)
