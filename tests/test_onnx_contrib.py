@@ -1,6 +1,7 @@
-"""The deprecated/experimental ops (legacy.py), onnxruntime's quantised ops (qlinear.py) and
-transformer contrib ops (contrib.py), against onnxruntime; the experimental ops that no
-runtime has any more against NumPy formulas of their definitions."""
+"""The deprecated/experimental ops (legacy.py), onnxruntime's quantised ops (qlinear.py),
+transformer contrib ops (contrib.py), MaxRoiPool and MaxUnpool (vision.py), against
+onnxruntime; the experimental ops that no runtime has any more against NumPy formulas of
+their definitions."""
 
 from __future__ import annotations
 
@@ -266,3 +267,33 @@ def test_contrib_ops_are_keyed_by_domain():
     model = _model([node("Relu", ["x"], domain=MS)], {"x": X}, [("y", "float32")])
     with pytest.raises(OnnxImportError, match="com.microsoft.Relu"):
         from_onnx(model)
+
+
+# ----------------------------------------------------------------------------- vision.py: MaxRoiPool, MaxUnpool
+
+
+def test_max_roi_pool():
+    rois = np.array([[0, 0, 0, 4, 3], [1, 1.4, 2.6, 7, 5], [0, 3, 1, 3.2, 1], [1, -2, -2, 20, 20]], "float32")
+    check([node("MaxRoiPool", ["x", "r"], pooled_shape=[2, 3], spatial_scale=0.5)], {"x": X, "r": rois})
+
+
+def _maxpool_indices(x, **attrs):
+    model = _model([node("MaxPool", ["x"], ["v", "i"], **attrs)], {"x": x}, [("v", "float32"), ("i", "int64")])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})
+
+
+@pytest.mark.parametrize("attrs", [{"kernel_shape": [2, 2], "strides": [2, 2]},
+                                   {"kernel_shape": [3, 3], "strides": [1, 1]},
+                                   {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [1, 1, 1, 1]}])
+def test_max_unpool(attrs):
+    x = RNG.standard_normal((2, 3, 6, 6)).astype("float32")  # the unpooled shape is the pooled input's
+    values, indices = _maxpool_indices(x, **attrs)
+    check([node("MaxUnpool", ["v", "i"], **attrs)], {"v": values, "i": indices}, opset=11)
+
+
+def test_max_unpool_to_a_given_output_shape():
+    x = RNG.standard_normal((1, 2, 5, 5)).astype("float32")
+    values, indices = _maxpool_indices(x, kernel_shape=[2, 2], strides=[2, 2])
+    check([node("MaxUnpool", ["v", "i", "s"], kernel_shape=[2, 2], strides=[2, 2])], {"v": values, "i": indices},
+          inits={"s": np.array([1, 2, 5, 5], "int64")}, opset=11)

@@ -1,4 +1,5 @@
-"""ONNX detection ops: RoiAlign and NonMaxSuppression, as TVM v0.19's frontend converts them.
+"""ONNX detection ops: RoiAlign, MaxRoiPool, NonMaxSuppression and MaxUnpool, as TVM
+v0.19's frontend converts them.
 
 - RoiAlign: the batch indices become the first column of the rois (cast to their dtype)
   for `vision.roi_align`. TVM v0.19 ignores opset 16's `coordinate_transformation_mode`
@@ -13,6 +14,8 @@
   absent or constant-0 limit gives the empty (0, 3) result here (a run-time 0 still means
   no limit); TOPI selects nothing when iou_threshold <= 0 (ONNX then suppresses any
   overlap) and suppresses at IoU == iou_threshold (ONNX only above it).
+- MaxRoiPool: `vision.roi_pool` (TOPI's: corners rounded to whole pixels, max per bin).
+- MaxUnpool: a `scatter_elements` of the flattened values into flat zeros, reshaped.
 """
 
 from __future__ import annotations
@@ -78,3 +81,38 @@ def _non_max_suppression(ctx, inputs, attrs):
     out = ctx.call("vision.all_class_non_max_suppression", boxes, scores, limit, iou, score)
     rows, count = (ctx.typed(TupleGetItem(out, i)) for i in range(2))
     return ctx.call("dyn.strided_slice", rows, ctx.const([0], "int64"), count, ctx.const([1], "int64"))
+
+
+@converter("MaxRoiPool", 1)
+def _max_roi_pool(ctx, inputs, attrs):
+    """`vision.roi_pool`: ONNX's rois already carry the batch index in their first column."""
+    pooled = attrs.get("pooled_shape")
+    if not pooled or len(pooled) != 2:
+        raise ctx.error("MaxRoiPool needs a two-element pooled_shape")
+    return ctx.call("vision.roi_pool", inputs[0], inputs[1], pooled_size=tuple(int(p) for p in pooled),
+                    spatial_scale=float(attrs.get("spatial_scale", 1.0)))
+
+
+@converter("MaxUnpool", 9, 11)
+def _max_unpool(ctx, inputs, attrs):
+    """The values scattered at their (whole-tensor flat) indices into zeros, as TVM v0.19
+    builds it: the output shape is `output_shape` (a constant input) or, per spatial axis,
+    (in - 1) * stride + kernel - pad_begin - pad_end; the indices address that shape."""
+    x, indices = inputs[0], inputs[1]
+    shape = ctx.shape_of(x)
+    if not all(isinstance(d, int) for d in shape):
+        raise ctx.error(f"MaxUnpool needs a static input shape, got {list(shape)}")
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    spatial = len(kernel)
+    strides = [int(s) for s in attrs.get("strides", [1] * spatial)]
+    pads = [int(p) for p in attrs.get("pads", [0] * 2 * spatial)]
+    given = inputs[2] if len(inputs) > 2 else None
+    if given is not None:
+        out_shape = [int(d) for d in ctx.required_value(given, "MaxUnpool's output_shape")]
+    else:
+        out_shape = list(shape[:2]) + [(shape[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[spatial + i]
+                                       for i in range(spatial)]
+    zeros = ctx.const(np.zeros(int(np.prod(out_shape)), ctx.type_of(x).dtype))
+    flat = ctx.call("scatter_elements", zeros, ctx.call("reshape", indices, newshape=(-1,)),
+                    ctx.call("reshape", x, newshape=(-1,)), axis=0)
+    return ctx.call("reshape", flat, newshape=tuple(out_shape))
