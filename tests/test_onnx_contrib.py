@@ -292,8 +292,16 @@ def test_max_unpool(attrs):
     check([node("MaxUnpool", ["v", "i"], **attrs)], {"v": values, "i": indices}, opset=11)
 
 
-def test_max_unpool_to_a_given_output_shape():
-    x = RNG.standard_normal((1, 2, 5, 5)).astype("float32")
+def test_max_unpool_to_a_given_output_shape_pads_at_the_end():
+    """onnx's reference: the indices address the unpooled shape, zeros pad it to
+    output_shape (onnxruntime, like TVM, reads them as addressing output_shape)."""
+    from onnx.reference import ReferenceEvaluator
+
+    x = RNG.standard_normal((1, 2, 4, 4)).astype("float32")
     values, indices = _maxpool_indices(x, kernel_shape=[2, 2], strides=[2, 2])
-    check([node("MaxUnpool", ["v", "i", "s"], kernel_shape=[2, 2], strides=[2, 2])], {"v": values, "i": indices},
-          inits={"s": np.array([1, 2, 5, 5], "int64")}, opset=11)
+    nodes = [node("MaxUnpool", ["v", "i", "s"], kernel_shape=[2, 2], strides=[2, 2])]
+    inits = {"s": np.array([1, 2, 5, 6], "int64")}
+    model = _model(nodes, {"v": values, "i": indices}, [("y", "float32")], inits, opset=11)
+    (expected,) = ReferenceEvaluator(model).run(None, {"v": values, "i": indices})
+    check_numpy(nodes, {"v": values, "i": indices}, expected, inits=inits, opset=11)
+    assert expected[0, :, :4, :4].any() and not expected[0, :, 4:].any() and not expected[0, :, :, 4:].any()

@@ -95,9 +95,11 @@ def _max_roi_pool(ctx, inputs, attrs):
 
 @converter("MaxUnpool", 9, 11)
 def _max_unpool(ctx, inputs, attrs):
-    """The values scattered at their (whole-tensor flat) indices into zeros, as TVM v0.19
-    builds it: the output shape is `output_shape` (a constant input) or, per spatial axis,
-    (in - 1) * stride + kernel - pad_begin - pad_end; the indices address that shape."""
+    """The values scattered at their (whole-tensor flat) indices into zeros of the unpooled
+    shape, per spatial axis (in - 1) * stride + kernel - pad_begin - pad_end, then, with an
+    `output_shape` input (a constant), padded with zeros at the end of each axis up to it.
+    That is onnx's reference and backend test; TVM v0.19 (and onnxruntime) instead read
+    the indices as addressing `output_shape`, which places the values elsewhere."""
     x, indices = inputs[0], inputs[1]
     shape = ctx.shape_of(x)
     if not all(isinstance(d, int) for d in shape):
@@ -106,13 +108,19 @@ def _max_unpool(ctx, inputs, attrs):
     spatial = len(kernel)
     strides = [int(s) for s in attrs.get("strides", [1] * spatial)]
     pads = [int(p) for p in attrs.get("pads", [0] * 2 * spatial)]
-    given = inputs[2] if len(inputs) > 2 else None
-    if given is not None:
-        out_shape = [int(d) for d in ctx.required_value(given, "MaxUnpool's output_shape")]
-    else:
-        out_shape = list(shape[:2]) + [(shape[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[spatial + i]
-                                       for i in range(spatial)]
-    zeros = ctx.const(np.zeros(int(np.prod(out_shape)), ctx.type_of(x).dtype))
+    unpooled = list(shape[:2]) + [(shape[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[spatial + i]
+                                  for i in range(spatial)]
+    zeros = ctx.const(np.zeros(int(np.prod(unpooled)), ctx.type_of(x).dtype))
     flat = ctx.call("scatter_elements", zeros, ctx.call("reshape", indices, newshape=(-1,)),
                     ctx.call("reshape", x, newshape=(-1,)), axis=0)
-    return ctx.call("reshape", flat, newshape=tuple(out_shape))
+    y = ctx.call("reshape", flat, newshape=tuple(unpooled))
+    given = inputs[2] if len(inputs) > 2 else None
+    if given is None:
+        return y
+    out_shape = [int(d) for d in ctx.required_value(given, "MaxUnpool's output_shape")]
+    if len(out_shape) != len(unpooled) or any(o < u for o, u in zip(out_shape, unpooled)):
+        raise ctx.error(f"MaxUnpool output_shape {out_shape} is smaller than the unpooled shape {unpooled}")
+    if out_shape == unpooled:
+        return y
+    return ctx.call("nn.pad", y, ctx.const(0, ctx.type_of(x).dtype),
+                    pad_width=tuple((0, o - u) for o, u in zip(out_shape, unpooled)))
