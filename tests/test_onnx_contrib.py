@@ -305,3 +305,28 @@ def test_max_unpool_to_a_given_output_shape_pads_at_the_end():
     (expected,) = ReferenceEvaluator(model).run(None, {"v": values, "i": indices})
     check_numpy(nodes, {"v": values, "i": indices}, expected, inits=inits, opset=11)
     assert expected[0, :, :4, :4].any() and not expected[0, :, 4:].any() and not expected[0, :, :, 4:].any()
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample(mode, padding_mode, align_corners):
+    x = RNG.standard_normal((2, 3, 5, 6)).astype("float32")
+    grid = RNG.uniform(-1.6, 1.6, (2, 4, 7, 2)).astype("float32")  # some points outside the image
+    check([node("GridSample", ["x", "g"], mode=mode, padding_mode=padding_mode, align_corners=align_corners)],
+          {"x": x, "g": grid}, opset=16, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic", "nearest"])
+def test_grid_sample_opset20_names(mode):
+    x = RNG.standard_normal((1, 2, 4, 4)).astype("float32")
+    grid = RNG.uniform(-1.2, 1.2, (1, 3, 5, 2)).astype("float32")
+    check([node("GridSample", ["x", "g"], mode=mode)], {"x": x, "g": grid}, opset=20)
+
+
+def test_grid_sample_of_5d_input_is_a_diagnostic():
+    x = np.zeros((1, 1, 2, 2, 2), "float32")
+    model = _model([node("GridSample", ["x", "g"])], {"x": x, "g": np.zeros((1, 2, 2, 2, 3), "float32")},
+                   [("y", "float32")], opset=20)
+    with pytest.raises(OnnxImportError, match="4-D"):
+        from_onnx(model)

@@ -177,3 +177,42 @@ def test_nms_topi_rules():
     pair = np.array([[[0, 0, 2, 2], [0, 0, 2, 4]]], "float32")
     assert _nms(pair, np.array([[[0.9, 0.8]]], "float32"), 5, 0.5, 0.0).tolist() == [[0, 0, 0]]
     assert _nms(pair, np.array([[[0.9, 0.8]]], "float32"), 5, 0.51, 0.0).tolist() == [[0, 0, 0], [0, 0, 1]]
+
+
+# ------------------------------------------------------------------ image.grid_sample
+
+
+def test_grid_sample_declaration_and_relation():
+    gs = lookup("image.grid_sample")
+    assert gs.args == ("data", "grid")
+    assert [(a.name, a.default) for a in gs.attrs] == [("method", "bilinear"), ("layout", "NCHW"),
+                                                       ("padding_mode", "zeros"), ("align_corners", True)]
+    assert gs.pattern == OpPattern.INJECTIVE
+    assert_type(rel("image.grid_sample", T((2, 3, 8, 9)), T((2, 2, 4, ANY))), (2, 3, 4, ANY), "float32")
+    assert "(N, 2, H, W)" in rel_error("image.grid_sample", T((2, 3, 8, 9)), T((2, 3, 4, 4)))
+    assert "method" in rel_error("image.grid_sample", T((2, 3, 8, 9)), T((2, 2, 4, 4)), method="area")
+
+
+def test_grid_sample_by_hand():
+    data = np.arange(12, dtype="float32").reshape(1, 1, 3, 4)
+    ref = lookup("image.grid_sample").ref
+    corners = np.array([-1.0, 1.0], "float32")
+    grid = np.stack(np.meshgrid(corners, corners)[::1], axis=0)[None]  # x then y
+    # align_corners: the extremes are the corner pixels' centres
+    np.testing.assert_array_equal(ref(data, grid, align_corners=True)[0, 0], [[0, 3], [8, 11]])
+    # not aligned: they are the corners' outer edges, half zeros in bilinear with zero padding
+    np.testing.assert_allclose(ref(data, grid, align_corners=False)[0, 0], [[0, 0.75], [2, 11 / 4]])
+    np.testing.assert_array_equal(ref(data, grid, align_corners=False, padding_mode="border")[0, 0], [[0, 3], [8, 11]])
+
+
+@pytest.mark.parametrize("method, onnx_mode", [("bilinear", "linear"), ("nearest", "nearest"), ("bicubic", "cubic")])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_against_onnxruntime(method, onnx_mode, padding_mode):
+    data = RNG.standard_normal((2, 3, 6, 5)).astype("float32")
+    grid = RNG.uniform(-1.5, 1.5, (2, 4, 3, 2)).astype("float32")
+    for align in (0, 1):
+        (want,) = _ort("GridSample", [data, grid], ["float32"], opset=20, mode=onnx_mode, padding_mode=padding_mode,
+                       align_corners=align)
+        got = lookup("image.grid_sample").ref(data, grid.transpose(0, 3, 1, 2), method=method,
+                                              padding_mode=padding_mode, align_corners=bool(align))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -124,3 +124,23 @@ def _max_unpool(ctx, inputs, attrs):
         return y
     return ctx.call("nn.pad", y, ctx.const(0, ctx.type_of(x).dtype),
                     pad_width=tuple((0, o - u) for o, u in zip(out_shape, unpooled)))
+
+
+_GRID_MODES = {"bilinear": "bilinear", "linear": "bilinear", "nearest": "nearest", "bicubic": "bicubic",
+               "cubic": "bicubic"}
+
+
+@converter("GridSample", 16, 20)
+def _grid_sample(ctx, inputs, attrs):
+    """`image.grid_sample` of the grid moved from ONNX's (N, H, W, 2) to (N, 2, H, W), as
+    TVM v0.19 converts it; opset 20's names `linear`/`cubic` are bilinear/bicubic. 2-D only
+    (TVM's 3-D grid_sample has no bicubic and irtool does not declare it)."""
+    data, grid = inputs
+    if len(ctx.shape_of(data)) != 4:
+        raise ctx.error(f"GridSample supports 4-D (2-D spatial) input only, got shape {list(ctx.shape_of(data))}")
+    mode = attrs.get("mode", "bilinear" if ctx.opset < 20 else "linear")
+    if mode not in _GRID_MODES:
+        raise ctx.error(f"GridSample mode \"{mode}\" is not supported")
+    return ctx.call("image.grid_sample", data, ctx.call("transpose", grid, axes=(0, 3, 1, 2)),
+                    method=_GRID_MODES[mode], padding_mode=attrs.get("padding_mode", "zeros"),
+                    align_corners=bool(attrs.get("align_corners", 0)))
