@@ -12,6 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import irtool
 from irtool.frontend.onnx import OnnxImportError, from_onnx, supported_ops
+from irtool.ir.types import ANY
 
 DTYPES = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
           "uint8": TensorProto.UINT8, "int8": TensorProto.INT8, "int16": TensorProto.INT16,
@@ -329,4 +330,25 @@ def test_grid_sample_of_5d_input_is_a_diagnostic():
     model = _model([node("GridSample", ["x", "g"])], {"x": x, "g": np.zeros((1, 2, 2, 2, 3), "float32")},
                    [("y", "float32")], opset=20)
     with pytest.raises(OnnxImportError, match="4-D"):
+        from_onnx(model)
+
+
+# ----------------------------------------------------------------------------- indexing.py: Unique
+
+
+@pytest.mark.parametrize("is_sorted", [1, 0])
+@pytest.mark.parametrize("shape, axis", [((12,), None), ((3, 4), None), ((9,), 0), ((9,), -1)])
+def test_unique(is_sorted, shape, axis):
+    x = RNG.integers(0, 5, size=shape).astype("float32")
+    attrs = {"sorted": is_sorted} if axis is None else {"sorted": is_sorted, "axis": axis}
+    outs = [("y", "float32"), ("i", "int64"), ("inv", "int64"), ("c", "int64")]
+    check([node("Unique", ["x"], ["y", "i", "inv", "c"], **attrs)], {"x": x}, outs, opset=11)
+    mod, _ = from_onnx(_model([node("Unique", ["x"], ["y", "i", "inv", "c"], **attrs)], {"x": x}, outs, opset=11))
+    body = mod["main"].body  # the unique count is known only when the program runs: `?` long
+    assert [f.checked_type.shape[0] is ANY for f in body.fields] == [True, True, False, True]
+
+
+def test_unique_along_an_axis_of_a_matrix_is_a_diagnostic():
+    model = _model([node("Unique", ["x"], axis=0)], {"x": np.zeros((2, 3), "float32")}, [("y", "float32")], opset=11)
+    with pytest.raises(OnnxImportError, match="1-D input only"):
         from_onnx(model)
