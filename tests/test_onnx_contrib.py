@@ -352,3 +352,59 @@ def test_unique_along_an_axis_of_a_matrix_is_a_diagnostic():
     model = _model([node("Unique", ["x"], axis=0)], {"x": np.zeros((2, 3), "float32")}, [("y", "float32")], opset=11)
     with pytest.raises(OnnxImportError, match="1-D input only"):
         from_onnx(model)
+
+
+# ----------------------------------------------------------------------------- legacy.py: LinearRegressor (ai.onnx.ml)
+
+
+@pytest.mark.parametrize("targets, intercepts", [(1, [0.5]), (3, [1.0, -2.0, 0.25]), (2, None)])
+def test_linear_regressor(targets, intercepts):
+    x = RNG.standard_normal((4, 5)).astype("float32")
+    attrs = {"coefficients": RNG.standard_normal(5 * targets).astype("float32").tolist(), "targets": targets}
+    if intercepts:
+        attrs["intercepts"] = intercepts
+    graph = helper.make_graph([node("LinearRegressor", ["x"], domain="ai.onnx.ml", **attrs)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.onnx.ml", 1)],
+                              ir_version=7)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = sess.run(None, {"x": x})
+    for got in _ours(model, {"x": x}):
+        np.testing.assert_allclose(got[0], expected, rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- training.py (ai.onnx.preview.training)
+
+
+@pytest.mark.parametrize("op, states, attrs", [
+    ("Adagrad", 1, {"decay_factor": 0.1, "epsilon": 1e-5, "norm_coefficient": 0.01}),
+    ("Momentum", 1, {"alpha": 0.9, "beta": 0.5, "mode": "standard", "norm_coefficient": 0.01}),
+    ("Momentum", 1, {"alpha": 0.9, "beta": 0.5, "mode": "nesterov", "norm_coefficient": 0.0}),
+    ("Adam", 2, {"alpha": 0.8, "beta": 0.95, "epsilon": 1e-4, "norm_coefficient": 0.01,
+                 "norm_coefficient_post": 0.02})])
+@pytest.mark.parametrize("step", [0, 3])
+def test_optimiser_step_against_onnx_reference(op, states, attrs, step):
+    """Two tensors, the step count a graph input (so `T > 0` is decided at run time)."""
+    from onnx.reference import ReferenceEvaluator
+
+    shapes = [(3, 4), (5,)]
+    inputs = {"r": np.array(0.1, "float32"), "t": np.array(step, "int64")}
+    names = {"x": [], "g": [], **{f"s{k}": [] for k in range(states)}}
+    for kind in names:
+        for i, shape in enumerate(shapes):
+            value = RNG.standard_normal(shape).astype("float32")
+            inputs[f"{kind}{i}"] = np.abs(value) if kind == "s1" or (op == "Adagrad" and kind == "s0") else value
+            names[kind].append(f"{kind}{i}")
+    outs = [f"{kind}{i}_new" for kind in ["x", *[f"s{k}" for k in range(states)]] for i in range(len(shapes))]
+    nodes = [node(op, ["r", "t", *[n for kind in names.values() for n in kind]], outs,
+                  domain="ai.onnx.preview.training", **attrs)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, DTYPES[str(a.dtype)], a.shape)
+                                           for n, a in inputs.items()],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                    helper.make_opsetid("ai.onnx.preview.training", 1)], ir_version=7)
+    expected = ReferenceEvaluator(model).run(None, inputs)
+    for got in _ours(model, inputs):
+        for e, g in zip(expected, got, strict=True):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)

@@ -54,12 +54,12 @@ class OnnxOp:
 
 CONVERTERS: dict[str, OnnxOp] = {}
 _FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize", "signal", "indexing", "vision",
-             "control", "legacy", "qlinear", "contrib")
+             "control", "legacy", "qlinear", "contrib", "training")
 _loaded = False
 # domains other than the default one whose ops have converters; their ops are keyed
 # `domain.OpType` in CONVERTERS (and listed so by supported_ops()), so a `com.microsoft`
 # QLinearAdd never shadows, or is shadowed by, a default-domain op of the same name
-CONTRIB_DOMAINS = ("com.microsoft",)
+CONTRIB_DOMAINS = ("com.microsoft", "ai.onnx.ml", "ai.onnx.preview.training")
 
 
 def qualified_name(op_type: str, domain: str = "") -> str:
@@ -70,7 +70,7 @@ def qualified_name(op_type: str, domain: str = "") -> str:
 def converter(op_type: str, *since_versions: int, domain: str = ""):
     """Register a converter for `op_type` (of `domain`, the default ONNX one unless given)
     from each opset version given. A contrib domain's ops are versioned by the model's
-    default-domain opset: ops of `com.microsoft` register at 1 and have one version."""
+    default-domain opset: their ops register at 1 and have one version."""
     if domain not in ("", "ai.onnx") and domain not in CONTRIB_DOMAINS:
         raise ValueError(f"unknown ONNX domain {domain!r}")
     key = qualified_name(op_type, domain)

@@ -7,6 +7,7 @@
 - Upsample (opsets 7-9, deprecated by Resize) is Resize with `asymmetric` coordinates and
   `floor` nearest rounding, as onnxruntime computes it;
 - GlobalLpPool is `(sum over the spatial axes of |x|^p)^(1/p)`;
+- LinearRegressor (ai.onnx.ml) is X C^T + intercepts;
 - MatMulInteger is the int32 matmul of the centred operands (`a_zero_point` per row of A,
   `b_zero_point` per column of B); `com.microsoft.MatMulInteger16` the int32 (uint32 for
   two uint16 operands) matmul of int16/uint16 operands.
@@ -159,3 +160,21 @@ def _matmul_integer16(ctx, inputs, attrs):
     out = "uint32" if dtypes == ("uint16", "uint16") else "int32"
     acc = _matmul(ctx, [ctx.call("cast", a, dtype="int64"), ctx.call("cast", b, dtype="int64")], {})
     return ctx.call("cast", acc, dtype=out)
+
+
+@converter("LinearRegressor", 1, domain="ai.onnx.ml")
+def _linear_regressor(ctx, inputs, attrs):
+    """ai.onnx.ml's LinearRegressor: Y = X C^T + intercepts, C the `coefficients` as a
+    (targets, features) matrix, in float32 (TVM v0.19: the same dense + bias). Only
+    post_transform NONE (onnxruntime's PROBIT is not converted, nor by TVM)."""
+    if attrs.get("post_transform", "NONE") != "NONE":
+        raise ctx.error(f"LinearRegressor post_transform \"{attrs['post_transform']}\" is not supported")
+    x = ctx.call("cast", inputs[0], dtype="float32")
+    if len(ctx.shape_of(x)) == 1:
+        x = ctx.call("expand_dims", x, axis=0)
+    targets = int(attrs.get("targets", 1))
+    coefficients = np.asarray(attrs.get("coefficients", []), "float32").reshape(targets, -1)
+    y = _dense(ctx, x, ctx.const(coefficients))
+    if attrs.get("intercepts"):
+        y = ctx.call("add", y, ctx.const(np.asarray(attrs["intercepts"], "float32")))
+    return y
