@@ -408,3 +408,31 @@ def test_optimiser_step_against_onnx_reference(op, states, attrs, step):
     for got in _ours(model, inputs):
         for e, g in zip(expected, got, strict=True):
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- qlinear.py: QAttention
+
+
+@pytest.mark.parametrize("mask_kind", ["2d", "1d", None])
+@pytest.mark.parametrize("unidirectional", [0, 1])
+@pytest.mark.parametrize("past_len", [0, 2])
+def test_qattention(mask_kind, unidirectional, past_len):
+    batch, seq, hidden, heads = 2, 3, 8, 2
+    x = RNG.integers(0, 255, (batch, seq, hidden)).astype("uint8")
+    inits = {"w": RNG.integers(-128, 127, (hidden, 3 * hidden)).astype("int8"),
+             "b": RNG.standard_normal(3 * hidden).astype("float32"),
+             "xs": np.float32(0.02), "ws": np.float32(0.01), "xz": np.uint8(128), "wz": np.int8(0)}
+    inputs = {"x": x}
+    names = ["x", "w", "b", "xs", "ws", "", "xz", "wz"]
+    if mask_kind == "2d":
+        inputs["m"] = np.array([[1] * (past_len + seq), [1] * (past_len + 1) + [0] * (seq - 1)], "int32")
+    elif mask_kind == "1d":
+        inputs["m"] = np.array([past_len + seq, past_len + 2], "int32")
+    if mask_kind:
+        names[5] = "m"
+    outs = [("y", "float32"), ("present", "float32")]
+    if past_len:
+        inputs["p"] = RNG.standard_normal((2, batch, heads, past_len, hidden // heads)).astype("float32")
+        names.append("p")
+    check([node("QAttention", names, [o for o, _ in outs], domain=MS, num_heads=heads, unidirectional=unidirectional)],
+          inputs, outs, inits=inits, atol=1e-4)
