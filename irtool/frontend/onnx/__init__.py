@@ -54,7 +54,7 @@ class OnnxOp:
 
 CONVERTERS: dict[str, OnnxOp] = {}
 _FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize", "signal", "indexing", "vision",
-             "control", "legacy", "qlinear", "contrib", "training")
+             "control", "legacy", "qlinear", "contrib", "training", "sequence")
 _loaded = False
 # domains other than the default one whose ops have converters; their ops are keyed
 # `domain.OpType` in CONVERTERS (and listed so by supported_ops()), so a `com.microsoft`
@@ -328,6 +328,10 @@ def _graph_opset(model, opset: int | None) -> int:
 
 def _input_type(value_info, shape: dict | None, dtype) -> TensorType:
     name = value_info.name
+    kind = value_info.type.WhichOneof("value")
+    if kind not in (None, "tensor_type"):
+        raise OnnxImportError(f"graph input `{name}` is a {kind.removesuffix('_type')}: irtool imports only tensor "
+                              "inputs (a sequence is a tuple built inside the graph, its length known at import)")
     ttype = value_info.type.tensor_type
     elem = ONNX_DTYPES.get(ttype.elem_type)
     if ttype.elem_type and elem is None:
