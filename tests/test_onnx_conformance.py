@@ -116,7 +116,10 @@ EXCEPTIONS: dict[str, str] = {
     "test_maxpool_3d_dilations_use_ref_impl": _3D_WINDOWS,
     "test_maxpool_3d_dilations_use_ref_impl_large": _3D_WINDOWS,
     **{name: _SEQUENCES for name in (
-        "test_loop13_seq", "test_sequence_insert_at_back", "test_sequence_insert_at_front",
+        "test_loop13_seq", "test_sequence_insert_at_back", "test_sequence_insert_at_front", "test_loop16_seq_none",
+        "test_optional_get_element_optional_tensor", "test_optional_get_element_optional_sequence",
+        "test_optional_get_element_sequence", "test_optional_has_element_tensor_input",
+        "test_optional_has_element_optional_input", "test_optional_has_element_empty_optional_input",
         *(f"test_sequence_map_{c}_expanded" for c in ("identity_1_sequence", "identity_2_sequences",
                                                       "identity_1_sequence_1_tensor", "add_2_sequences",
                                                       "add_1_sequence_1_tensor", "extract_shapes")))},

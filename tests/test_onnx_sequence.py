@@ -88,7 +88,7 @@ def test_a_sequence_graph_input_is_a_diagnostic():
     graph = helper.make_graph([node("SequenceLength", ["s"], ["n"])], "g", [_seq_out("s")],
                               [_tensor_out("n", TensorProto.INT64)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    with pytest.raises(OnnxImportError, match="graph input `s` is a sequence"):
+    with pytest.raises(OnnxImportError, match="graph input `s` is of sequence type"):
         from_onnx(model)
 
 
@@ -97,3 +97,29 @@ def test_a_run_time_position_is_a_diagnostic():
                    [_tensor_out("y")], inputs=(("x", X), ("p", np.zeros((), "float32"))))
     with pytest.raises(OnnxImportError, match="must be known at import time"):
         from_onnx(model)
+
+
+def test_optionals():
+    nodes = [node("Optional", ["x"], ["o"]), node("OptionalHasElement", ["o"], ["has"]),
+             node("OptionalGetElement", ["o"], ["y"]),
+             node("Optional", [], ["none"], type=helper.make_tensor_type_proto(TensorProto.FLOAT, None)),
+             node("OptionalHasElement", ["none"], ["has_none"]),
+             node("OptionalHasElement", [""], ["has_nothing"]),
+             node("OptionalHasElement", ["x"], ["has_tensor"]),       # opset 18: a tensor is present
+             node("OptionalGetElement", ["x"], ["x_itself"]),
+             node("SequenceConstruct", ["x"], ["s"]), node("Optional", ["s"], ["os"]),
+             node("OptionalGetElement", ["os"], ["s_back"])]
+    outs = [_tensor_out("has", TensorProto.BOOL), _tensor_out("y"), _tensor_out("has_none", TensorProto.BOOL),
+            _tensor_out("has_nothing", TensorProto.BOOL), _tensor_out("has_tensor", TensorProto.BOOL),
+            _tensor_out("x_itself"), _seq_out("s_back")]
+    model = helper.make_model(helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                            X.shape)], outs),
+                              opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    expected = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": X})
+    got = irtool.interpret(from_onnx(model)[0], {"x": X})
+    assert [bool(got[i]) for i in (0, 2, 3, 4)] == [bool(expected[i]) for i in (0, 2, 3, 4)] == [True, False, False,
+                                                                                               True]
+    np.testing.assert_array_equal(got[1], expected[1])
+    np.testing.assert_array_equal(got[5], expected[5])
+    assert len(got[6]) == len(expected[6]) == 1
+    np.testing.assert_array_equal(got[6][0], expected[6][0])

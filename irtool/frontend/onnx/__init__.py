@@ -126,6 +126,7 @@ class Context:
         self.env: dict = {}  # name -> expression, of the graph being converted
         self.table: dict = {}
         self._partial: dict[int, object] = {}
+        self.optionals: dict[int, Expr] = {}  # id -> the tuples that are ONNX optionals (sequence.py)
         from ...analysis.type_infer import TypeInferencer
 
         self._types = TypeInferencer()
@@ -330,8 +331,9 @@ def _input_type(value_info, shape: dict | None, dtype) -> TensorType:
     name = value_info.name
     kind = value_info.type.WhichOneof("value")
     if kind not in (None, "tensor_type"):
-        raise OnnxImportError(f"graph input `{name}` is a {kind.removesuffix('_type')}: irtool imports only tensor "
-                              "inputs (a sequence is a tuple built inside the graph, its length known at import)")
+        raise OnnxImportError(f"graph input `{name}` is of {kind.removesuffix('_type')} type: irtool imports only "
+                              "tensor inputs (a sequence or optional is a tuple built inside the graph, known at "
+                              "import)")
     ttype = value_info.type.tensor_type
     elem = ONNX_DTYPES.get(ttype.elem_type)
     if ttype.elem_type and elem is None:
@@ -466,7 +468,11 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
     ctx.table, ctx.env = table, env
     _convert_nodes(ctx, graph.node, opset)
     ctx.node = None
-    results = [env[o.name] for o in graph.output]
+    from .sequence import is_optional
+
+    # an optional graph output is its element (onnx's runners give the value itself)
+    results = [env[o.name].fields[0] if is_optional(ctx, env[o.name]) and len(env[o.name].fields) == 1
+               else env[o.name] for o in graph.output]
     body = results[0] if len(results) == 1 else ctx.typed(Tuple(results))
     fn = Function(input_vars + param_vars, body)
     return IRModule({"main": fn}), params

@@ -1,5 +1,7 @@
-"""ONNX sequence ops as TVM v0.19 converts them: a sequence is a Relay tuple of tensors, so
-its length and every position must be known at import.
+"""ONNX sequence and optional ops as TVM v0.19 converts them: a sequence is a Relay tuple of
+tensors, so its length and every position must be known at import; an optional is a tuple
+of no or one element (Optional, OptionalHasElement: a constant, OptionalGetElement), and a
+graph output that is an optional is its element.
 
 - SequenceConstruct / SequenceEmpty build the tuple; SequenceInsert / SequenceErase build
   a new one (position: a constant, default the end, negative from the end);
@@ -10,7 +12,7 @@ its length and every position must be known at import.
   number of pieces);
 - ConcatFromSequence: `concatenate`, or `stack` with new_axis=1.
 
-A graph input of a sequence type has no length, so such models are not imported.
+A graph input of a sequence or optional type has no length, so such models are not imported.
 """
 
 from __future__ import annotations
@@ -126,3 +128,41 @@ def _concat_from_sequence(ctx, inputs, attrs):
         return ctx.call("stack", _sequence(ctx, items), axis=axis)
     axis = axis + rank if axis < 0 else axis
     return ctx.call("concatenate", _sequence(ctx, items), axis=axis)
+
+
+# ----------------------------------------------------------------------------- optionals
+# An optional is a tuple of no or one element (TVM v0.19 makes Optional a SequenceConstruct);
+# the context remembers which tuples are optionals, so a one-element sequence is not read as one.
+
+
+def is_optional(ctx, expr) -> bool:
+    return id(expr) in ctx.optionals
+
+
+def _optional(ctx, items) -> Tuple:
+    opt = _sequence(ctx, items)
+    ctx.optionals[id(opt)] = opt  # the value keeps its id unique while it is remembered
+    return opt
+
+
+@converter("Optional", 15)
+def _optional_op(ctx, inputs, attrs):
+    return _optional(ctx, [inputs[0]] if inputs and inputs[0] is not None else [])
+
+
+@converter("OptionalHasElement", 15, 18)
+def _optional_has_element(ctx, inputs, attrs):
+    value = inputs[0] if inputs else None
+    present = value is not None and (not is_optional(ctx, value) or len(_fields(ctx, value)) == 1)
+    return ctx.const(present, "bool")
+
+
+@converter("OptionalGetElement", 15, 18)
+def _optional_get_element(ctx, inputs, attrs):
+    value = inputs[0]
+    if not is_optional(ctx, value):  # opset 18: a tensor or sequence is its own element
+        return value
+    items = _fields(ctx, value)
+    if not items:
+        raise ctx.error("OptionalGetElement of an empty optional")
+    return items[0]
