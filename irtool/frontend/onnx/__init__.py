@@ -54,12 +54,12 @@ class OnnxOp:
 
 CONVERTERS: dict[str, OnnxOp] = {}
 _FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize", "signal", "indexing", "vision",
-             "control", "legacy", "qlinear", "contrib", "training", "sequence")
+             "control", "legacy", "qlinear", "contrib", "training", "sequence", "aten")
 _loaded = False
 # domains other than the default one whose ops have converters; their ops are keyed
 # `domain.OpType` in CONVERTERS (and listed so by supported_ops()), so a `com.microsoft`
 # QLinearAdd never shadows, or is shadowed by, a default-domain op of the same name
-CONTRIB_DOMAINS = ("com.microsoft", "ai.onnx.ml", "ai.onnx.preview.training")
+CONTRIB_DOMAINS = ("com.microsoft", "ai.onnx.ml", "ai.onnx.preview.training", "org.pytorch.aten")
 
 
 def qualified_name(op_type: str, domain: str = "") -> str:
