@@ -251,7 +251,10 @@ NO_COUNTERPART = {
     "one_hot": "TVM 0.27's R.one_hot takes on/off values as PrimValues, which irtool's Relax table does not "
                "declare yet",
     **{op: f"TVM 0.27 has R.{op[len('vision.'):]} in R.vision, which irtool's Relax table does not declare yet"
-       for op in ("vision.roi_align", "vision.all_class_non_max_suppression")},
+       for op in ("vision.roi_align", "vision.roi_pool", "vision.all_class_non_max_suppression")},
+    "image.grid_sample": "TVM 0.27 has R.image.grid_sample, which irtool's Relax table does not declare yet",
+    "unique": "TVM 0.27's R.unique returns outputs as long as the unique count (Relay's: as the input, with "
+              "num_unique), which irtool's Relax table does not declare yet",
 }
 
 Converter = Callable[["_Translator", relay.Call, list], object]

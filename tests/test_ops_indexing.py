@@ -37,6 +37,7 @@ DECLS = {
     "scatter_nd": (("data", "indices", "updates"), [("mode", "str", "update")], O, "relax.scatter_nd"),
     "einsum": (("data",), [("equation", "str", REQUIRED)], I, "relax.einsum"),
     "argwhere": (("condition",), [], O, "relax.argwhere"),
+    "unique": (("data",), [("sorted", "bool", True), ("return_counts", "bool", False)], O, "relax.unique"),
 }
 
 
@@ -65,6 +66,38 @@ def run(name, *arrays, **attrs):
         assert len(value.shape) == len(ty.shape)
         assert all(d is ANY or d == s for d, s in zip(ty.shape, value.shape)), (value.shape, ty.shape)
     return out
+
+
+# ------------------------------------------------------------------ unique
+
+
+def test_unique_relation():
+    t = rel("unique", T((8,), "int64"), return_counts=True)
+    assert [(f.shape, f.dtype) for f in t.fields] == [((8,), "int64"), ((8,), "int32"), ((8,), "int32"),
+                                                     ((1,), "int32"), ((8,), "int32")]
+    assert len(rel("unique", T((Q,))).fields) == 4
+    assert "1-D" in rel_error("unique", T((2, 3)))
+
+
+@pytest.mark.parametrize("is_sorted", [True, False])
+def test_unique_against_a_loop(is_sorted):
+    x = RNG.integers(0, 6, size=11).astype("float32")
+    seen: list = []
+    for v in x:  # first-occurrence order, then sorted if asked
+        if v not in seen:
+            seen.append(v)
+    order = sorted(seen) if is_sorted else seen
+    values, first, inverse, count, counts = run("unique", x, sorted=is_sorted, return_counts=True)
+    k = len(order)
+    assert count.tolist() == [k]
+    assert values[:k].tolist() == order
+    assert first[:k].tolist() == [list(x).index(v) for v in order]
+    assert counts[:k].tolist() == [int(np.sum(x == v)) for v in order]
+    assert [order[i] for i in inverse] == list(x)
+    # TVM's documented example
+    out = run("unique", np.array([4, 5, 1, 2, 3, 3, 4, 5], "int32"), sorted=True)
+    assert out[0][:5].tolist() == [1, 2, 3, 4, 5] and out[1][:5].tolist() == [2, 3, 4, 0, 1]
+    assert out[2].tolist() == [3, 4, 0, 1, 2, 2, 3, 4]
 
 
 # ------------------------------------------------------------------ sort, argsort, topk

@@ -89,6 +89,49 @@ def test_roi_align_avg_against_onnxruntime(pooled, scale, ratio):
     np.testing.assert_allclose(nhwc, got.transpose(0, 2, 3, 1), rtol=1e-6)
 
 
+# ------------------------------------------------------------------ roi_pool
+
+
+def test_roi_pool_declaration_and_relation():
+    pool = lookup("vision.roi_pool")
+    assert pool.args == ("data", "rois")
+    assert [(a.name, a.kind, a.default) for a in pool.attrs] == [
+        ("pooled_size", "ints", REQUIRED), ("spatial_scale", "float", REQUIRED), ("layout", "str", "NCHW")]
+    assert pool.pattern == OpPattern.OUT_ELEMWISE_FUSABLE
+    assert_type(rel("vision.roi_pool", T((2, 3, 8, 8)), T((ANY, 5)), pooled_size=(2, 3), spatial_scale=1.0),
+                (ANY, 3, 2, 3), "float32")
+    assert_type(rel("vision.roi_pool", T((2, 8, 8, 3)), T((4, 5)), pooled_size=(2, 2), spatial_scale=0.5,
+                    layout="NHWC"), (4, 2, 2, 3), "float32")
+    assert "(R, 5)" in rel_error("vision.roi_pool", T((1, 3, 8, 8)), T((4, 4)), pooled_size=(2, 2), spatial_scale=1.0)
+
+
+def test_roi_pool_by_hand():
+    data = np.arange(16, dtype="float32").reshape(1, 1, 4, 4)
+    # roi (0,0)-(2,2) inclusive is 3x3 pixels; 2x2 bins of 1.5 pixels: [0,2) and [1,3) per side
+    out = lookup("vision.roi_pool").ref(data, np.array([[0, 0, 0, 2, 2]], "float32"), pooled_size=(2, 2),
+                                        spatial_scale=1.0)
+    np.testing.assert_array_equal(out[0, 0], [[5, 6], [9, 10]])
+    # a roi wholly outside the image: every bin is empty, so 0
+    out = lookup("vision.roi_pool").ref(data, np.array([[0, 9, 9, 12, 12]], "float32"), pooled_size=(1, 1),
+                                        spatial_scale=1.0)
+    assert out[0, 0, 0, 0] == 0
+
+
+@pytest.mark.parametrize("pooled, scale", [((2, 2), 1.0), ((3, 2), 0.5), ((1, 4), 0.25)])
+def test_roi_pool_against_onnxruntime(pooled, scale):
+    data = RNG.standard_normal((2, 3, 10, 12)).astype("float32")
+    corners = RNG.uniform(0, 11 / scale, size=(5, 4)).astype("float32")
+    rois = np.concatenate([RNG.integers(0, 2, (5, 1)).astype("float32"),
+                           np.minimum(corners[:, :2], corners[:, 2:]), np.maximum(corners[:, :2], corners[:, 2:])],
+                          axis=1)
+    (want,) = _ort("MaxRoiPool", [data, rois], ["float32"], pooled_shape=list(pooled), spatial_scale=scale)
+    got = lookup("vision.roi_pool").ref(data, rois, pooled_size=pooled, spatial_scale=scale)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    nhwc = lookup("vision.roi_pool").ref(data.transpose(0, 2, 3, 1), rois, pooled_size=pooled, spatial_scale=scale,
+                                         layout="NHWC")
+    np.testing.assert_allclose(nhwc, got.transpose(0, 2, 3, 1), rtol=1e-6)
+
+
 # ------------------------------------------------------------------ all_class_non_max_suppression
 
 
@@ -134,3 +177,42 @@ def test_nms_topi_rules():
     pair = np.array([[[0, 0, 2, 2], [0, 0, 2, 4]]], "float32")
     assert _nms(pair, np.array([[[0.9, 0.8]]], "float32"), 5, 0.5, 0.0).tolist() == [[0, 0, 0]]
     assert _nms(pair, np.array([[[0.9, 0.8]]], "float32"), 5, 0.51, 0.0).tolist() == [[0, 0, 0], [0, 0, 1]]
+
+
+# ------------------------------------------------------------------ image.grid_sample
+
+
+def test_grid_sample_declaration_and_relation():
+    gs = lookup("image.grid_sample")
+    assert gs.args == ("data", "grid")
+    assert [(a.name, a.default) for a in gs.attrs] == [("method", "bilinear"), ("layout", "NCHW"),
+                                                       ("padding_mode", "zeros"), ("align_corners", True)]
+    assert gs.pattern == OpPattern.INJECTIVE
+    assert_type(rel("image.grid_sample", T((2, 3, 8, 9)), T((2, 2, 4, ANY))), (2, 3, 4, ANY), "float32")
+    assert "(N, 2, H, W)" in rel_error("image.grid_sample", T((2, 3, 8, 9)), T((2, 3, 4, 4)))
+    assert "method" in rel_error("image.grid_sample", T((2, 3, 8, 9)), T((2, 2, 4, 4)), method="area")
+
+
+def test_grid_sample_by_hand():
+    data = np.arange(12, dtype="float32").reshape(1, 1, 3, 4)
+    ref = lookup("image.grid_sample").ref
+    corners = np.array([-1.0, 1.0], "float32")
+    grid = np.stack(np.meshgrid(corners, corners)[::1], axis=0)[None]  # x then y
+    # align_corners: the extremes are the corner pixels' centres
+    np.testing.assert_array_equal(ref(data, grid, align_corners=True)[0, 0], [[0, 3], [8, 11]])
+    # not aligned: they are the corners' outer edges, half zeros in bilinear with zero padding
+    np.testing.assert_allclose(ref(data, grid, align_corners=False)[0, 0], [[0, 0.75], [2, 11 / 4]])
+    np.testing.assert_array_equal(ref(data, grid, align_corners=False, padding_mode="border")[0, 0], [[0, 3], [8, 11]])
+
+
+@pytest.mark.parametrize("method, onnx_mode", [("bilinear", "linear"), ("nearest", "nearest"), ("bicubic", "cubic")])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_against_onnxruntime(method, onnx_mode, padding_mode):
+    data = RNG.standard_normal((2, 3, 6, 5)).astype("float32")
+    grid = RNG.uniform(-1.5, 1.5, (2, 4, 3, 2)).astype("float32")
+    for align in (0, 1):
+        (want,) = _ort("GridSample", [data, grid], ["float32"], opset=20, mode=onnx_mode, padding_mode=padding_mode,
+                       align_corners=align)
+        got = lookup("image.grid_sample").ref(data, grid.transpose(0, 3, 1, 2), method=method,
+                                              padding_mode=padding_mode, align_corners=bool(align))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -1,5 +1,13 @@
 """Sorting and scanning operators: sort, argsort, topk (src/relay/op/algorithm/*.cc of TVM
-v0.19) and cumsum (ScanopAttrs, src/relay/op/tensor/transform.cc).
+v0.19), cumsum (ScanopAttrs, src/relay/op/tensor/transform.cc) and unique (UniqueAttrs,
+src/relay/op/tensor/transform.cc).
+
+unique(data, sorted=True, return_counts=False) of a 1-D tensor of N elements gives
+(unique, indices, inverse_indices, num_unique[, counts]), all N long but for num_unique
+(1,): only the first num_unique elements of unique/indices/counts are meaningful (here
+0s follow). `unique` is in ascending order (sorted) or in order of first occurrence,
+`indices` the first occurrence of each, `inverse_indices` each element's position in
+`unique`; the index outputs are int32.
 
 The references sort stably, as TOPI's CPU sort (std::stable_sort): equal elements keep
 their order, in descending order too (what ONNX's TopK asks: the lower index first). The
@@ -85,6 +93,38 @@ def _cumsum_ref(data, axis=None, dtype="", exclusive=False):
     return _cumsum(data, axis, dtype, bool(exclusive))
 
 
+def unique_rel(args, attrs):
+    t = tensor_arg(args, 0, "data")
+    if len(t.shape) != 1:
+        raise TypeRelError(f"unique needs a 1-D tensor, got rank {len(t.shape)}")
+    n = t.shape[0]
+    fields = [TensorType((n,), t.dtype), TensorType((n,), "int32"), TensorType((n,), "int32"),
+              TensorType((1,), "int32")]
+    if attrs["return_counts"]:
+        fields.append(TensorType((n,), "int32"))
+    return TupleType(fields)
+
+
+def _unique(data, sorted=True, return_counts=False):  # noqa: A002 - TVM's attribute name
+    values, first, inverse, counts = np.unique(data, return_index=True, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    if not sorted:  # order of first occurrence
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        values, first, counts, inverse = values[order], first[order], counts[order], rank[inverse]
+    n, k = len(data), len(values)
+
+    def padded(a, dtype):
+        out = np.zeros(n, dtype)
+        out[:k] = a
+        return out
+
+    result = (padded(values, data.dtype), padded(first, "int32"), inverse.astype("int32"),
+              np.array([k], "int32"))
+    return result + (padded(counts, "int32"),) if return_counts else result
+
+
 SORT = (AttrSpec("axis", "int", -1), AttrSpec("is_ascend", "bool", True))
 
 # one line per op: name, arguments, relation, pattern, reference, attributes
@@ -96,4 +136,6 @@ register(
                  AttrSpec("is_ascend", "bool", False), AttrSpec("dtype", "dtype", "int32"))),
     OpDef("cumsum", ("data",), cumsum_rel, O, _cumsum_ref,
           attrs=(AttrSpec("axis", "int?", None), AttrSpec("dtype", "dtype", ""), AttrSpec("exclusive", "bool", False))),
+    OpDef("unique", ("data",), unique_rel, O, _unique,
+          attrs=(AttrSpec("sorted", "bool", True), AttrSpec("return_counts", "bool", False))),
 )

@@ -4,7 +4,7 @@ float32, the result cast to `out_dtype` (the input's dtype when unset) by trunca
 
 from __future__ import annotations
 
-from ..ir.types import TensorType
+from ..ir.types import ANY, TensorType
 from .common import fmt_type, np, tensor_arg
 from .registry import AttrSpec, OpDef, OpPattern, TypeRelError, register
 
@@ -173,4 +173,96 @@ register(
                  AttrSpec("rounding_method", "str", "round"), AttrSpec("cubic_alpha", "float", -0.5),
                  AttrSpec("cubic_exclude", "int", 0), AttrSpec("extrapolation_value", "float", 0.0),
                  AttrSpec("out_dtype", "dtype", ""))),
+)
+
+
+# ----------------------------------------------------------------------------- grid_sample
+
+GRID_METHODS = ("bilinear", "nearest", "bicubic")
+PADDING_MODES = ("zeros", "border", "reflection")
+
+
+def grid_sample_rel(args, attrs):
+    """TVM's GridSampleRel (2-D): data (N, C, H, W), grid (N, 2, oH, oW) -> (N, C, oH, oW)."""
+    data, grid = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "grid")
+    if len(data.shape) != 4 or len(grid.shape) != 4:
+        raise TypeRelError(f"image.grid_sample needs 4-D data and grid, got {fmt_type(data)} and {fmt_type(grid)}")
+    if grid.shape[1] not in (2, ANY):
+        raise TypeRelError(f"image.grid_sample needs a grid of shape (N, 2, H, W), got {fmt_type(grid)}")
+    if attrs["layout"] != "NCHW":
+        raise TypeRelError(f'image.grid_sample layout must be "NCHW", got "{attrs["layout"]}"')
+    for key, allowed in (("method", GRID_METHODS), ("padding_mode", PADDING_MODES)):
+        if attrs[key] not in allowed:
+            listed = ", ".join(f'"{a}"' for a in allowed)
+            raise TypeRelError(f'image.grid_sample {key} must be one of {listed}, got "{attrs[key]}"')
+    return TensorType((data.shape[0], data.shape[1], grid.shape[2], grid.shape[3]), data.dtype)
+
+
+def _reflect(x, size: int, align_corners: bool):
+    """TOPI's _reflect_coordinates: fold x into [start, start + span] by mirroring."""
+    span, start = (size - 1, 0.0) if align_corners else (size, -0.5)
+    if span <= 0:
+        return np.zeros_like(x)
+    dist = np.abs(x - start)
+    flips = np.trunc(dist / span)
+    extra = dist - flips * span
+    mirrored = np.where(flips % 2 == 0, extra + start, span - extra + start)
+    return np.where((x >= start) & (x <= span + start), x, mirrored)
+
+
+def _grid_sample(data, grid, method="bilinear", layout="NCHW", padding_mode="zeros", align_corners=True):
+    """TOPI's _grid_sample_2d: the grid's (x, y) in [-1, 1] unnormalised to pixels, moved
+    inside by `padding_mode` (bicubic: its taps), then sampled; pixels outside are 0."""
+    n, c, h, w = data.shape
+    img = data.astype(np.float64)
+    gx, gy = grid[:, 0].astype(np.float64), grid[:, 1].astype(np.float64)  # (N, oH, oW)
+    if align_corners:
+        y, x = (gy + 1) * (h - 1) / 2, (gx + 1) * (w - 1) / 2
+    else:
+        y, x = -0.5 + (gy + 1) * h / 2, -0.5 + (gx + 1) * w / 2
+    batch = np.arange(n)[:, None, None]
+
+    def pixel(yi, xi):  # (N, C, oH, oW), 0 outside the image
+        yi, xi = yi.astype(np.int64), xi.astype(np.int64)
+        inside = (yi >= 0) & (xi >= 0) & (yi < h) & (xi < w)
+        v = img[batch, :, np.clip(yi, 0, h - 1), np.clip(xi, 0, w - 1)]  # (N, oH, oW, C)
+        return np.where(inside[..., None], v, 0.0).transpose(0, 3, 1, 2)
+
+    def inside(v, size):
+        if padding_mode == "reflection":
+            v = _reflect(v, size, align_corners)
+        return np.clip(v, 0, size - 1) if padding_mode in ("border", "reflection") else v
+
+    if method == "bicubic":
+        a = -0.75
+        fy, fx = np.floor(y), np.floor(x)
+        ty, tx = (y - fy)[:, None], (x - fx)[:, None]
+
+        def weights(t):
+            near = lambda d: ((a + 2) * d - (a + 3)) * d * d + 1  # noqa: E731
+            far = lambda d: ((a * d - 5 * a) * d + 8 * a) * d - 4 * a  # noqa: E731
+            return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+        wy, wx = weights(ty), weights(tx)
+        out = 0.0
+        for i in range(4):
+            yi = inside(fy - 1 + i, h)
+            row = sum(pixel(yi, inside(fx - 1 + j, w)) * wx[j] for j in range(4))
+            out = out + row * wy[i]
+    else:
+        y, x = inside(y, h), inside(x, w)
+        if method == "nearest":
+            out = pixel(np.rint(y), np.rint(x))
+        else:
+            y0, x0 = np.floor(y), np.floor(x)
+            ly, lx = (y - y0)[:, None], (x - x0)[:, None]
+            out = (pixel(y0, x0) * (1 - ly) * (1 - lx) + pixel(y0, x0 + 1) * (1 - ly) * lx
+                   + pixel(y0 + 1, x0) * ly * (1 - lx) + pixel(y0 + 1, x0 + 1) * ly * lx)
+    return np.asarray(out).astype(data.dtype).reshape(n, c, *grid.shape[2:])
+
+
+register(
+    OpDef("image.grid_sample", ("data", "grid"), grid_sample_rel, OpPattern.INJECTIVE, _grid_sample,
+          attrs=(AttrSpec("method", "str", "bilinear"), AttrSpec("layout", "str", "NCHW"),
+                 AttrSpec("padding_mode", "str", "zeros"), AttrSpec("align_corners", "bool", True))),
 )

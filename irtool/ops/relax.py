@@ -42,11 +42,14 @@ Registry (Relay) operators with no Relax counterpart in TVM 0.27, Relay-only:
     reinterpret, copy, annotation.stop_fusion, nn.bias_add, nn.dense, nn.matmul, nn.batch_matmul,
     nn.global_avg_pool2d, nn.global_max_pool2d, nn.lrn,
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile,
-    argwhere, one_hot, vision.roi_align, vision.all_class_non_max_suppression
+    argwhere, one_hot, vision.roi_align, vision.roi_pool, vision.all_class_non_max_suppression,
+    image.grid_sample, unique
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
 R.max over the spatial axes ...; the dyn.* ops' shapes would be R.tensor_to_shape values. TVM 0.27
 has R.nonzero (argwhere transposed, int64), R.one_hot (on/off values as PrimValues),
-R.vision.roi_align and R.vision.all_class_non_max_suppression; this table does not declare them yet.)
+R.vision.roi_align, R.vision.roi_pool, R.vision.all_class_non_max_suppression,
+R.image.grid_sample and R.unique (whose outputs have the unique count's length, not N);
+this table does not declare them yet.)
 `RELAY_ONLY` lists them; a test keeps it in step with the registry.
 
 Where Relax's semantics differ from the Relay operator it maps to, `convert` bridges them:
@@ -122,7 +125,8 @@ ARG_KINDS = ("tensor", "tensors", "shape", "prim", "prims")
 RELAY_ONLY = ("reinterpret", "copy", "annotation.stop_fusion", "nn.bias_add", "nn.dense", "nn.matmul",
               "nn.batch_matmul", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
               "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile",
-              "argwhere", "one_hot", "vision.roi_align", "vision.all_class_non_max_suppression")
+              "argwhere", "one_hot", "vision.roi_align", "vision.roi_pool", "vision.all_class_non_max_suppression",
+              "image.grid_sample", "unique")
 
 
 # ----------------------------------------------------------------------------- the declaration

@@ -1,4 +1,4 @@
-"""Vision operators: `vision.roi_align` and `vision.all_class_non_max_suppression`, as TVM
+"""Vision operators: `vision.roi_align`, `vision.roi_pool` and `vision.all_class_non_max_suppression`, as TVM
 v0.19 defines them (src/relay/op/vision/rcnn_op.cc, nms.cc) and TOPI computes them
 (python/tvm/topi/vision/rcnn/roi_align.py, vision/nms.py).
 
@@ -8,6 +8,11 @@ v0.19 defines them (src/relay/op/vision/rcnn_op.cc, nms.cc) and TOPI computes th
         least 1x1, samples `sample_ratio` (or ceil(roi size / pooled size)) points per bin
         side at the sub-bin centres; a sample beyond one pixel outside the image is 0, else
         it is clamped to the image
+    roi_pool(data, rois, pooled_size, spatial_scale, layout)
+        rois (R, 5) as for roi_align; TOPI (rcnn/roi_pool.py) rounds the scaled corners to
+        whole pixels, makes the roi at least 1x1 (end inclusive), splits it into
+        pooled_size bins of [floor(i * bin), ceil((i + 1) * bin)) pixels, clipped to the
+        image; each output the max of its bin, 0 for an empty bin
     all_class_non_max_suppression(boxes, scores, max_output_boxes_per_class,
                                   iou_threshold, score_threshold, output_format="onnx")
         boxes (B, N, 4) as two corners, scores (B, C, N); per batch and class the boxes
@@ -17,7 +22,7 @@ v0.19 defines them (src/relay/op/vision/rcnn_op.cc, nms.cc) and TOPI computes th
         only the first `count` rows are meaningful. TOPI selects nothing when
         iou_threshold <= 0, and only a box of positive score can be suppressed.
 
-Both are opaque to irtool's lowering (no compute definition yet).
+All three are opaque to irtool's lowering (no compute definition yet).
 """
 
 from __future__ import annotations
@@ -78,6 +83,34 @@ def _roi_align(data, rois, pooled_size, spatial_scale, sample_ratio=-1, layout="
                                     x0 + j * bin_w + sub_x)
                 out[r, :, i, j] = samples.mean(axis=(1, 2)) if mode == "avg" else samples.max(axis=(1, 2))
     out = out.astype(data.dtype)
+    return out.transpose(0, 2, 3, 1) if layout == "NHWC" else out
+
+
+def roi_pool_rel(args, attrs):
+    return roi_align_rel(args, {"pooled_size": attrs["pooled_size"], "layout": attrs["layout"], "mode": "max"})
+
+
+def _round_half_away(x: float) -> int:
+    """TOPI's `te.round` of a roi corner (std::round: halves away from zero)."""
+    return int(math.copysign(math.floor(abs(x) + 0.5), x))
+
+
+def _roi_pool(data, rois, pooled_size, spatial_scale, layout="NCHW"):
+    image = data.transpose(0, 3, 1, 2) if layout == "NHWC" else data
+    _, channels, height, width = image.shape
+    ph, pw = pooled_size
+    out = np.zeros((rois.shape[0], channels, ph, pw), data.dtype)
+    for r, roi in enumerate(rois.astype(np.float64)):
+        x0, y0, x1, y1 = (_round_half_away(v * spatial_scale) for v in roi[1:5])
+        bin_h, bin_w = max(y1 - y0 + 1, 1) / ph, max(x1 - x0 + 1, 1) / pw
+        for i in range(ph):
+            hs = min(max(math.floor(i * bin_h) + y0, 0), height)
+            he = min(max(math.ceil((i + 1) * bin_h) + y0, 0), height)
+            for j in range(pw):
+                ws = min(max(math.floor(j * bin_w) + x0, 0), width)
+                we = min(max(math.ceil((j + 1) * bin_w) + x0, 0), width)
+                if he > hs and we > ws:
+                    out[r, :, i, j] = image[int(roi[0]), :, hs:he, ws:we].max(axis=(1, 2))
     return out.transpose(0, 2, 3, 1) if layout == "NHWC" else out
 
 
@@ -144,6 +177,9 @@ register(
           attrs=(AttrSpec("pooled_size", "ints", REQUIRED), AttrSpec("spatial_scale", "float", REQUIRED),
                  AttrSpec("sample_ratio", "int", -1), AttrSpec("layout", "str", "NCHW"),
                  AttrSpec("mode", "str", "avg"))),
+    OpDef("vision.roi_pool", ("data", "rois"), roi_pool_rel, OpPattern.OUT_ELEMWISE_FUSABLE, _roi_pool,
+          attrs=(AttrSpec("pooled_size", "ints", REQUIRED), AttrSpec("spatial_scale", "float", REQUIRED),
+                 AttrSpec("layout", "str", "NCHW"))),
     OpDef("vision.all_class_non_max_suppression",
           ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold"), nms_rel,
           OpPattern.OPAQUE, _all_class_nms, attrs=(AttrSpec("output_format", "str", "onnx"),)),

@@ -54,14 +54,29 @@ class OnnxOp:
 
 CONVERTERS: dict[str, OnnxOp] = {}
 _FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize", "signal", "indexing", "vision",
-             "control")
+             "control", "legacy", "qlinear", "contrib", "training", "sequence", "aten")
 _loaded = False
+# domains other than the default one whose ops have converters; their ops are keyed
+# `domain.OpType` in CONVERTERS (and listed so by supported_ops()), so a `com.microsoft`
+# QLinearAdd never shadows, or is shadowed by, a default-domain op of the same name
+CONTRIB_DOMAINS = ("com.microsoft", "ai.onnx.ml", "ai.onnx.preview.training", "org.pytorch.aten")
 
 
-def converter(op_type: str, *since_versions: int):
-    """Register a converter for `op_type` from each opset version given."""
+def qualified_name(op_type: str, domain: str = "") -> str:
+    """The CONVERTERS key of `op_type` in `domain`."""
+    return op_type if domain in ("", "ai.onnx") else f"{domain}.{op_type}"
+
+
+def converter(op_type: str, *since_versions: int, domain: str = ""):
+    """Register a converter for `op_type` (of `domain`, the default ONNX one unless given)
+    from each opset version given. A contrib domain's ops are versioned by the model's
+    default-domain opset: their ops register at 1 and have one version."""
+    if domain not in ("", "ai.onnx") and domain not in CONTRIB_DOMAINS:
+        raise ValueError(f"unknown ONNX domain {domain!r}")
+    key = qualified_name(op_type, domain)
+
     def register(fn: Callable) -> Callable:
-        op = CONVERTERS.setdefault(op_type, OnnxOp(op_type))
+        op = CONVERTERS.setdefault(key, OnnxOp(key))
         for v in since_versions or (1,):
             op.versions[v] = fn
         return fn
@@ -111,6 +126,7 @@ class Context:
         self.env: dict = {}  # name -> expression, of the graph being converted
         self.table: dict = {}
         self._partial: dict[int, object] = {}
+        self.optionals: dict[int, Expr] = {}  # id -> the tuples that are ONNX optionals (sequence.py)
         from ...analysis.type_infer import TypeInferencer
 
         self._types = TypeInferencer()
@@ -313,6 +329,11 @@ def _graph_opset(model, opset: int | None) -> int:
 
 def _input_type(value_info, shape: dict | None, dtype) -> TensorType:
     name = value_info.name
+    kind = value_info.type.WhichOneof("value")
+    if kind not in (None, "tensor_type"):
+        raise OnnxImportError(f"graph input `{name}` is of {kind.removesuffix('_type')} type: irtool imports only "
+                              "tensor inputs (a sequence or optional is a tuple built inside the graph, known at "
+                              "import)")
     ttype = value_info.type.tensor_type
     elem = ONNX_DTYPES.get(ttype.elem_type)
     if ttype.elem_type and elem is None:
@@ -342,12 +363,13 @@ def _input_type(value_info, shape: dict | None, dtype) -> TensorType:
 
 def _implementation(table: dict, node, opset: int):
     """The node's converter at `opset`, or None for an op imported as its ONNX function."""
-    op = table.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+    op = table.get(qualified_name(node.op_type, node.domain))
     return op.implementation(opset) if op is not None else None
 
 
 def _check_supported(nodes, table: dict, opset: int) -> None:
-    unsupported = sorted({n.op_type for n in nodes if _implementation(table, n, opset) is None
+    unsupported = sorted({qualified_name(n.op_type, n.domain) for n in nodes
+                          if _implementation(table, n, opset) is None
                           and not functions.is_function_op(n.op_type, opset, n.domain)})
     if unsupported:
         raise OnnxImportError(f"the model uses operators irtool cannot import (opset {opset}): "
@@ -446,7 +468,11 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
     ctx.table, ctx.env = table, env
     _convert_nodes(ctx, graph.node, opset)
     ctx.node = None
-    results = [env[o.name] for o in graph.output]
+    from .sequence import is_optional
+
+    # an optional graph output is its element (onnx's runners give the value itself)
+    results = [env[o.name].fields[0] if is_optional(ctx, env[o.name]) and len(env[o.name].fields) == 1
+               else env[o.name] for o in graph.output]
     body = results[0] if len(results) == 1 else ctx.typed(Tuple(results))
     fn = Function(input_vars + param_vars, body)
     return IRModule({"main": fn}), params
@@ -471,5 +497,5 @@ def load_model(path: str):
     return model
 
 
-__all__ = ["CONVERTERS", "Context", "Dim", "OnnxImportError", "converter", "converters", "from_onnx", "load_model",
-           "supported_ops"]
+__all__ = ["CONTRIB_DOMAINS", "CONVERTERS", "Context", "Dim", "OnnxImportError", "converter", "converters",
+           "from_onnx", "load_model", "qualified_name", "supported_ops"]

@@ -9,6 +9,8 @@ Each is converted as TVM v0.19's `relay.frontend.onnx` converts it:
   known at import;
 - OneHot: `one_hot` with off/on taken from `values`, negative indices first moved up by
   `depth` (known at import), the result in the dtype of `values`;
+- Unique: Relay's `unique` of the flattened (or 1-D) input, trimmed to its `num_unique`
+  elements by `dyn.strided_slice` (`?` long, like NonZero's columns);
 - NonZero: `transpose(cast(argwhere(x), int64))`: the number of columns is `?` until the
   program runs;
 - IsInf: `isinf`, multiplied by `x > 0` / `x < 0` when one sign is not detected;
@@ -112,6 +114,30 @@ def _one_hot(ctx, inputs, attrs):
 def _non_zero(ctx, inputs, attrs):
     found = ctx.call("cast", ctx.call("argwhere", inputs[0]), dtype="int64")
     return ctx.call("transpose", found, axes=(1, 0))
+
+
+@converter("Unique", 11)
+def _unique(ctx, inputs, attrs):
+    """Relay's `unique` (1-D, with counts) of the flattened input, its unique values, first
+    indices and counts cut to their first `num_unique` elements by `dyn.strided_slice`
+    (`?` long until the program runs), every index output cast to int64, as TVM v0.19
+    converts it. Like TVM, `axis` is supported only on 1-D input."""
+    x = inputs[0]
+    shape = ctx.shape_of(x)
+    axis = attrs.get("axis")
+    if axis is not None and (len(shape) != 1 or int(axis) not in (0, -1)):
+        raise ctx.error(f"Unique along an axis is supported for 1-D input only, got shape {list(shape)} "
+                        f"and axis {axis}")
+    if len(shape) != 1:
+        x = ctx.call("reshape", x, newshape=(-1,))
+    found = ctx.call("unique", x, sorted=bool(attrs.get("sorted", 1)), return_counts=True)
+    values, first, inverse, count, counts = (ctx.typed(TupleGetItem(found, i)) for i in range(5))
+
+    def cut(t):
+        return ctx.call("dyn.strided_slice", t, ctx.const([0], "int32"), count, ctx.const([1], "int32"))
+
+    return [cut(values), ctx.call("cast", cut(first), dtype="int64"), ctx.call("cast", inverse, dtype="int64"),
+            ctx.call("cast", cut(counts), dtype="int64")]
 
 
 @converter("IsNaN", 9, 13, 20)

@@ -1,4 +1,5 @@
-"""ONNX detection ops: RoiAlign and NonMaxSuppression, as TVM v0.19's frontend converts them.
+"""ONNX detection ops: RoiAlign, MaxRoiPool, NonMaxSuppression and MaxUnpool, as TVM
+v0.19's frontend converts them.
 
 - RoiAlign: the batch indices become the first column of the rois (cast to their dtype)
   for `vision.roi_align`. TVM v0.19 ignores opset 16's `coordinate_transformation_mode`
@@ -13,6 +14,8 @@
   absent or constant-0 limit gives the empty (0, 3) result here (a run-time 0 still means
   no limit); TOPI selects nothing when iou_threshold <= 0 (ONNX then suppresses any
   overlap) and suppresses at IoU == iou_threshold (ONNX only above it).
+- MaxRoiPool: `vision.roi_pool` (TOPI's: corners rounded to whole pixels, max per bin).
+- MaxUnpool: a `scatter_elements` of the flattened values into flat zeros, reshaped.
 """
 
 from __future__ import annotations
@@ -78,3 +81,66 @@ def _non_max_suppression(ctx, inputs, attrs):
     out = ctx.call("vision.all_class_non_max_suppression", boxes, scores, limit, iou, score)
     rows, count = (ctx.typed(TupleGetItem(out, i)) for i in range(2))
     return ctx.call("dyn.strided_slice", rows, ctx.const([0], "int64"), count, ctx.const([1], "int64"))
+
+
+@converter("MaxRoiPool", 1)
+def _max_roi_pool(ctx, inputs, attrs):
+    """`vision.roi_pool`: ONNX's rois already carry the batch index in their first column."""
+    pooled = attrs.get("pooled_shape")
+    if not pooled or len(pooled) != 2:
+        raise ctx.error("MaxRoiPool needs a two-element pooled_shape")
+    return ctx.call("vision.roi_pool", inputs[0], inputs[1], pooled_size=tuple(int(p) for p in pooled),
+                    spatial_scale=float(attrs.get("spatial_scale", 1.0)))
+
+
+@converter("MaxUnpool", 9, 11)
+def _max_unpool(ctx, inputs, attrs):
+    """The values scattered at their (whole-tensor flat) indices into zeros of the unpooled
+    shape, per spatial axis (in - 1) * stride + kernel - pad_begin - pad_end, then, with an
+    `output_shape` input (a constant), padded with zeros at the end of each axis up to it.
+    That is onnx's reference and backend test; TVM v0.19 (and onnxruntime) instead read
+    the indices as addressing `output_shape`, which places the values elsewhere."""
+    x, indices = inputs[0], inputs[1]
+    shape = ctx.shape_of(x)
+    if not all(isinstance(d, int) for d in shape):
+        raise ctx.error(f"MaxUnpool needs a static input shape, got {list(shape)}")
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    spatial = len(kernel)
+    strides = [int(s) for s in attrs.get("strides", [1] * spatial)]
+    pads = [int(p) for p in attrs.get("pads", [0] * 2 * spatial)]
+    unpooled = list(shape[:2]) + [(shape[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[spatial + i]
+                                  for i in range(spatial)]
+    zeros = ctx.const(np.zeros(int(np.prod(unpooled)), ctx.type_of(x).dtype))
+    flat = ctx.call("scatter_elements", zeros, ctx.call("reshape", indices, newshape=(-1,)),
+                    ctx.call("reshape", x, newshape=(-1,)), axis=0)
+    y = ctx.call("reshape", flat, newshape=tuple(unpooled))
+    given = inputs[2] if len(inputs) > 2 else None
+    if given is None:
+        return y
+    out_shape = [int(d) for d in ctx.required_value(given, "MaxUnpool's output_shape")]
+    if len(out_shape) != len(unpooled) or any(o < u for o, u in zip(out_shape, unpooled)):
+        raise ctx.error(f"MaxUnpool output_shape {out_shape} is smaller than the unpooled shape {unpooled}")
+    if out_shape == unpooled:
+        return y
+    return ctx.call("nn.pad", y, ctx.const(0, ctx.type_of(x).dtype),
+                    pad_width=tuple((0, o - u) for o, u in zip(out_shape, unpooled)))
+
+
+_GRID_MODES = {"bilinear": "bilinear", "linear": "bilinear", "nearest": "nearest", "bicubic": "bicubic",
+               "cubic": "bicubic"}
+
+
+@converter("GridSample", 16, 20)
+def _grid_sample(ctx, inputs, attrs):
+    """`image.grid_sample` of the grid moved from ONNX's (N, H, W, 2) to (N, 2, H, W), as
+    TVM v0.19 converts it; opset 20's names `linear`/`cubic` are bilinear/bicubic. 2-D only
+    (TVM's 3-D grid_sample has no bicubic and irtool does not declare it)."""
+    data, grid = inputs
+    if len(ctx.shape_of(data)) != 4:
+        raise ctx.error(f"GridSample supports 4-D (2-D spatial) input only, got shape {list(ctx.shape_of(data))}")
+    mode = attrs.get("mode", "bilinear" if ctx.opset < 20 else "linear")
+    if mode not in _GRID_MODES:
+        raise ctx.error(f"GridSample mode \"{mode}\" is not supported")
+    return ctx.call("image.grid_sample", data, ctx.call("transpose", grid, axes=(0, 3, 1, 2)),
+                    method=_GRID_MODES[mode], padding_mode=attrs.get("padding_mode", "zeros"),
+                    align_corners=bool(attrs.get("align_corners", 0)))

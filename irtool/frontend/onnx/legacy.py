@@ -1,0 +1,180 @@
+"""Deprecated and experimental ONNX ops TVM v0.19 still converts, and the integer matmuls.
+
+- Affine, Scale, ScaledTanh, ParametricSoftplus, FC, SpatialBN are ONNX's early
+  "experimental" ops (Caffe2's), no longer in onnx's schemas: `alpha * x + beta`,
+  `scale * x`, `alpha * tanh(beta * x)`, `alpha * log(1 + exp(beta * x))`, Caffe2's FC and
+  BatchNormalization;
+- Upsample (opsets 7-9, deprecated by Resize) is Resize with `asymmetric` coordinates and
+  `floor` nearest rounding, as onnxruntime computes it;
+- GlobalLpPool is `(sum over the spatial axes of |x|^p)^(1/p)`;
+- LinearRegressor (ai.onnx.ml) is X C^T + intercepts;
+- MatMulInteger is the int32 matmul of the centred operands (`a_zero_point` per row of A,
+  `b_zero_point` per column of B); `com.microsoft.MatMulInteger16` the int32 (uint32 for
+  two uint16 operands) matmul of int16/uint16 operands.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.types import ANY
+from . import converter
+from .nn import _batch_norm, _dense, _matmul
+
+
+def _scalar(ctx, value, like):
+    return ctx.const(value, ctx.type_of(like).dtype)
+
+
+@converter("Affine", 1)
+def _affine(ctx, inputs, attrs):
+    x = inputs[0]
+    scaled = ctx.call("multiply", x, _scalar(ctx, float(attrs.get("alpha", 1.0)), x))
+    return ctx.call("add", scaled, _scalar(ctx, float(attrs.get("beta", 0.0)), x))
+
+
+@converter("Scale", 1)
+def _scale(ctx, inputs, attrs):
+    return ctx.call("multiply", inputs[0], _scalar(ctx, float(attrs.get("scale", 1.0)), inputs[0]))
+
+
+@converter("ScaledTanh", 1)
+def _scaled_tanh(ctx, inputs, attrs):
+    x = inputs[0]
+    inner = ctx.call("tanh", ctx.call("multiply", x, _scalar(ctx, float(attrs.get("beta", 1.0)), x)))
+    return ctx.call("multiply", inner, _scalar(ctx, float(attrs.get("alpha", 1.0)), x))
+
+
+@converter("ParametricSoftplus", 1)
+def _parametric_softplus(ctx, inputs, attrs):
+    x = inputs[0]
+    exp = ctx.call("exp", ctx.call("multiply", x, _scalar(ctx, float(attrs.get("beta", 1.0)), x)))
+    soft = ctx.call("log", ctx.call("add", exp, _scalar(ctx, 1.0, x)))
+    return ctx.call("multiply", soft, _scalar(ctx, float(attrs.get("alpha", 1.0)), x))
+
+
+def _flatten_at(ctx, x, axis: int, what: str):
+    shape = ctx.shape_of(x)
+    axis = axis + len(shape) if axis < 0 else axis
+    if ANY in shape or not 0 <= axis <= len(shape):
+        raise ctx.error(f"FC needs a static {what} with axis in range, got shape {list(shape)} and axis {axis}")
+    return ctx.call("reshape", x, newshape=(int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))
+
+
+@converter("FC", 1)
+def _fc(ctx, inputs, attrs):
+    """Caffe2's FC: X flattened to 2-D at `axis`, W at `axis_w`, Y = X W^T + b. TVM v0.19
+    maps it to `nn.dense` ignoring `axis`/`axis_w` and passes the bias as dense's third
+    argument (an error); here the bias is added as Caffe2 defines it."""
+    x = _flatten_at(ctx, inputs[0], int(attrs.get("axis", 1)), "input")
+    w = _flatten_at(ctx, inputs[1], int(attrs.get("axis_w", 1)), "weight")
+    y = _dense(ctx, x, w)
+    if len(inputs) > 2 and inputs[2] is not None:
+        y = ctx.call("add", y, inputs[2])
+    return y
+
+
+@converter("SpatialBN", 1)
+def _spatial_bn(ctx, inputs, attrs):
+    """Caffe2's spatial batch normalisation, in inference (`is_test`) mode: BatchNormalization
+    over the channel axis (axis 1, or the last for `order="NHWC"`)."""
+    if sum(1 for o in ctx.node.output if o) > 1:
+        raise ctx.error("only inference-mode SpatialBN (one output) is supported")
+    if attrs.get("order", "NCHW") == "NHWC":
+        from ...ir.expr import TupleGetItem
+
+        x, scale, bias, mean, var = inputs[:5]
+        rank = len(ctx.shape_of(x))
+        bn = ctx.call("nn.batch_norm", x, scale, bias, mean, var, axis=rank - 1,
+                      epsilon=float(attrs.get("epsilon", 1e-5)))
+        return ctx.typed(TupleGetItem(bn, 0))
+    return _batch_norm(ctx, inputs, {"epsilon": attrs.get("epsilon", 1e-5)})
+
+
+@converter("Upsample", 7, 9)
+def _upsample(ctx, inputs, attrs):
+    """Resize with asymmetric coordinates and floor rounding (onnxruntime's Upsample);
+    TVM v0.19 builds `nn.upsampling` with its own rounding. Scales are the `scales`
+    attribute (opset 7) or the second input (9)."""
+    from .tensor import _resize
+
+    x = inputs[0]
+    if ctx.opset < 9 or len(inputs) < 2:
+        if "scales" not in attrs:
+            raise ctx.error("Upsample needs scales")
+        scales = ctx.const(np.asarray(attrs["scales"], "float32"))
+    else:
+        scales = inputs[1]
+    mode = attrs.get("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        raise ctx.error(f"Upsample mode \"{mode}\" is not supported")
+    resize_attrs = {"mode": mode, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    if ctx.opset < 11:
+        return _resize(ctx, [x, scales], resize_attrs)
+    return _resize(ctx, [x, None, scales], resize_attrs)
+
+
+@converter("GlobalLpPool", 1, 2)
+def _global_lp_pool(ctx, inputs, attrs):
+    x = inputs[0]
+    rank = len(ctx.shape_of(x))
+    if rank < 3:
+        raise ctx.error(f"the input must have rank >= 3, got {rank}")
+    p = float(attrs.get("p", 2))
+    powered = ctx.call("power", ctx.call("abs", x), _scalar(ctx, p, x))
+    total = ctx.call("sum", powered, axis=tuple(range(2, rank)), keepdims=True)
+    return ctx.call("power", total, _scalar(ctx, 1.0 / p, x))
+
+
+def _centred(ctx, x, zero_point, axis_from_end: int):
+    """int32(x) - int32(zero_point); a 1-D zero point of several values is laid along the
+    axis `axis_from_end` from the end (-2: A's rows, -1: B's columns)."""
+    y = ctx.call("cast", x, dtype="int32")
+    if zero_point is None:
+        return y
+    zp = ctx.call("cast", zero_point, dtype="int32")
+    zshape = ctx.shape_of(zp)
+    if not zshape or all(d == 1 for d in zshape):
+        zp = ctx.call("reshape", zp, newshape=())
+    elif axis_from_end == -2:
+        zp = ctx.call("reshape", zp, newshape=(-1, 1))
+    return ctx.call("subtract", y, zp)
+
+
+@converter("MatMulInteger", 10)
+def _matmul_integer(ctx, inputs, attrs):
+    a, b = inputs[0], inputs[1]
+    a_zp = inputs[2] if len(inputs) > 2 else None
+    b_zp = inputs[3] if len(inputs) > 3 else None
+    return _matmul(ctx, [_centred(ctx, a, a_zp, -2), _centred(ctx, b, b_zp, -1)], {})
+
+
+@converter("MatMulInteger16", 1, domain="com.microsoft")
+def _matmul_integer16(ctx, inputs, attrs):
+    """int16/uint16 operands, accumulated in int64 and wrapped to int32 (uint32 for two
+    uint16 operands), the accumulator type onnxruntime uses."""
+    a, b = inputs[0], inputs[1]
+    dtypes = (ctx.type_of(a).dtype, ctx.type_of(b).dtype)
+    if any(d not in ("int16", "uint16") for d in dtypes):
+        raise ctx.error(f"MatMulInteger16 needs int16/uint16 operands, got {dtypes[0]} and {dtypes[1]}")
+    out = "uint32" if dtypes == ("uint16", "uint16") else "int32"
+    acc = _matmul(ctx, [ctx.call("cast", a, dtype="int64"), ctx.call("cast", b, dtype="int64")], {})
+    return ctx.call("cast", acc, dtype=out)
+
+
+@converter("LinearRegressor", 1, domain="ai.onnx.ml")
+def _linear_regressor(ctx, inputs, attrs):
+    """ai.onnx.ml's LinearRegressor: Y = X C^T + intercepts, C the `coefficients` as a
+    (targets, features) matrix, in float32 (TVM v0.19: the same dense + bias). Only
+    post_transform NONE (onnxruntime's PROBIT is not converted, nor by TVM)."""
+    if attrs.get("post_transform", "NONE") != "NONE":
+        raise ctx.error(f"LinearRegressor post_transform \"{attrs['post_transform']}\" is not supported")
+    x = ctx.call("cast", inputs[0], dtype="float32")
+    if len(ctx.shape_of(x)) == 1:
+        x = ctx.call("expand_dims", x, axis=0)
+    targets = int(attrs.get("targets", 1))
+    coefficients = np.asarray(attrs.get("coefficients", []), "float32").reshape(targets, -1)
+    y = _dense(ctx, x, ctx.const(coefficients))
+    if attrs.get("intercepts"):
+        y = ctx.call("add", y, ctx.const(np.asarray(attrs["intercepts"], "float32")))
+    return y
