@@ -129,11 +129,13 @@ def _resize2d(data, size, roi, layout="NCHW", method="linear", coordinate_transf
 
     if method == "nearest_neighbor":
         rounding = rounding_method or ("round" if mode == "align_corners" else "floor")
-        if mode == "asymmetric" and _int_div_ok(in_h, out_h):
+        # TOPI divides integers only where it would floor anyway
+        int_div = mode == "asymmetric" and rounding == "floor"
+        if int_div and _int_div_ok(in_h, out_h):
             iy = np.arange(out_h) // (out_h // in_h)
         else:
             iy = _nearest(cy, rounding)
-        if mode == "asymmetric" and _int_div_ok(in_w, out_w):
+        if int_div and _int_div_ok(in_w, out_w):
             ix = np.arange(out_w) // (out_w // in_w)
         else:
             ix = _nearest(cx, rounding)
