@@ -96,6 +96,7 @@ from .relax_bridge import (
     _reduce,
     _repeat,
     _reshape,
+    _reshape_sym,
     _resize2d,
     _shape_of,
     _shape_of_rel,
@@ -382,7 +383,8 @@ _op("relax.argmin",             "x",                             ARG_AXIS,     "
     post=_to_int64)
 _op("relax.variance",           "x",                             AXES,         "variance",         rel=_variance_rel,
     ref=_variance)
-_op("relax.reshape",            "x shape:shape",                 (),           "reshape",          convert=_reshape)
+_op("relax.reshape",            "x shape:shape",                 (),           "reshape",          convert=_reshape,
+    sym_rel=_reshape_sym)
 _op("relax.permute_dims",       "x",                             (_A("axes", "ints?", None),), "transpose")
 _op("relax.squeeze",            "x",                             (_A("axis", "ints?", None),), "squeeze",
     rank_depends=lambda at: at["axis"] is None)
