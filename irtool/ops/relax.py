@@ -27,6 +27,8 @@ Each `RelaxOp` says how a Relax call is written and what it means:
     float_only  Relax rejects non-float inputs (exp, sqrt, softmax ...), Relay does not.
     rank_depends  attrs -> True when the result's rank depends on which dimensions are 1
                 (squeeze without an axis): a symbolic input dimension then leaves the rank unknown.
+    ref_options keyword arguments for the Relay reference where TVM 0.27's Relax semantics differ
+                from Relay's v0.19 (resize2d's integer division only where it floors).
     positional_attrs  attributes TVM's Python API also takes positionally after the arguments,
                 in its parameter order (`R.astype(x, "float16")`, `R.cumsum(x, 1)`).
     sym_rel     a relation on symbolic values, for results no sentinel fit can express: it
@@ -137,6 +139,7 @@ class RelaxOp:
     rank_depends: Callable | None = None
     sym_rel: Callable | None = None
     positional_attrs: tuple[str, ...] = ()
+    ref_options: tuple[tuple[str, Any], ...] = ()
     _specs: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -211,7 +214,7 @@ class RelaxOp:
         else:
             relay_def = self.relay_def
             ra = relay_def.make_attrs(Attrs(rattrs) if rattrs else None)
-            out = relay_def.ref(*rargs, **(dict(ra.items()) if ra else {}))
+            out = relay_def.ref(*rargs, **(dict(ra.items()) if ra else {}), **dict(self.ref_options))
         if isinstance(out, tuple):
             out = tuple(np.asarray(o) for o in out)
         elif not isinstance(out, ShapeResult):
@@ -433,7 +436,8 @@ _op("relax.nn.dropout",         "data",                          (_A("rate", "fl
 _op("relax.nn.pad",             "data",                          PAD,          "nn.pad",           convert=_pad)
 _op("relax.nn.prelu",           "data alpha",                    (_A("axis", "int", 1),), "nn.prelu")
 _op("relax.nn.batch_flatten",   "data",                          (),           "nn.batch_flatten")
-_op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d)
+_op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d,
+    ref_options=(("int_div_floor_only", True),))
 # TVM 0.27 operators with no Relay counterpart here: relations and references in relax_scan_sort
 SCAN = (_A("axis", "int?", None), _A("dtype", "dtype", ""), _A("exclusive", "bool", False))
 SORT = (_A("axis", "int", -1), _A("descending", "bool", False))
