@@ -201,8 +201,15 @@ def test_unprovable_broadcast_gives_ndim_only():
     assert_ndim_only(deduce_call("relax.add", [T((n, 4)), T((m, 4))]), 2)  # TVM: the same
 
 
-def test_products_of_symbols_give_ndim_only():
-    assert_ndim_only(deduce_call("relax.reshape", [T((n, m)), ShapeStructInfo([-1])]), 1)  # TVM: (n * m,)
+def test_reshape_of_symbols_keeps_the_target_shape():
+    """TVM's reshape result is the target shape as written; a -1 among constants is the
+    input's product of symbols divided by theirs (the generic fit has no products)."""
+    assert_tensor(deduce_call("relax.reshape", [T((n, m)), ShapeStructInfo([-1])]), (tir.BinOp("mul", n, m),))
+    assert_tensor(deduce_call("relax.reshape", [T((n, m, 4)), ShapeStructInfo([2, -1])]),
+                  (2, tir.BinOp("mul", tir.BinOp("mul", n, m), tir.IntImm(2, "int64"))))
+    assert_tensor(deduce_call("relax.reshape", [T((n, m)), ShapeStructInfo([tir.BinOp("mul", n, m)])]),
+                  (tir.BinOp("mul", n, m),))
+    assert_tensor(deduce_call("relax.reshape", [T((n, 4)), ShapeStructInfo([n, 3])]), (n, 3))  # TVM cannot prove n*4 != n*3
 
 
 def test_squeeze_without_axis_of_a_symbolic_shape_has_unknown_rank():

@@ -371,7 +371,21 @@ def _mul(e: tir.BinOp):
         ret = _to_split(a)
         ret.scale *= cb
         return ret
-    return tb.mul(_normalize(a), _normalize(b))
+    a, b = _normalize(a), _normalize(b)
+    for x, y in ((a, b), (b, a)):
+        # the rewrite rule `x * (y * c) -> (x * y) * c` ahead: one term of index x * y
+        if isinstance(y, tir.BinOp) and y.op == "mul" and isinstance(y.b, tir.IntImm) and _const(y.a) is None:
+            ret = _to_split(_left_assoc(x, y.a) if x is a else _left_assoc(y.a, x))
+            ret.scale *= y.b.value
+            return ret
+    return _left_assoc(a, b)
+
+
+def _left_assoc(a, b) -> tir.PrimExpr:
+    """`a * (y * z)` as TVM's rewrite rules leave a product of symbols: `a * y * z`."""
+    if isinstance(b, tir.BinOp) and b.op == "mul":
+        return tb.mul(_left_assoc(a, b.a), b.b)
+    return tb.mul(a, b)
 
 
 def _separate(psum: Sum, c: int) -> tuple[Sum, Sum]:

@@ -11,16 +11,29 @@ One `resize` compute over i0..i3 (layouts NCHW and NHWC). Per output pixel:
 
 Neighbour indices are clamped `T.max(T.min(i, dim - 1), 0)`; TVM's simplifier folds the
 int32 cast inside the int64 index (`T.Cast("int64", T.floor(...))`), the weights keep it.
-tf_crop_and_resize and cubic's exclude_outside are not legalized here (the call stays).
+tf_crop_and_resize maps x to `start * (in - 1) + x * (end - start) * (in - 1) / (out - 1)` (the
+roi's float32 values folded in float32, as TOPI's arithmetic on TVM's Array<FloatImm> folds) and
+gives the extrapolation value outside the image; cubic's exclude_outside zeroes the taps outside
+the image (conditions `i < 1 - k or in - k < i` as TVM simplifies them) and divides by their sum.
+
+An axis of input size 1 clamps to index 0, as TVM's simplifier folds `max(min(i, 0), 0)`. Where
+every output pixel of an axis samples one constant coordinate (align_corners or
+tf_crop_and_resize from an input of size 1, pytorch_half_pixel to an output of size 1, a roi
+with start == end) TVM's simplifier folds the interpolation itself away; where align_corners
+or tf_crop_and_resize resize to an output of size 1, TVM fails dividing by `out - 1`: those
+calls stay unlegalized (`_constant_coordinate`).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from irtool.ir import tir
 
 from .. import te
 from .. import tir_build as tb
 from . import register_legalize
+from .common import const_int
 
 
 def _float(e) -> tir.PrimExpr:
@@ -39,18 +52,28 @@ def _can_convert_to_intdiv(origin, scaled) -> bool:
     return div % 1 == 0 and div <= 1 / (1e-5 * origin.value + 1e-5)
 
 
-def _in_coordinate(x, image, target, mode: str, use_int_div: bool):
+def _in_coordinate(x, image, target, mode: str, use_int_div: bool, start=None, end=None):
     scale = tb.div(_float(image), _float(target))
+    if mode in ("half_pixel", "pytorch_half_pixel") and isinstance(scale, tir.FloatImm) and scale.value == 1.0:
+        # the same size: TVM's simplifier folds `(x + 0.5) * 1.0 - 0.5` to x
+        half_pixel = _float(x)
+    else:
+        half_pixel = tb.sub(tb.mul(tb.add(x, 0.5), scale), 0.5)
     if mode == "half_pixel":
-        return tb.sub(tb.mul(tb.add(x, 0.5), scale), 0.5)
+        return half_pixel
     if mode == "align_corners":
         return tb.mul(tb.div(_float(tb.sub(image, 1)), tb.sub(target, 1)), x)
     if mode == "asymmetric":
         return tb.div(x, tb.div(target, image)) if use_int_div else tb.mul(scale, x)
     if mode == "pytorch_half_pixel":
-        return tb.if_then_else(tb.gt(target, 1), tb.sub(tb.mul(tb.add(x, 0.5), scale), 0.5), 0.0)
+        return tb.if_then_else(tb.gt(target, 1), half_pixel, 0.0)
     if mode == "tf_half_pixel_for_nn":
         return tb.mul(tb.add(x, 0.5), scale)
+    if mode == "tf_crop_and_resize":
+        last = tb.sub(image, 1)
+        inside = tb.add(tb.mul(start, last),
+                        tb.div(tb.mul(tb.mul(x, tb.sub(end, start)), _float(last)), tb.sub(target, 1)))
+        return tb.if_then_else(tb.gt(target, 1), inside, tb.mul(tb.mul(0.5, tb.add(start, end)), last))
     raise ValueError(f"unsupported coordinate_transformation_mode {mode}")
 
 
@@ -60,6 +83,9 @@ def _closest(in_x, rounding: str, use_int_div: bool):
     if rounding == "round":
         return tb.cast("int32", tb.call("round", in_x))
     if rounding == "round_prefer_floor":
+        if isinstance(in_x, tir.BinOp) and in_x.op == "add" and isinstance(in_x.b, tir.FloatImm) and \
+                in_x.b.value == 0.5:
+            return tb.cast("int32", tb.call("ceil", in_x.a))  # TVM's rewrite `(x + y) - y` -> x
         return tb.cast("int32", tb.call("ceil", tb.sub(in_x, 0.5)))
     if rounding == "round_prefer_ceil":
         return tb.cast("int32", tb.call("floor", tb.add(in_x, 0.5)))
@@ -79,6 +105,8 @@ def _index(i32, offset: int = 0) -> tir.PrimExpr:
 
 
 def _clamp(i, dim) -> tir.PrimExpr:
+    if isinstance(dim, tir.IntImm) and dim.value == 1:  # max(min(i, 0), 0): TVM's simplifier gives 0
+        return tb.const(0, i.dtype)
     return tb.max_(tb.min_(i, tb.sub(dim, 1)), 0)
 
 
@@ -94,6 +122,18 @@ def _cubic_weights(t, alpha: float) -> list:
     w3 = tb.sub(tb.add(tb.mul(-(alpha + 2), t3), tb.mul(3 + 2 * alpha, t2)), tb.mul(alpha, t))
     w4 = tb.add(tb.mul(-alpha, t3), tb.mul(alpha, t2))
     return [w1, w2, w3, w4]
+
+
+def _exclude_outside(weights: list, base, dim) -> list:
+    """cubic's exclude_outside: a neighbour outside the image weighs 0, the rest renormalised."""
+    # `base - 1 + i < 0 or base + i > dim` with the constants moved right, as TVM simplifies it
+    index = _index(base)
+    kept = [tb.if_then_else(tb.logical_or(tb.lt(index, tb.const(1 - i, index.dtype)),
+                                          tb.lt(tb.sub(dim, i), index)), 0.0, w) for i, w in enumerate(weights)]
+    total = tb.const(0, "int32")
+    for w in kept:
+        total = tb.add(total, w)
+    return [tb.div(w, total) for w in kept]
 
 
 def _cubic_kernel(inputs, w):
@@ -119,6 +159,9 @@ def resize2d(data: te.Tensor, roi, size, layout: str = "NCHW", method: str = "li
         int_div_h = _can_convert_to_intdiv(in_h, size[0])
         int_div_w = _can_convert_to_intdiv(in_w, size[1])
 
+    # the roi attribute holds float32 values: TOPI's arithmetic on them folds in float32
+    box = [tb.const(float(r), "float32") for r in roi] if roi else [tb.const(v, "float32") for v in (0, 0, -1, -1)]
+
     def pixel(n, c, y, x):
         y, x = _clamp(y, in_h), _clamp(x, in_w)
         load = data(n, y, x, c) if layout == "NHWC" else data(n, c, y, x)
@@ -129,8 +172,8 @@ def resize2d(data: te.Tensor, roi, size, layout: str = "NCHW", method: str = "li
             n, y, x, c = indices
         else:
             n, c, y, x = indices
-        in_x = _in_coordinate(x, in_w, size[1], mode, int_div_w)
-        in_y = _in_coordinate(y, in_h, size[0], mode, int_div_h)
+        in_x = _in_coordinate(x, in_w, size[1], mode, int_div_w, box[1], box[3])
+        in_y = _in_coordinate(y, in_h, size[0], mode, int_div_h, box[0], box[2])
         if method == "nearest_neighbor":
             rounding = rounding_method or ("round" if mode == "align_corners" else "floor")
             value = pixel(n, c, _index(_closest(in_y, rounding, int_div_h)),
@@ -148,20 +191,49 @@ def resize2d(data: te.Tensor, roi, size, layout: str = "NCHW", method: str = "li
             y_fract = tb.sub(in_y, tb.call("floor", in_y))
             p = [[pixel(n, c, _index(y_int, j - 1), _index(x_int, i - 1)) for i in range(4)] for j in range(4)]
             wx, wy = _cubic_weights(x_fract, bicubic_alpha), _cubic_weights(y_fract, bicubic_alpha)
+            if bicubic_exclude:
+                wx, wy = _exclude_outside(wx, x_int, in_w), _exclude_outside(wy, y_int, in_h)
             value = _cubic_kernel([_cubic_kernel(row, wx) for row in p], wy)
+        if mode == "tf_crop_and_resize":  # outside the image: the extrapolation value
+            ext = extrapolation_value
+            out = tb.if_then_else(tb.lt(in_y, 0), ext, tb.if_then_else(tb.gt(in_y, tb.sub(in_h, 1)), ext, value))
+            value = tb.if_then_else(tb.lt(in_x, 0), ext, tb.if_then_else(tb.gt(in_x, tb.sub(in_w, 1)), ext, out))
         return tb.cast(out_dtype or data.dtype, value)
 
     return te.compute(out_shape, compute, name="resize", tag="injective")
 
 
-_MODES = {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn"}
+_MODES = {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+          "tf_crop_and_resize"}
+
+
+def _constant_coordinate(call) -> bool:
+    """Whether an axis samples one input coordinate for every output pixel, where TVM's
+    simplifier folds the whole interpolation (weights of 0 and 1 included), or TVM fails
+    (align_corners and tf_crop_and_resize divide by `out - 1` even where it is 0): such a
+    resize stays unlegalized."""
+    at = call.attrs
+    mode = at["coordinate_transformation_mode"]
+    shape = call.args[0].struct_info.shape
+    axes = (1, 2) if at["layout"] == "NHWC" else (2, 3)
+    sizes = getattr(call.args[1], "values", None) or (None, None)
+    roi = list(at["roi"]) if at["roi"] else [0.0, 0.0, 0.0, 0.0]
+    for i, axis in enumerate(axes):
+        n, o = const_int(shape[axis]) if shape is not None else None, const_int(sizes[i])
+        if mode == "tf_crop_and_resize" and np.float32(roi[i]) == np.float32(roi[i + 2]):
+            return True
+        if mode == "align_corners" and (n == 1 or o == 1) or mode == "pytorch_half_pixel" and o == 1:
+            return True
+        if mode == "tf_crop_and_resize" and (n == 1 or o == 1):
+            return True
+    return False
 
 
 @register_legalize("relax.image.resize2d")
 def _resize2d(bb, call):
     at = call.attrs
     if at["layout"] not in ("NCHW", "NHWC") or at["coordinate_transformation_mode"] not in _MODES or \
-            at["method"] not in ("nearest_neighbor", "linear", "cubic") or at["cubic_exclude"]:
+            at["method"] not in ("nearest_neighbor", "linear", "cubic") or _constant_coordinate(call):
         return call
     return bb.call_te(resize2d, call.args[0], roi=list(at["roi"]), size=call.args[1], layout=at["layout"],
                       method=at["method"], coordinate_transformation_mode=at["coordinate_transformation_mode"],

@@ -33,12 +33,26 @@ is at most one stride (`min(v * 2 + 2, 8)` -> `min(v + 1, 4) * 2`, but `min(v * 
 stays), and a padding-free strided window counts the head as `min(v, 0) * s`. Checked
 byte-for-byte against TVM on every stride 1..4, kernel 1..5, pads 0..2 (< kernel), sizes 7..9
 (tests/test_legalize_avg_pool.py); ceil_mode (the tail padded by stride - 1 more, the divisor
-unchanged) on the same grid. Left unlegalized: dilation (TVM's simplifier prints the dilated
-divisor `(end - first) / d + 1` in several shapes we do not reproduce yet), symbolic sizes,
-a pad >= kernel, and strided pools with a kernel over 5 or a pad over 2 (unverified forms).
+unchanged) on the same grid.
+
+A dilated axis (d > 1) counts `(end - first) / d + 1` with C++'s truncating `/`, first = start
+moved past the padded head by whole dilation steps (`max((d - 1 - start) / d, 0)` of them,
+without count_include_pad). `_dilated_count` writes TVM's printed sum inside the `T.Div`:
+reach r = (k - 1) * d - pad_head, bound b (n + pad_tail - 1, or n - 1 without padding counted);
+the min is `min(r, b - v * s)` (with count_include_pad, or when s <= d) or
+`min(v * s + r, b) ... - v * s` (s > d), the stride scaled out of it as above, except that
+`min(v * s + s, b) - v * s` stays whole when r == s, no head padding and s does not divide b;
+the jump count `max(Div(d - 1 + pad_head - v * s, d), 0) * d` loses its Div when d divides
+both and the stride ratio scales out as well; the sum is divided exactly when d divides every
+coefficient, and `Div(x * c, d)` becomes `Div(x, d / c)`. Byte-identical to TVM on the grid
+above with d 2..3 and on random pools with sizes up to 24, kernels, strides and dilations up
+to 8 (tests/test_legalize_avg_pool.py). Left unlegalized: symbolic sizes, a pad >= kernel, and
+undilated strided axes with a kernel over 5 or a pad over 2 (unverified forms).
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from irtool.ir import tir
 
@@ -267,12 +281,81 @@ def _avg_pool_count(v: tir.Var, n: int, k: int, s: int, head: int, tail: int, in
     return tb.sub(tb.sub(tb.add(scaled_min(reach, n - 1), c(1 + head)), skipped), vs)
 
 
+def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: int,
+                   include_pad: bool) -> tir.PrimExpr:
+    """Elements of one dilated window (d > 1) along one axis: TOPI's
+    `(end - first) / d + 1` (truncating `/`), in the forms TVM's simplifier prints (module
+    docstring). Built from raw nodes: the body is `prebuilt`, our simplify must not refold it."""
+    def c(value: int) -> tir.PrimExpr:
+        return tb.const(value, v.dtype)
+
+    def scaled(var: tir.PrimExpr, scale: int) -> tir.PrimExpr:
+        return var if scale == 1 else _bin("mul", var, c(scale))
+
+    def plus(e: tir.PrimExpr, value: int) -> tir.PrimExpr:
+        return _bin("add", e, c(value)) if value else e
+
+    def total(terms: list[tuple[tir.PrimExpr, int]], base: int, negatives: list[tuple[tir.PrimExpr, int]]):
+        """sum(terms * scale) + base - sum(negatives * scale): a SumExpr as TVM prints it."""
+        out = None
+        for term, scale in terms:
+            t = scaled(term, scale)
+            out = t if out is None else _bin("add", out, t)
+        if base:
+            out = _bin("add", out, c(base))
+        for term, scale in negatives:
+            out = _bin("sub", out, scaled(term, scale))
+        return out
+
+    reach = (k - 1) * d - head
+    bound = n + tail - 1 if include_pad else n - 1
+    vs = scaled(v, s)
+    # the stride scales the min out when it divides both constants, the offset at most one stride
+    factored = s > 1 and reach % s == 0 and bound % s == 0 and reach // s <= 1
+    # `min(vs + s, bound) - vs` stays as it is when bound is not a multiple of the stride
+    kept_sum = s > 1 and head == 0 and reach == s and bound % s != 0
+    if include_pad:
+        if kept_sum:
+            terms, base, negs = [(_bin("min", plus(vs, reach), c(bound)), 1)], 0, [(v, s)]
+        elif factored:
+            terms, base, negs = [(_bin("min", c(reach // s), _bin("sub", c(bound // s), v)), s)], head, []
+        else:
+            terms, base, negs = [(_bin("min", c(reach), _bin("sub", c(bound), vs)), 1)], head, []
+    else:
+        first = d - 1 + head
+        jumps_scale, ratio = d, s // d
+        if s % d == 0 and first % d == 0 and ratio > 1 and (first // d) % ratio == 0 and first // d // ratio <= 1:
+            inner, jumps_scale = _bin("sub", c(first // d // ratio), v), s  # the ratio scaled out as well
+        elif s % d == 0 and first % d == 0:
+            inner = _bin("sub", c(first // d), scaled(v, ratio))
+        else:
+            inner = _bin("div", _bin("sub", c(first), vs), c(d))
+        jumps = (_bin("max", inner, c(0)), jumps_scale)
+        if s <= d:
+            if kept_sum:
+                terms, base, negs = [(_bin("min", plus(vs, reach), c(bound)), 1)], 0, [(v, s), jumps]
+            elif factored:
+                terms, base, negs = [(_bin("min", c(reach // s), _bin("sub", c(bound // s), v)), s)], head, [jumps]
+            else:
+                terms, base, negs = [(_bin("min", c(reach), _bin("sub", c(bound), vs)), 1)], head, [jumps]
+        elif factored:
+            terms, base, negs = [(_bin("min", plus(v, reach // s), c(bound // s)), s)], head, [jumps, (v, s)]
+        else:
+            terms, base, negs = [(_bin("min", plus(vs, reach), c(bound)), 1)], head, [jumps, (v, s)]
+    if base % d == 0 and all(scale % d == 0 for _, scale in terms + negs):  # divides exactly
+        return total([(t, sc // d) for t, sc in terms], base // d + 1, [(t, sc // d) for t, sc in negs])
+    if not base and not negs and len(terms) == 1 and d % terms[0][1] == 0:  # Div(x * c, d * c): Div(x, d)
+        return _bin("add", _bin("div", terms[0][0], c(d // terms[0][1])), c(1))
+    return _bin("add", _bin("div", total(terms, base, negs), c(d)), c(1))
+
+
 def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axes: list[int],
-             ceil_mode: bool = False) -> te.Tensor:
+             ceil_mode: bool = False, dilation=None) -> te.Tensor:
     """pool_impl_nd with pool_type avg (constant sizes). ceil_mode pads the tail by
     stride - 1 more and keeps the last window only if it starts inside the input or the
     head padding; the divisor is unchanged (TOPI subtracts that offset again)."""
     k = len(kernel)
+    dilation = [int(dd) for dd in dilation] if dilation is not None else [1] * k
     pad_before, pad_after = [0] * len(x.shape), [0] * len(x.shape)
     out_shape = list(x.shape)
     raxes = [te.reduce_axis((0, int(kernel[i])), name=f"rv{i}") for i in range(k)]
@@ -280,7 +363,7 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
         n, s, head = const_int(x.shape[ii]), int(stride[i]), int(padding[i])
         tail = int(padding[i + k]) + (s - 1 if ceil_mode else 0)
         pad_before[ii], pad_after[ii] = head, tail
-        count = (n - int(kernel[i]) + head + tail) // s + 1
+        count = (n - (int(kernel[i]) - 1) * dilation[i] - 1 + head + tail) // s + 1
         if ceil_mode and (count - 1) * s >= n + head:
             count -= 1
         out_shape[ii] = tb.const(count, x.shape[ii].dtype)
@@ -290,41 +373,56 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
     def window_sum(output):
         indices = list(output)
         for i, ii in enumerate(axes):
-            indices[ii] = tb.add(tb.mul(output[ii], int(stride[i])), raxes[i].var)
+            window, offset = tb.mul(output[ii], int(stride[i])), tb.mul(raxes[i].var, dilation[i])
+            # the simplifier's canonical order: the term of larger scale first
+            indices[ii] = tb.add(offset, window) if dilation[i] > int(stride[i]) else tb.add(window, offset)
         return te.sum(temp(*indices), axis=raxes)
 
     pool_sum = te.compute_ax(out_shape, window_sum, name="pool_sum", tag="pool_sum")
+    dilated = any(dd > 1 for dd in dilation)
 
     def average(output):
         count = None
         for i, ii in enumerate(axes):
-            axis_count = _avg_pool_count(output[ii], const_int(x.shape[ii]), int(kernel[i]), int(stride[i]),
-                                         int(padding[i]), int(padding[i + k]), count_include_pad)
-            count = axis_count if count is None else tb.mul(count, axis_count)
+            args = (output[ii], const_int(x.shape[ii]), int(kernel[i]), int(stride[i]))
+            pads = (int(padding[i]), int(padding[i + k]), count_include_pad)
+            if dilation[i] > 1:
+                axis_count = _dilated_count(*args, dilation[i], *pads)
+            else:
+                axis_count = _avg_pool_count(*args, *pads)
+                axis_count = simplify(axis_count) if dilated else axis_count
+            mul, max_ = (partial(_bin, "mul"), partial(_bin, "max")) if dilated else (tb.mul, tb.max_)
+            count = axis_count if count is None else mul(count, axis_count)
         if not count_include_pad:
-            count = tb.max_(count, tb.const(1, count.dtype))
-        return tb.div(pool_sum(*output), tb.cast(x.dtype, count))
+            count = max_(count, tb.const(1, count.dtype))
+        return _bin("div", pool_sum(*output), tir.Cast(x.dtype, count)) if dilated else \
+            tb.div(pool_sum(*output), tb.cast(x.dtype, count))
 
-    return te.compute_ax(out_shape, average, name="pool_avg", tag="elemwise",
-                         attrs={"schedule_rule": "meta_schedule.pool_avg"})
+    avg = te.compute_ax(out_shape, average, name="pool_avg", tag="elemwise",
+                        attrs={"schedule_rule": "meta_schedule.pool_avg"})
+    avg.op.prebuilt = dilated  # the dilated divisor is in TVM's printed form already
+    return avg
 
 
 @register_legalize("relax.nn.avg_pool2d")
 def _avg_pool2d(bb, call):
     at = call.attrs
     axes = height_width_axes(at["layout"])
-    if at["out_layout"] != at["layout"] or axes is None or any(int(d) != 1 for d in at["dilation"]):
-        return call  # see the module docstring
+    if at["out_layout"] != at["layout"] or axes is None:
+        return call
     shape = call.args[0].struct_info.shape
     kernel, padding = [int(p) for p in at["pool_size"]], [int(p) for p in at["padding"]]
     strides = [int(s) for s in at["strides"]]
+    dilation = [int(d) for d in at["dilation"]]
     if any(const_int(shape[i]) is None for i in axes) or \
             any(p >= kernel[i % 2] for i, p in enumerate(padding)) or \
-            any(strides[i % 2] > 1 and (kernel[i % 2] > 5 or p > 2) for i, p in enumerate(padding)):
+            any(dilation[i % 2] == 1 and strides[i % 2] > 1 and (kernel[i % 2] > 5 or p > 2)
+                for i, p in enumerate(padding)):
         return call  # beyond the grid checked against TVM (module docstring)
     return bb.call_te(avg_pool, call.args[0], kernel=kernel, stride=strides,
                       padding=padding, count_include_pad=at["count_include_pad"], axes=axes,
-                      ceil_mode=bool(at["ceil_mode"]), primfunc_name_hint="avg_pool2d")
+                      ceil_mode=bool(at["ceil_mode"]), dilation=dilation,
+                      primfunc_name_hint="avg_pool2d")
 
 
 @register_legalize("relax.nn.max_pool2d")

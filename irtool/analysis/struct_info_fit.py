@@ -25,8 +25,9 @@ a few dtypes, and the result's dtype is kept only where it does not follow the g
 
 Where this differs from TVM 0.27 (which simplifies symbolic expressions with its arithmetic
 analyzer):
-- products of symbols and min/max are not fitted: reshape (n, m) -> (-1,) gives
-  `R.Tensor(ndim=1)`, TVM `(n * m,)`; split of n at [3] gives ndim only, TVM
+- products of symbols and min/max are not fitted (reshape has its own symbolic relation that
+  keeps the target shape and writes a -1 among constants as `n * m`, as TVM does); split of n
+  at [3] gives ndim only, TVM
   `T.max(T.min(3, n) - T.min(0, n), 0)` and `T.max(n - 3, 0)`. strided_slice, whose symbolic
   bounds are the common case, has its own symbolic relation (`RelaxOp.sym_rel`) that writes
   TVM's clamping expression; TVM's analyzer then simplifies it further (`n - T.min(1, n)`

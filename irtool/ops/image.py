@@ -113,7 +113,8 @@ def _cubic_weights(t, alpha: float, base, size: int, exclude: bool) -> list:
 
 
 def _resize2d(data, size, roi, layout="NCHW", method="linear", coordinate_transformation_mode="half_pixel",
-              rounding_method="round", cubic_alpha=-0.5, cubic_exclude=0, extrapolation_value=0.0, out_dtype=""):
+              rounding_method="round", cubic_alpha=-0.5, cubic_exclude=0, extrapolation_value=0.0, out_dtype="",
+              int_div_floor_only=False):
     mode = coordinate_transformation_mode
     x = data.astype(F32)  # TOPI reads every pixel as float32
     if layout == "NHWC":
@@ -129,11 +130,14 @@ def _resize2d(data, size, roi, layout="NCHW", method="linear", coordinate_transf
 
     if method == "nearest_neighbor":
         rounding = rounding_method or ("round" if mode == "align_corners" else "floor")
-        if mode == "asymmetric" and _int_div_ok(in_h, out_h):
+        # an integer asymmetric upscale divides integers: whatever the rounding in TOPI v0.19
+        # (Relay), only where it would floor anyway in TVM 0.27 (Relax: int_div_floor_only)
+        int_div = mode == "asymmetric" and (rounding == "floor" or not int_div_floor_only)
+        if int_div and _int_div_ok(in_h, out_h):
             iy = np.arange(out_h) // (out_h // in_h)
         else:
             iy = _nearest(cy, rounding)
-        if mode == "asymmetric" and _int_div_ok(in_w, out_w):
+        if int_div and _int_div_ok(in_w, out_w):
             ix = np.arange(out_w) // (out_w // in_w)
         else:
             ix = _nearest(cx, rounding)

@@ -27,6 +27,8 @@ Each `RelaxOp` says how a Relax call is written and what it means:
     float_only  Relax rejects non-float inputs (exp, sqrt, softmax ...), Relay does not.
     rank_depends  attrs -> True when the result's rank depends on which dimensions are 1
                 (squeeze without an axis): a symbolic input dimension then leaves the rank unknown.
+    ref_options keyword arguments for the Relay reference where TVM 0.27's Relax semantics differ
+                from Relay's v0.19 (resize2d's integer division only where it floors).
     positional_attrs  attributes TVM's Python API also takes positionally after the arguments,
                 in its parameter order (`R.astype(x, "float16")`, `R.cumsum(x, 1)`).
     sym_rel     a relation on symbolic values, for results no sentinel fit can express: it
@@ -104,6 +106,7 @@ from .relax_bridge import (
     _reduce,
     _repeat,
     _reshape,
+    _reshape_sym,
     _resize2d,
     _scatter_nd,
     _shape_of,
@@ -147,6 +150,7 @@ class RelaxOp:
     rank_depends: Callable | None = None
     sym_rel: Callable | None = None
     positional_attrs: tuple[str, ...] = ()
+    ref_options: tuple[tuple[str, Any], ...] = ()
     _specs: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -221,7 +225,7 @@ class RelaxOp:
         else:
             relay_def = self.relay_def
             ra = relay_def.make_attrs(Attrs(rattrs) if rattrs else None)
-            out = relay_def.ref(*rargs, **(dict(ra.items()) if ra else {}))
+            out = relay_def.ref(*rargs, **(dict(ra.items()) if ra else {}), **dict(self.ref_options))
         if isinstance(out, tuple):
             out = tuple(np.asarray(o) for o in out)
         elif not isinstance(out, ShapeResult):
@@ -396,7 +400,8 @@ _op("relax.argmin",             "x",                             ARG_AXIS,     "
     post=_to_int64)
 _op("relax.variance",           "x",                             AXES,         "variance",         rel=_variance_rel,
     ref=_variance)
-_op("relax.reshape",            "x shape:shape",                 (),           "reshape",          convert=_reshape)
+_op("relax.reshape",            "x shape:shape",                 (),           "reshape",          convert=_reshape,
+    sym_rel=_reshape_sym)
 _op("relax.permute_dims",       "x",                             (_A("axes", "ints?", None),), "transpose")
 _op("relax.squeeze",            "x",                             (_A("axis", "ints?", None),), "squeeze",
     rank_depends=lambda at: at["axis"] is None)
@@ -445,7 +450,8 @@ _op("relax.nn.dropout",         "data",                          (_A("rate", "fl
 _op("relax.nn.pad",             "data",                          PAD,          "nn.pad",           convert=_pad)
 _op("relax.nn.prelu",           "data alpha",                    (_A("axis", "int", 1),), "nn.prelu")
 _op("relax.nn.batch_flatten",   "data",                          (),           "nn.batch_flatten")
-_op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d)
+_op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d,
+    ref_options=(("int_div_floor_only", True),))
 SCATTER = (_A("axis", "int", 0), _A("reduction", "str", "update"))
 _op("relax.gather_nd",          "data indices",                  (_A("batch_dims", "int", 0),), "gather_nd",
     convert=_gather_nd)

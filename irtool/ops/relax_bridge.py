@@ -205,6 +205,58 @@ def _canonical_sym(i, d, stride: int):
     return _fold("min", _fold("max", picked, lo), hi)
 
 
+def _reshape_sym(args, at):
+    """relax.reshape of symbolic sizes to a shape without -1: TVM's result is the target shape
+    as written (its element-count check fails only where it can prove a difference, which
+    symbolic sizes rarely allow). With a -1 the generic fit decides."""
+    x, shape = args[0], tuple(args[1])
+    if x.shape is not None and shape.count(-1) == 1 and all(isinstance(v, int) for v in shape):
+        shape = _infer_product(x.shape, shape)
+    if any(v is None or isinstance(v, int) and v < 0 for v in shape) or x.shape is None:
+        return None
+    old, new = _monomial(x.shape), _monomial(shape)
+    if old is not None and new is not None and (not old[1]) != (not new[1]):
+        (c, _), (k, _) = (old, new) if not old[1] else (new, old)
+        if k and c % k:  # TVM's modular analysis proves `c != k * symbols`
+            raise TypeRelError(f"cannot reshape a tensor of shape {fmt_shape(x.shape)} into {fmt_shape(shape)}")
+    return TensorType(shape, x.dtype)
+
+
+def _infer_product(old_dims, shape: tuple) -> tuple:
+    """A -1 among constant target dims, where the input's element count is a product of
+    several symbols (which the generic fit cannot express): TVM's `floordiv(prod(old),
+    prod(new))` as its simplifier prints it, the symbols in order, then the constant."""
+    old = _monomial(old_dims)
+    known = 1
+    for v in shape:
+        known *= v if v != -1 else 1
+    if old is None or len(old[1]) < 2 or not known or old[0] % known:
+        return shape
+    dim = old[1][0]
+    for sym in old[1][1:]:
+        dim = tir.BinOp("mul", dim, sym)
+    if old[0] // known != 1:
+        dim = tir.BinOp("mul", dim, tir.IntImm(old[0] // known, "int64"))
+    return tuple(dim if v == -1 else v for v in shape)
+
+
+def _monomial(dims) -> tuple[int, list] | None:
+    """The product of dims as (constant coefficient, symbols), if each dim is a constant, a
+    variable or a variable times a constant."""
+    coef, symbols = 1, []
+    for d in dims:
+        if isinstance(d, int):
+            coef *= d
+        elif isinstance(d, tir.Var):
+            symbols.append(d)
+        elif isinstance(d, tir.BinOp) and d.op == "mul" and isinstance(d.a, tir.Var) and isinstance(d.b, tir.IntImm):
+            symbols.append(d.a)
+            coef *= d.b.value
+        else:
+            return None
+    return coef, symbols
+
+
 def _strided_slice_sym(args, at):
     """relax.strided_slice on symbolic bounds or dimensions (TVM's formula; with assume_inbound,
     the plain difference)."""
