@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 import pytest
-from test_legalize_avg_pool import _ops, _tvm_texts
+from test_legalize_avg_pool import _input, _tvm_texts, check_legalized
 from test_legalize_ops import case_text, legalize
 
 from irtool.exec.relax import run_relax
@@ -64,16 +64,7 @@ def test_legalized_matches_reference(case):
     """One call_tir whose PrimFunc, run by the TIR interpreter, equals the op's reference."""
     _, params, call = case
     mod = parse(case_text(params, call))
-    out = legalize(mod)
-    assert _ops(out) == ["relax.call_tir"]
-    dtype = params.split(":")[-1]
-    shape = [int(d) for d in params.split(":")[1].split("x")]
-    x = np.random.default_rng(2).standard_normal(shape).astype(dtype)
-    expected, got = np.asarray(run_relax(mod, [x])), np.asarray(run_relax(out, [x]))
-    assert got.dtype == expected.dtype and got.shape == expected.shape
-    tol = 2e-3 if dtype == "float16" else 1e-5
-    np.testing.assert_allclose(got.astype("float64"), expected.astype("float64"), rtol=tol, atol=tol)
-    assert to_text(parse(to_text(out))) == to_text(out)
+    check_legalized(mod, legalize(mod), _input(params, 2), tol=2e-3 if params.endswith("float16") else 1e-5)
 
 
 def test_uneven_windows_overlap():

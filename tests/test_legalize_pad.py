@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 import pytest
-from test_legalize_avg_pool import _ops, _tvm_texts
+from test_legalize_avg_pool import _input, _ops, _tvm_texts, check_legalized
 from test_legalize_ops import case_text, legalize
 
 from irtool.exec.relax import run_relax
@@ -58,15 +58,7 @@ def test_legalized_matches_reference(case):
     """One call_tir whose PrimFunc, run by the TIR interpreter, equals np.pad's result."""
     _, params, call = case
     mod = parse(case_text(params, call))
-    out = legalize(mod)
-    assert _ops(out) == ["relax.call_tir"]
-    dtype = params.split(":")[-1]
-    shape = [int(d) for d in params.split(":")[1].split("x")]
-    x = (np.random.default_rng(3).standard_normal(shape) * 10).astype(dtype)
-    expected, got = np.asarray(run_relax(mod, [x])), np.asarray(run_relax(out, [x]))
-    assert got.dtype == expected.dtype and got.shape == expected.shape
-    np.testing.assert_array_equal(got, expected)
-    assert to_text(parse(to_text(out))) == to_text(out)
+    check_legalized(mod, legalize(mod), _input(params, 3, scale=10))  # exact: padding copies
 
 
 def test_reflect_does_not_repeat_the_edge():
