@@ -5,12 +5,11 @@ and (tvm-marked) TVM 0.27's LegalizeOps on the same module prints exactly the sa
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import numpy as np
 import pytest
-from test_legalize_ops import _TVM_RUNNER, case_text, legalize
+from test_legalize_ops import _TVM_RUNNER, assert_legalized_like_tvm, case_text, legalize
 
 from irtool.exec.relax import random_input, run_relax
 from irtool.ir import relax as rx
@@ -171,23 +170,7 @@ def test_reduction_names_follow_the_input():
 @pytest.mark.tvm
 def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     """TVM 0.27's LegalizeOps on every case module prints exactly what ours prints."""
-    runner = tmp_path / "runner.py"
-    runner.write_text(_TVM_RUNNER)
-    paths = []
-    for name, params, call in CASES:
-        path = tmp_path / f"{name}.py"
-        path.write_text(case_text(params, call))
-        paths.append(str(path))
-    proc = subprocess.run([tvm_python, str(runner), *paths], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    failures = []
-    for path in paths:
-        ours = to_text(legalize(parse(open(path).read())), show_meta_data=True).rstrip("\n")
-        theirs = open(path + ".tvm").read().rstrip("\n")
-        if ours != theirs:
-            failures.append(f"{os.path.basename(path)}\n--- ours\n{ours}\n--- TVM\n{theirs}")
-    assert not failures, f"{len(failures)} of {len(paths)} differ:\n" + "\n\n".join(failures[:3])
+    assert_legalized_like_tvm(tvm_python, tmp_path, [(name, case_text(params, call)) for name, params, call in CASES])
 
 
 @pytest.mark.tvm

@@ -235,11 +235,16 @@ for path in sys.argv[1:]:
 @pytest.mark.tvm
 def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     """TVM 0.27's LegalizeOps on every case module prints exactly what ours prints."""
+    texts = [(name, case_text(params, call)) for name, params, call in CASES]
+    texts += [("module_with_names", MODULE_WITH_NAMES)] + [(f"random{s}", random_program(s)) for s in RANDOM_SEEDS]
+    assert_legalized_like_tvm(tvm_python, tmp_path, texts)
+
+
+def assert_legalized_like_tvm(tvm_python, tmp_path, texts) -> None:
+    """TVM 0.27's LegalizeOps on each (name, module text) prints exactly what ours prints."""
     runner = tmp_path / "runner.py"
     runner.write_text(_TVM_RUNNER)
     paths = []
-    texts = [(name, case_text(params, call)) for name, params, call in CASES]
-    texts += [("module_with_names", MODULE_WITH_NAMES)] + [(f"random{s}", random_program(s)) for s in RANDOM_SEEDS]
     for name, text in texts:
         path = tmp_path / f"{name}.py"
         path.write_text(text)
