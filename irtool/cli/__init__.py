@@ -34,6 +34,17 @@ def guarded(tool: str, debug: bool, stderr, render: Callable[[DiagnosticError], 
         return report_internal_error(tool, err, stderr)
 
 
+def run_file_tool(tool: str, arg_parser, execute: Callable, argv, stdout, stderr, stdin) -> int:
+    """`run` of a tool that reads one module file (`input_file`, `-` for standard input):
+    `execute(args, name, stdout, stderr, stdin)` under `guarded`, diagnostics named after
+    the file."""
+    stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
+    args = arg_parser.parse_args(argv)
+    name = "<stdin>" if args.input_file == "-" else args.input_file
+    return guarded(tool, args.debug, stderr, lambda err: err.render(name),
+                   lambda: execute(args, name, stdout, stderr, stdin))
+
+
 def read_input(path: str, stdin, stderr) -> str | None:
     """The input's text (`-`: standard input), or None after saying why it cannot be read."""
     try:

@@ -10,10 +10,9 @@ the error says so). Exit status: 0, 1 for a diagnostic, 2 for usage errors.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
-from . import guarded, read_input, run_main
+from . import read_input, run_file_tool, run_main
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
@@ -27,11 +26,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str] | None = None, stdout=None, stderr=None, stdin=None) -> int:
-    stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
-    args = build_arg_parser().parse_args(argv)
-    name = "<stdin>" if args.input_file == "-" else args.input_file
-    return guarded("irtool-build", args.debug, stderr, lambda err: err.render(name),
-                   lambda: _execute(args, name, stdout, stderr, stdin))
+    return run_file_tool("irtool-build", build_arg_parser(), _execute, argv, stdout, stderr, stdin)
 
 
 def _execute(args, name: str, stdout, stderr, stdin) -> int:

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from ..diagnostics import DiagnosticError
-from . import guarded, read_input, run_main
+from . import read_input, run_file_tool, run_main
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
@@ -107,11 +106,7 @@ def _load_inputs(specs: list[str]) -> dict:
 
 
 def run(argv: list[str] | None = None, stdout=None, stderr=None, stdin=None) -> int:
-    stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
-    args = build_arg_parser().parse_args(argv)
-    name = "<stdin>" if args.input_file == "-" else args.input_file
-    return guarded("irtool-run", args.debug, stderr, lambda err: err.render(name),
-                   lambda: _execute(args, name, stdout, stderr, stdin))
+    return run_file_tool("irtool-run", build_arg_parser(), _execute, argv, stdout, stderr, stdin)
 
 
 def _execute(args, name: str, stdout, stderr, stdin) -> int:

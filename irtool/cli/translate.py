@@ -12,10 +12,9 @@ Relay goes through relay-to-relax, Relax through the zero pipeline, as `irtool.b
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..diagnostics import DiagnosticError
-from . import guarded, read_input, run_main, write_atomically
+from . import read_input, run_file_tool, run_main, write_atomically
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
@@ -47,11 +46,7 @@ def translate(mod, emit: str, entry: str = "main", optimize: bool = True) -> str
 
 
 def run(argv: list[str] | None = None, stdout=None, stderr=None, stdin=None) -> int:
-    stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
-    args = build_arg_parser().parse_args(argv)
-    name = "<stdin>" if args.input_file == "-" else args.input_file
-    return guarded("irtool-translate", args.debug, stderr, lambda err: err.render(name),
-                   lambda: _execute(args, name, stdout, stderr, stdin))
+    return run_file_tool("irtool-translate", build_arg_parser(), _execute, argv, stdout, stderr, stdin)
 
 
 def _execute(args, name: str, stdout, stderr, stdin) -> int:
