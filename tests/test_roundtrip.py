@@ -340,3 +340,17 @@ def test_projection_of_a_global_roundtrip():
     text = irtool.to_text(mod)
     assert "(@main).0" in text
     assert structural_equal(irtool.parse(text), mod)
+
+
+def test_bfloat16_constants_roundtrip_bit_exactly():
+    """bfloat16 constants are stored as TVM stores them (DLPack kDLBfloat, 16 bits); an
+    imported bfloat16 model once failed to print (regression)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = np.array([[1.5, -2.25], [3e38, np.nan]], dtype=ml_dtypes.bfloat16)
+    blob = ndarray_to_bytes(a)
+    assert blob[28:32] == bytes([4, 16, 1, 0])  # dtype code, bits, lanes
+    b = ndarray_from_bytes(blob)
+    assert b.dtype == a.dtype and (b.view("u2") == a.view("u2")).all()
+    text, again = roundtrip(_constants_module([a]))
+    assert (again["main"].body.fields[0].data.view("u2") == a.view("u2")).all()
+    assert to_text(again) == text

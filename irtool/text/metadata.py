@@ -34,11 +34,15 @@ def ndarray_to_bytes(array) -> bytes:
     if not array.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
         array = array.copy(order="C")
     kind = array.dtype.kind
-    if kind not in _CODE_OF_KIND:
+    if array.dtype.name == "bfloat16":  # ml_dtypes' bfloat16 (kind "V"): DLPack's kDLBfloat
+        code, bits = _DL_BFLOAT, 16
+        data = array.view("<u2").tobytes()
+    elif kind in _CODE_OF_KIND:
+        code, bits = _CODE_OF_KIND[kind], 1 if kind == "b" else array.dtype.itemsize * 8
+        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+    else:
         raise MetadataError(f"cannot store a constant of dtype {array.dtype}")
-    bits = 1 if kind == "b" else array.dtype.itemsize * 8
-    data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
-    header = struct.pack("<QQiiiBBH", _MAGIC, 0, 1, 0, array.ndim, _CODE_OF_KIND[kind], bits, 1)
+    header = struct.pack("<QQiiiBBH", _MAGIC, 0, 1, 0, array.ndim, code, bits, 1)
     shape = struct.pack(f"<{array.ndim}q", *array.shape)
     return header + shape + struct.pack("<q", len(data)) + data
 
@@ -63,6 +67,15 @@ def ndarray_from_bytes(blob: bytes):
         dtype = np.dtype(np.bool_)
     elif code in (_DL_INT, _DL_UINT, _DL_FLOAT) and bits in (8, 16, 32, 64):
         dtype = np.dtype({_DL_INT: "<i", _DL_UINT: "<u", _DL_FLOAT: "<f"}[code] + str(bits // 8))
+    elif code == _DL_BFLOAT and bits == 16:
+        import ml_dtypes
+
+        count = 1
+        for d in shape:
+            count *= d
+        if size != 2 * count or len(blob) < offset + size:
+            raise MetadataError("NDArray data size does not match its shape")
+        return np.frombuffer(blob[offset:offset + size], dtype="<u2").reshape(shape).view(ml_dtypes.bfloat16)
     else:
         raise MetadataError(f"unsupported constant dtype (code {code}, {bits} bits)")
     data = blob[offset:offset + size]

@@ -367,6 +367,31 @@ def _implementation(table: dict, node, opset: int):
     return op.implementation(opset) if op is not None else None
 
 
+def _check_arity(ctx: Context, node, inputs: list) -> None:
+    """Every input the op's schema requires is given, and no more inputs than it takes
+    (a converter may then rely on them)."""
+    import onnx
+
+    try:
+        schema = onnx.defs.get_schema(node.op_type, ctx.opset, node.domain)
+    except onnx.defs.SchemaError:
+        return  # a domain without schemas here (com.microsoft): its converters check
+    formal = list(schema.inputs)
+    variadic = bool(formal) and formal[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    if len(inputs) > len(formal) and not variadic:
+        raise ctx.error(f"takes at most {len(formal)} inputs, got {len(inputs)}")
+    for i, param in enumerate(formal):
+        if param.option == onnx.defs.OpSchema.FormalParameterOption.Optional:
+            continue
+        if param.option == onnx.defs.OpSchema.FormalParameterOption.Variadic:
+            empty = next((k for k in range(i, len(inputs)) if inputs[k] is None), None)
+            if empty is not None or (param.min_arity and len(inputs) <= i):
+                raise ctx.error(f"input {i if empty is None else empty} (`{param.name}`) is required")
+            break
+        if i >= len(inputs) or inputs[i] is None:
+            raise ctx.error(f"input {i} (`{param.name}`) is required")
+
+
 def _check_supported(nodes, table: dict, opset: int) -> None:
     unsupported = sorted({qualified_name(n.op_type, n.domain) for n in nodes
                           if _implementation(table, n, opset) is None
@@ -398,6 +423,7 @@ def _convert_nodes(ctx: Context, nodes, opset: int) -> None:
             if name and name not in env:
                 raise ctx.error(f"input `{name}` is not produced by any earlier node, initializer or graph input")
         inputs = [env[name] if name else None for name in node.input]
+        _check_arity(ctx, node, inputs)
         impl = _implementation(table, node, ctx.opset)
         if impl is None:  # an ONNX function: its body's nodes come next
             body = functions.expand(node, ctx.opset, [_type_proto(ctx, x) for x in inputs])
@@ -409,7 +435,7 @@ def _convert_nodes(ctx: Context, nodes, opset: int) -> None:
             out = impl(ctx, inputs, attrs)
         except OnnxImportError:
             raise
-        except (ValueError, TypeError, KeyError, IndexError) as err:
+        except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError) as err:
             raise ctx.error(f"cannot convert: {err}") from None
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         if isinstance(out, Expr) and isinstance(ctx.type_of(out), TupleType) and len(node.output) > 1:
@@ -468,6 +494,9 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
     ctx.table, ctx.env = table, env
     _convert_nodes(ctx, graph.node, opset)
     ctx.node = None
+    missing = [o.name for o in graph.output if o.name not in env]
+    if missing:
+        raise OnnxImportError(f"graph output `{missing[0]}` is not produced by any node, initializer or input")
     from .sequence import is_optional
 
     # an optional graph output is its element (onnx's runners give the value itself)

@@ -319,6 +319,8 @@ def _split(ctx, inputs, attrs):
         sizes = attrs.get("split")
     if sizes is None and ctx.opset >= 18 and "num_outputs" in attrs:
         n = attrs["num_outputs"]
+        if n != count:
+            raise ctx.error(f"Split's num_outputs is {n} but the node has {count} outputs")
         if dim is ANY:
             raise ctx.error("Split by num_outputs: the split dimension must be known at import time")
         chunk = -(-dim // n)
