@@ -111,7 +111,9 @@ def test_importer_folding_keeps_draws_of_constants():
 @pytest.mark.parametrize("node, message", [
     (helper.make_node("RandomUniform", [], ["y"], shape=[2], dtype=TensorProto.INT32), "floating-point"),
     (helper.make_node("Multinomial", ["x"], ["y"], dtype=TensorProto.FLOAT), "int32 or int64"),
+    (helper.make_node("RandomNormal", [], ["y"]), "needs a `shape` attribute"),
+    (helper.make_node("Multinomial", ["x3"], ["y"]), "2-D input"),
 ])
 def test_bad_random_nodes_are_diagnostics(node, message):
     with pytest.raises(OnnxImportError, match=message):
-        from_onnx(model([node], inputs=[("x", (1, 3))] if node.input else ()))
+        from_onnx(model([node], inputs=[("x", (1, 3)), ("x3", (1, 1, 3))]))

@@ -34,13 +34,15 @@ def _dtype_attr(ctx, attrs, default: str) -> str:
 
 
 def _draw(ctx, attrs, op: str, shape, dtype: str, **params):
+    if shape is None:
+        raise ctx.error(f"{ctx.node.op_type} needs a `shape` attribute")
     return _call(ctx, op, shape=tuple(int(d) for d in shape), dtype=dtype, seed=_seed(ctx, attrs), **params)
 
 
 @converter("RandomUniform", 1)
 def _random_uniform(ctx, inputs, attrs):
     """Values in [low, high] of the `shape` attribute (dtype default float)."""
-    return _draw(ctx, attrs, "random.uniform", attrs["shape"], _dtype_attr(ctx, attrs, "float32"),
+    return _draw(ctx, attrs, "random.uniform", attrs.get("shape"), _dtype_attr(ctx, attrs, "float32"),
                  low=float(attrs.get("low", 0.0)), high=float(attrs.get("high", 1.0)))
 
 
@@ -55,7 +57,7 @@ def _random_uniform_like(ctx, inputs, attrs):
 @converter("RandomNormal", 1)
 def _random_normal(ctx, inputs, attrs):
     """N(mean, scale**2) values of the `shape` attribute (dtype default float)."""
-    return _draw(ctx, attrs, "random.normal", attrs["shape"], _dtype_attr(ctx, attrs, "float32"),
+    return _draw(ctx, attrs, "random.normal", attrs.get("shape"), _dtype_attr(ctx, attrs, "float32"),
                  mean=float(attrs.get("mean", 0.0)), scale=float(attrs.get("scale", 1.0)))
 
 
