@@ -255,6 +255,8 @@ NO_COUNTERPART = {
     "image.grid_sample": "TVM 0.27 has R.image.grid_sample, which irtool's Relax table does not declare yet",
     "unique": "TVM 0.27's R.unique returns outputs as long as the unique count (Relay's: as the input, with "
               "num_unique), which irtool's Relax table does not declare yet",
+    **{op: "TVM 0.27's Relax has no random-number generator (only R.multinomial_from_uniform, which samples "
+           "at given uniform values)" for op in ("random.uniform", "random.normal", "random.multinomial")},
 }
 
 Converter = Callable[["_Translator", relay.Call, list], object]

@@ -204,7 +204,8 @@ class OpDef:
 
 
 _OPS: dict[str, OpDef] = {}
-_FAMILIES = ("elemwise", "reduce", "nn", "transform", "image", "dynamic", "algorithm", "indexing", "vision")
+_FAMILIES = ("elemwise", "reduce", "nn", "transform", "image", "dynamic", "algorithm", "indexing", "vision",
+             "sampling")
 _loaded = False
 
 

@@ -45,13 +45,14 @@ Registry (Relay) operators with no Relax counterpart in TVM 0.27, Relay-only:
     nn.global_avg_pool2d, nn.global_max_pool2d, nn.lrn,
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile,
     argwhere, one_hot, vision.roi_align, vision.roi_pool, vision.all_class_non_max_suppression,
-    image.grid_sample, unique
+    image.grid_sample, unique, random.uniform, random.normal, random.multinomial
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
 R.max over the spatial axes ...; the dyn.* ops' shapes would be R.tensor_to_shape values. TVM 0.27
 has R.nonzero (argwhere transposed, int64), R.one_hot (on/off values as PrimValues),
 R.vision.roi_align, R.vision.roi_pool, R.vision.all_class_non_max_suppression,
 R.image.grid_sample and R.unique (whose outputs have the unique count's length, not N);
-this table does not declare them yet.)
+this table does not declare them yet. TVM 0.27's Relax has no random-number generator: only
+R.multinomial_from_uniform, which samples at given uniform values.)
 `RELAY_ONLY` lists them; a test keeps it in step with the registry.
 
 Where Relax's semantics differ from the Relay operator it maps to, `convert` bridges them:
@@ -129,7 +130,7 @@ RELAY_ONLY = ("reinterpret", "copy", "annotation.stop_fusion", "nn.bias_add", "n
               "nn.batch_matmul", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
               "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile",
               "argwhere", "one_hot", "vision.roi_align", "vision.roi_pool", "vision.all_class_non_max_suppression",
-              "image.grid_sample", "unique")
+              "image.grid_sample", "unique", "random.uniform", "random.normal", "random.multinomial")
 
 
 # ----------------------------------------------------------------------------- the declaration

@@ -54,7 +54,7 @@ class OnnxOp:
 
 CONVERTERS: dict[str, OnnxOp] = {}
 _FAMILIES = ("elemwise", "nn", "tensor", "select", "recurrent", "quantize", "signal", "indexing", "vision",
-             "control", "legacy", "qlinear", "contrib", "training", "sequence", "aten")
+             "control", "legacy", "qlinear", "contrib", "training", "sequence", "aten", "sampling")
 _loaded = False
 # domains other than the default one whose ops have converters; their ops are keyed
 # `domain.OpType` in CONVERTERS (and listed so by supported_ops()), so a `com.microsoft`
@@ -127,6 +127,7 @@ class Context:
         self.table: dict = {}
         self._partial: dict[int, object] = {}
         self.optionals: dict[int, Expr] = {}  # id -> the tuples that are ONNX optionals (sequence.py)
+        self.unseeded_random_nodes = 0  # the seed of the next random node without one (sampling.py)
         from ...analysis.type_infer import TypeInferencer
 
         self._types = TypeInferencer()
