@@ -404,15 +404,21 @@ def _matmul(a, b, out_dtype=""):
     return relay_matmul(a, b, units=None, out_dtype=out_dtype, transpose_a=False, transpose_b=False)
 
 
-def _expand_dims_shape(shape: tuple, axes) -> tuple:
-    ndim = len(shape) + len(axes)
-    pos = []
+def _distinct_axes(axes, ndim: int, op: str, of: str) -> tuple:
+    """`axes` made non-negative for rank `ndim`; each in range and named once."""
+    out = []
     for a in axes:
         if not -ndim <= a < ndim:
-            raise TypeRelError(f"expand_dims axis {a} is out of range for a result of rank {ndim}")
-        pos.append(a + ndim if a < 0 else a)
-    if len(set(pos)) != len(pos):
-        raise TypeRelError(f"expand_dims axes {list(axes)} name an axis twice")
+            raise TypeRelError(f"{op} axis {a} is out of range for {of} of rank {ndim}")
+        out.append(a + ndim if a < 0 else a)
+    if len(set(out)) != len(out):
+        raise TypeRelError(f"{op} axes {list(axes)} name an axis twice")
+    return tuple(out)
+
+
+def _expand_dims_shape(shape: tuple, axes) -> tuple:
+    ndim = len(shape) + len(axes)
+    pos = _distinct_axes(axes, ndim, "expand_dims", "a result")
     rest = iter(shape)
     return tuple(1 if i in pos else next(rest) for i in range(ndim))
 
@@ -479,14 +485,7 @@ def _variance(x, axis=None, keepdims=False):
 
 
 def _layer_norm_axes(ndim: int, axes) -> tuple:
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise TypeRelError(f"layer_norm axis {a} is out of range for a tensor of rank {ndim}")
-        out.append(a + ndim if a < 0 else a)
-    if len(set(out)) != len(out):
-        raise TypeRelError(f"layer_norm axes {list(axes)} name an axis twice")
-    return tuple(out)
+    return _distinct_axes(axes, ndim, "layer_norm", "a tensor")
 
 
 def _layer_norm_rel(args, attrs):

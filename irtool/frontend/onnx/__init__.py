@@ -34,6 +34,7 @@ from . import functions
 # ONNX TensorProto element types -> dtypes
 ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
                10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
+_ONNX_CODE_OF = {dtype: code for code, dtype in ONNX_DTYPES.items()}
 
 
 class OnnxImportError(DiagnosticError):
@@ -294,6 +295,13 @@ class Context:
         value = self.partial(arg)
         return None if value is None else np.asarray(value, dtype=object)
 
+    def element_type(self, code) -> str:
+        """irtool's dtype of an ONNX element type code (a `to`/`dtype` attribute)."""
+        dtype = ONNX_DTYPES.get(code) if isinstance(code, int) else None
+        if dtype is None:
+            raise self.error(f"unsupported element type {code}")
+        return dtype
+
     def required_value(self, expr: Expr | None, what: str):
         v = self.value(expr)
         if v is None:
@@ -409,7 +417,7 @@ def _type_proto(ctx, x):
     if x is None:
         return TypeProto()
     t = ctx.type_of(x)
-    elem = {v: k for k, v in ONNX_DTYPES.items()}.get(t.dtype, 0)
+    elem = _ONNX_CODE_OF.get(t.dtype, 0)
     return helper.make_tensor_type_proto(elem, [None if d is ANY else d for d in t.shape])
 
 

@@ -131,7 +131,7 @@ def _qlinear_matmul(ctx, inputs, attrs):
     from .nn import _matmul
 
     a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp = inputs
-    acc = _matmul(ctx, [_centered(ctx, a, a_zp), _centered(ctx, b, b_zp, per_axis_at=None)], {})
+    acc = _matmul(ctx, [_centered(ctx, a, a_zp), _centered(ctx, b, b_zp)], {})
     scale = ctx.call("multiply", _scalar_or_row(ctx, ctx.call("cast", a_scale, dtype="float32")),
                      _scalar_or_row(ctx, ctx.call("cast", b_scale, dtype="float32")))
     return _requantize(ctx, acc, scale, _scalar_or_row(ctx, y_scale), y_zp, ctx.type_of(y_zp).dtype)

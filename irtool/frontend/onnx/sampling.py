@@ -12,7 +12,7 @@ twice gives the same module. ONNX's seed is a float; its integer part is the see
 
 from __future__ import annotations
 
-from . import ONNX_DTYPES, converter
+from . import converter
 from .tensor import _call, _static
 
 
@@ -25,12 +25,7 @@ def _seed(ctx, attrs) -> int:
 
 
 def _dtype_attr(ctx, attrs, default: str) -> str:
-    if "dtype" not in attrs:
-        return default
-    dtype = ONNX_DTYPES.get(int(attrs["dtype"]))
-    if dtype is None:
-        raise ctx.error(f"unsupported element type {attrs['dtype']}")
-    return dtype
+    return ctx.element_type(int(attrs["dtype"])) if "dtype" in attrs else default
 
 
 def _draw(ctx, attrs, op: str, shape, dtype: str, **params):
@@ -39,34 +34,27 @@ def _draw(ctx, attrs, op: str, shape, dtype: str, **params):
     return _call(ctx, op, shape=tuple(int(d) for d in shape), dtype=dtype, seed=_seed(ctx, attrs), **params)
 
 
-@converter("RandomUniform", 1)
-def _random_uniform(ctx, inputs, attrs):
-    """Values in [low, high] of the `shape` attribute (dtype default float)."""
-    return _draw(ctx, attrs, "random.uniform", attrs.get("shape"), _dtype_attr(ctx, attrs, "float32"),
-                 low=float(attrs.get("low", 0.0)), high=float(attrs.get("high", 1.0)))
+# ONNX op -> (Relay op, its distribution's attributes and their ONNX defaults); each also has
+# a *Like form: the input's (static) shape, and its dtype unless `dtype` is given
+_DISTRIBUTIONS = {"RandomUniform": ("random.uniform", {"low": 0.0, "high": 1.0}),
+                  "RandomNormal": ("random.normal", {"mean": 0.0, "scale": 1.0})}
 
 
-@converter("RandomUniformLike", 1)
-def _random_uniform_like(ctx, inputs, attrs):
-    """RandomUniform of the input's (static) shape; dtype default the input's."""
-    dtype = _dtype_attr(ctx, attrs, ctx.type_of(inputs[0]).dtype)
-    return _draw(ctx, attrs, "random.uniform", _static(ctx, inputs[0], "RandomUniformLike"), dtype,
-                 low=float(attrs.get("low", 0.0)), high=float(attrs.get("high", 1.0)))
+def _random(relay_op: str, params: dict, like: bool):
+    def convert(ctx, inputs, attrs):
+        values = {k: float(attrs.get(k, default)) for k, default in params.items()}
+        if like:
+            shape = _static(ctx, inputs[0], ctx.node.op_type)
+            dtype = _dtype_attr(ctx, attrs, ctx.type_of(inputs[0]).dtype)
+        else:
+            shape, dtype = attrs.get("shape"), _dtype_attr(ctx, attrs, "float32")
+        return _draw(ctx, attrs, relay_op, shape, dtype, **values)
+    return convert
 
 
-@converter("RandomNormal", 1)
-def _random_normal(ctx, inputs, attrs):
-    """N(mean, scale**2) values of the `shape` attribute (dtype default float)."""
-    return _draw(ctx, attrs, "random.normal", attrs.get("shape"), _dtype_attr(ctx, attrs, "float32"),
-                 mean=float(attrs.get("mean", 0.0)), scale=float(attrs.get("scale", 1.0)))
-
-
-@converter("RandomNormalLike", 1)
-def _random_normal_like(ctx, inputs, attrs):
-    """RandomNormal of the input's (static) shape; dtype default the input's."""
-    dtype = _dtype_attr(ctx, attrs, ctx.type_of(inputs[0]).dtype)
-    return _draw(ctx, attrs, "random.normal", _static(ctx, inputs[0], "RandomNormalLike"), dtype,
-                 mean=float(attrs.get("mean", 0.0)), scale=float(attrs.get("scale", 1.0)))
+for _onnx, (_relay, _params) in _DISTRIBUTIONS.items():
+    converter(_onnx, 1)(_random(_relay, _params, like=False))
+    converter(_onnx + "Like", 1)(_random(_relay, _params, like=True))
 
 
 @converter("Multinomial", 7)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ONNX_DTYPES, converter
+from . import converter
 from .tensor import _call, _static
 
 
@@ -40,13 +40,12 @@ def _compress(ctx, inputs, attrs):
     positions = np.flatnonzero(condition).astype("int64")
     return _call(ctx, "take", x, ctx.const(positions, "int64"), axis=int(axis))
 
+
 @converter("EyeLike", 9)
 def _eye_like(ctx, inputs, attrs):
     """Ones on diagonal k of a 2-D shape like the input's: a constant (only the shape matters)."""
     rows, cols = _static(ctx, inputs[0], "EyeLike")
-    dtype = ONNX_DTYPES.get(attrs["dtype"]) if "dtype" in attrs else ctx.type_of(inputs[0]).dtype
-    if dtype is None:
-        raise ctx.error(f"EyeLike to unsupported element type {attrs['dtype']}")
+    dtype = ctx.element_type(attrs["dtype"]) if "dtype" in attrs else ctx.type_of(inputs[0]).dtype
     return ctx.const(np.eye(rows, cols, int(attrs.get("k", 0)), dtype=dtype), dtype)
 
 @converter("ReverseSequence", 10)

@@ -19,17 +19,14 @@ from .nn import _matmul
 from .tensor import _call, _static
 
 
-def _matrices(n: int, length: int, inverse: bool, onesided: bool) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(for the real part, for the imaginary part, complex output) as (n, out) matrices."""
+def _matrices(n: int, length: int, inverse: bool, onesided: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The transform as (n, out) matrices: one complex matrix; or, for irfft (a real
+    output), the real matrices applied to the spectrum's real and imaginary parts."""
     basis = np.eye(n)
     if inverse and onesided:
-        real = np.fft.irfft(basis, n=length, axis=0)
-        imag = np.fft.irfft(1j * basis, n=length, axis=0)
-        return real.T, imag.T, False
+        return np.fft.irfft(basis, n=length, axis=0).T, np.fft.irfft(1j * basis, n=length, axis=0).T
     full = (np.fft.ifft if inverse else np.fft.fft)(basis, n=length, axis=0)
-    if onesided:
-        full = full[: length // 2 + 1]
-    return full.T, full.T, True
+    return (full[: length // 2 + 1] if onesided else full).T, None
 
 
 def _dft(ctx, x, axis: int, length: int | None, inverse: bool, onesided: bool):
@@ -43,7 +40,7 @@ def _dft(ctx, x, axis: int, length: int | None, inverse: bool, onesided: bool):
     n = shape[axis]
     if length is None:
         length = 2 * (n - 1) if inverse and onesided else n
-    real_m, imag_m, complex_out = _matrices(n, length, inverse, onesided)
+    m, irfft_imag = _matrices(n, length, inverse, onesided)
     dtype = ctx.type_of(x).dtype
     perm = [i for i in range(rank - 1) if i != axis] + [axis]
     back = list(np.argsort(perm))
@@ -57,16 +54,16 @@ def _dft(ctx, x, axis: int, length: int | None, inverse: bool, onesided: bool):
 
     xr = part(0)
     xi = part(1) if shape[-1] == 2 else None
-    if complex_out:
-        yr, yi = times(xr, real_m.real), times(xr, real_m.imag)
+    if irfft_imag is None:
+        yr, yi = times(xr, m.real), times(xr, m.imag)
         if xi is not None:
-            yr = _call(ctx, "subtract", yr, times(xi, real_m.imag))
-            yi = _call(ctx, "add", yi, times(xi, real_m.real))
+            yr = _call(ctx, "subtract", yr, times(xi, m.imag))
+            yi = _call(ctx, "add", yi, times(xi, m.real))
         parts = [yr, yi]
     else:  # irfft: the real signal from the spectrum's real and imaginary parts
-        y = times(xr, real_m)
+        y = times(xr, m)
         if xi is not None:
-            y = _call(ctx, "add", y, times(xi, imag_m))
+            y = _call(ctx, "add", y, times(xi, irfft_imag))
         parts = [y]
     parts = [_call(ctx, "expand_dims", _call(ctx, "transpose", p, axes=back), axis=rank - 1) for p in parts]
     return parts[0] if len(parts) == 1 else _call(ctx, "concatenate", Tuple(parts), axis=rank - 1)

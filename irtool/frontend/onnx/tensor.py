@@ -707,8 +707,4 @@ def _space_to_depth(ctx, inputs, attrs):
 @converter("BitCast", 26)
 def _bit_cast(ctx, inputs, attrs):
     """The same bits as another type of the same width (Relay's reinterpret)."""
-    to = attrs.get("to")
-    dtype = ONNX_DTYPES.get(to) if isinstance(to, int) else None
-    if dtype is None:
-        raise ctx.error(f"BitCast to unsupported element type {to}")
-    return _call(ctx, "reinterpret", inputs[0], dtype=dtype)
+    return _call(ctx, "reinterpret", inputs[0], dtype=ctx.element_type(attrs.get("to")))
