@@ -51,6 +51,8 @@ from .llvm_types import (
     scalar_type,
 )
 
+FP_CONTRACT_ATTR = "irtool.fp_contract"  # an sblock annotation: `a + b * c` may be one FMA
+
 __all__ = ["I1", "I8", "I32", "I64", "PTR", "CodegenError", "ModuleBuilder", "PackedSignature", "llvm_type",
            "scalar_type", "signature"]
 
@@ -447,8 +449,10 @@ class _FunctionBuilder(ExprCodegen):
         value = self.expr(s.value)
         ptr, lanes, index = self.address(s.buffer, s.indices, s)
         if lanes == 1 or index is None:  # a vector: aligned to an element only (see e_BufferLoad)
-            self.builder.store(self.to_memory(value, s.buffer.dtype), ptr,
-                               align=element_bytes(self.mem_type(s.buffer.dtype)))
+            stored = self.to_memory(value, s.buffer.dtype)
+            if lanes > 1 and isinstance(ptr.type, ir.PointerType) and not ptr.type.is_opaque:
+                ptr = self.builder.bitcast(ptr, ir.PointerType(stored.type))
+            self.builder.store(stored, ptr, align=element_bytes(self.mem_type(s.buffer.dtype)))
         else:
             for k in range(lanes):
                 p = self.builder.gep(ptr, [self.builder.extract_element(index, I32(k))],
@@ -499,7 +503,10 @@ class _FunctionBuilder(ExprCodegen):
         for mb in block.match_buffers:
             self.match_buffer(mb)
 
+        contract = any(k == FP_CONTRACT_ATTR and v for k, v in block.annotations)
+
         def run() -> None:
+            self.fp_contract = getattr(self, "fp_contract", 0) + contract
             if block.init is not None:
                 reduce_vars = [iv for iv in block.iter_vars if iv.iter_type == tir.COMM_REDUCE]
                 cond = None
@@ -511,6 +518,7 @@ class _FunctionBuilder(ExprCodegen):
                 else:
                     self.stmt(tir.IfThenElse(cond, block.init))
             self.stmt(block.body)
+            self.fp_contract -= contract
 
         if _is_true(s.predicate):
             run()

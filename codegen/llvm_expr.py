@@ -123,6 +123,10 @@ class ExprCodegen:
         b = self.builder
         if e.op in ("and", "or"):
             return self.logical(e)
+        if e.op == "add" and getattr(self, "fp_contract", 0) and _kind(e.a.dtype) == "float":
+            fused = self.multiply_add(e)
+            if fused is not None:
+                return fused
         a, c = self.expr(e.a), self.expr(e.b)
         kind = _kind(e.a.dtype)
         op = e.op
@@ -267,6 +271,16 @@ class ExprCodegen:
         if sk == "handle" or dk == "handle":
             return v
         raise self.error(f"cast from {src} to {dst}")
+
+    def multiply_add(self, e: tir.BinOp) -> ir.Value | None:
+        """`acc + x * y` as `llvm.fmuladd` (one rounding where the target has FMA), inside a
+        block the schedule marked `irtool.fp_contract`, as TVM's LLVM target contracts
+        (AllowFPOpFusion = Fast)."""
+        for acc, product in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(product, tir.BinOp) and product.op == "mul" and product.dtype == e.dtype:
+                return self.call_intrinsic("llvm.fmuladd",
+                                           [self.expr(product.a), self.expr(product.b), self.expr(acc)])
+        return None
 
     def call_intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
         t = args[0].type

@@ -41,9 +41,13 @@ import math
 from dataclasses import dataclass
 
 from irtool.codegen.schedule import Schedule, ScheduleError, _compact_dataflow
+from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.module import IRModule
+from irtool.ir.relax_visitor import ExprMutator
 from irtool.transform import ModulePass, register
+
+from ._contraction_tiles import TileConfig, tile_contraction
 
 SCHEDULED_ATTR = "tirx.is_scheduled"
 
@@ -71,17 +75,28 @@ def dtype_bits(dtype: str) -> int:
     return int(digits) if digits else 32
 
 
+def host_has_fma() -> bool:
+    from irtool.codegen.native import host_cpu
+
+    return "+fma" in host_cpu()[1].split(",")
+
+
 @dataclass(frozen=True)
 class CpuScheduleConfig:
     vector_bits: int
     min_parallel_work: int
+    fp_contract: bool = False
+    # per PrimFunc: the parameters every caller passes a constant for (packable weights)
+    constant_params: frozenset = frozenset()
 
 
 def schedule_prim_func(func: tir.PrimFunc, config: CpuScheduleConfig, name: str = "main") -> Schedule | None:
-    """The default schedule of `func` (its `func` and `trace`), or None if it is left alone."""
+    """The default schedule of `func` (its `func` and `trace`), or None if it is left alone.
+    `sch.packings` maps parameter indices to the `Packing` their constant arguments need."""
     if _already_scheduled(func) or not isinstance(func.body, tir.SBlockRealize):
         return None
     sch = Schedule(func, name)
+    sch.packings = {}
     _inline_all(sch)
     for block in _root_blocks(sch):
         _schedule_block(sch, block, config)
@@ -117,10 +132,16 @@ def _inline_all(sch: Schedule) -> None:
 
 def _costly_to_recompute(sch: Schedule, name: str) -> bool:
     """A producer calling an intrinsic (exp, tanh...) read by a reduction or by several blocks:
-    inlining would compute it again per use (softmax's exp would run twice), so it stays."""
+    inlining would compute it again per use (softmax's exp would run twice), so it stays.
+    So does a producer of a contraction (conv's padding): its tile reads each element many
+    times, and a condition per read would sit in the innermost loop."""
     from irtool.codegen.schedule import _reads_buffer, _realizes
 
     block = sch.get_block(name)
+    if isinstance(block.body, tir.BufferStore) and any(
+            _is_contraction(r.block) and _reads_buffer(r.block, block.body.buffer)
+            for r, _ in _realizes(sch.func.body) if r.block is not block):
+        return True
     if not isinstance(block.body, tir.BufferStore) or not _has_call(block.body.value):
         return False
     readers = [r.block for r, _ in _realizes(sch.func.body)
@@ -177,6 +198,12 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
     if leading == 0:
         return
     inner = loops[leading - 1]
+    if rest_is_reduce and _is_contraction(block):
+        tile_config = TileConfig(config.vector_bits, config.fp_contract, parallel_ok, config.constant_params,
+                                 sch.packings)
+        if tile_contraction(sch, name, tile_config):
+            sch.trace.append(f"# {name}: register tile with accumulators in registers (not a TVM primitive)")
+            return
     if rest_is_reduce and _is_contraction(block) and \
             _schedule_contraction(sch, loops, leading, block, realize, lanes, parallel_ok):
         return
@@ -376,22 +403,81 @@ def _is_contraction(block: tir.SBlock) -> bool:
 
 
 def schedule_module(mod: IRModule, config: CpuScheduleConfig) -> tuple[IRModule, dict[str, list[str]]]:
-    """Every PrimFunc of `mod` scheduled, and the trace of each one scheduled."""
+    """Every PrimFunc of `mod` scheduled, and the trace of each one scheduled. Weights packed
+    by a contraction tile are packed in the Relax callers' constants."""
+    from dataclasses import replace
+
     functions = dict(mod.functions)
     traces = {}
+    constant_params = _constant_params(mod)
+    packings = {}
     for name, fn in mod.functions.items():
         if not isinstance(fn, tir.PrimFunc):
             continue
-        sch = schedule_prim_func(fn, config, name)
+        sch = schedule_prim_func(fn, replace(config, constant_params=constant_params.get(name, frozenset())), name)
         if sch is None:
             continue
         attrs = dict(sch.func.attrs)
         attrs[SCHEDULED_ATTR] = True
         functions[name] = sch.func.replace(attrs=tuple(sorted(attrs.items(), key=lambda kv: kv[0].encode())))
         traces[name] = sch.trace
+        if sch.packings:
+            packings[name] = sch.packings
+    if packings:
+        for name, fn in functions.items():
+            if isinstance(fn, rx.Function):
+                functions[name] = _PackConstants(packings).visit_expr(fn)
     out = mod.with_functions(functions)
     out.bare = mod.bare
     return out, traces
+
+
+def _call_tir_args(call) -> tuple[str, list] | None:
+    if not (isinstance(call, rx.Call) and getattr(call.op, "name", None) == "relax.call_tir"):
+        return None
+    args = call.args[1]
+    return call.args[0].name_hint, list(args.fields_) if isinstance(args, rx.Tuple) else [args]
+
+
+def _constant_params(mod: IRModule) -> dict[str, frozenset]:
+    """Per PrimFunc called from Relax: the parameter positions where every call passes a
+    constant (a PrimFunc never called from Relax has none: its callers are unknown)."""
+    from irtool.ir.relax_visitor import ExprVisitor
+
+    seen: dict[str, set] = {}
+
+    class Calls(ExprVisitor):
+        def visit_call_(self, e):
+            parts = _call_tir_args(e)
+            if parts is not None:
+                name, args = parts
+                const = {k for k, a in enumerate(args) if isinstance(a, rx.Constant) and a.data is not None}
+                seen[name] = seen[name] & const if name in seen else const
+            super().visit_call_(e)
+
+    for fn in mod.functions.values():
+        if isinstance(fn, rx.Function):
+            Calls().visit_expr(fn)
+    return {name: frozenset(ks) for name, ks in seen.items()}
+
+
+class _PackConstants(ExprMutator):
+    """Constant arguments of packed parameters replaced by their packed panels."""
+
+    def __init__(self, packings: dict) -> None:
+        super().__init__()
+        self.packings = packings
+
+    def visit_call_(self, e):
+        parts = _call_tir_args(e)
+        if parts is None or parts[0] not in self.packings:
+            return super().visit_call_(e)
+        name, args = parts
+        packed = [rx.Constant(self.packings[name][k].apply(a.data)) if k in self.packings[name] else a
+                  for k, a in enumerate(args)]
+        call = rx.Call(e.op, [e.args[0], rx.Tuple(packed), *e.args[2:]], e.attrs, e.sinfo_args, e.span)
+        call.struct_info = e.struct_info
+        return call
 
 
 @register
@@ -406,7 +492,11 @@ class DefaultCpuSchedule(ModulePass):
     vector_bits: int = 0
     # fewer iterations than this in a loop nest: no parallel loop
     min_parallel_work: int = 16384
+    # 1: contraction tiles may fuse multiply-adds (on hosts with FMA), as TVM's LLVM target
+    # does; 0: keep every product rounded, results bit-identical to the interpreter
+    fp_contract: int = 1
 
     def transform_module(self, mod: IRModule, ctx) -> IRModule:
-        config = CpuScheduleConfig(self.vector_bits or host_vector_bits(), self.min_parallel_work)
+        config = CpuScheduleConfig(self.vector_bits or host_vector_bits(), self.min_parallel_work,
+                                   bool(self.fp_contract) and host_has_fma())
         return schedule_module(mod, config)[0]

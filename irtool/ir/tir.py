@@ -170,7 +170,8 @@ class BufferLoad(PrimExpr):
     def __init__(self, buffer: Buffer, indices, span=None) -> None:
         self.buffer = buffer
         self.indices = tuple(indices)
-        self.dtype = buffer.dtype
+        lanes = max((_lanes(i.dtype) for i in self.indices if isinstance(i, PrimExpr)), default=1)
+        self.dtype = buffer.dtype if lanes == 1 else f"{buffer.dtype}x{lanes}"  # a vector load: TVM's dtype
         self.span = span
 
 

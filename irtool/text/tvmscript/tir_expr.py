@@ -45,7 +45,16 @@ def _as_prim(v, dtype: str | None = None) -> tir.PrimExpr:
         return tir.const(v, dtype if dtype and dtype.startswith(("float", "bfloat")) else "float32")
     if isinstance(v, str):
         return tir.StringImm(v)
+    if isinstance(v, tir.BufferRegion) and all(isinstance(r.extent, tir.IntImm) for r in v.region):
+        # `A[i, 0:16]` as a value: the vector load TVM prints that way (a stride-1 Ramp index)
+        return tir.BufferLoad(v.buffer, [_ramp_or_point(r) for r in v.region], span=v.span)
     raise NotPrimError(f"expected a TIR expression, got {_describe_value(v)}")
+
+
+def _ramp_or_point(r: tir.Range) -> tir.PrimExpr:
+    if r.extent.value == 1:
+        return r.min
+    return tir.Ramp(r.min, tir.const(1, r.min.dtype), r.extent.value)
 
 
 def _describe_value(v) -> str:
@@ -316,6 +325,13 @@ class _TirExprBuilder(_Builder):
         return super().subscript(base, subs, node)
 
     def buffer_indices(self, items) -> list:
+        if any(isinstance(i, Tree) and i.data == "slice" for i in items):
+            ranges = [self.range_of(i) for i in items]
+            for item, r in zip(items, ranges):
+                if not isinstance(r.extent, tir.IntImm) or r.extent.value < 1:
+                    self.error("a vector index needs a constant number of lanes", item)
+            return [_ramp_or_point(r) if isinstance(i, Tree) and i.data == "slice" else r.min
+                    for i, r in zip(items, ranges)]
         values = [self.eval(i) for i in items]
         if len(values) == 1 and values[0] == ():
             return []  # `A[()]`: the element of a 0-d buffer

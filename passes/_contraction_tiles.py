@@ -1,0 +1,396 @@
+"""Register tiles for contractions with accumulators in registers and packed constant weights
+(default-cpu-schedule's step for `C[..] += A[..] * W[..]`: conv2d, matmul, dense, batch matmul).
+
+A contraction's output is computed one tile at a time: R rows (a spatial index `r` that A
+reads and W does not: conv's output columns, matmul's rows) by V vectors of L lanes (a
+spatial index `v` that W reads and A does not: conv's output channels, matmul's columns).
+The tile accumulates in a local buffer (registers once LLVM has unrolled it) over every
+reduction index, in the block's own order, and is written out once, through the fused
+elementwise consumer when there is one, so the intermediate is never stored:
+
+    for v_0, <other spatial>, r_0 in T.parallel(...):    # one tile per task
+        acc[R, V * L] = init
+        for <reduction loops, in order>:
+            for ri in T.unroll(R): for vi in T.unroll(V): for li in T.vectorized(L):
+                acc[ri, vi*L + li] += A[.., r, ..] * Wp[v_0, .., vi*L + li]
+        for ri, li: D[.., v, .., r, ..] = epilogue(acc[ri, li])
+
+W's lanes must be contiguous. When `v` is W's last index they are; otherwise (conv's OIHW
+weight, dense's [N, K]) a constant W is packed once at compile time into panels
+`Wp[ceil(n / VL), <W's other dims>, VL]` (zero-padded), and the Relax caller passes the
+packed constant (TVM does the same with layout-free buffers and `SplitLayoutRewritePreproc`).
+Rows past the end are clamped to the last row (computed twice, stored twice with the same
+value), lanes past the end are not stored. With `fp_contract` the block is marked
+`irtool.fp_contract` and LLVM fuses each multiply-add (one rounding, as TVM's LLVM target
+does); the order of accumulation per output is unchanged either way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from irtool.codegen.llvm_codegen import FP_CONTRACT_ATTR
+from irtool.codegen.schedule import Schedule, _loads, _nest_top, _realizes, _uses
+from irtool.ir import tir
+from irtool.ir.tir_visitor import StmtExprMutator, substitute
+
+
+@dataclass
+class Packing:
+    """A weight parameter packed into panels: axis `axis` of the original split by `panel`."""
+
+    axis: int
+    panel: int
+
+    def apply(self, w: np.ndarray) -> np.ndarray:
+        n = w.shape[self.axis]
+        panels = -(-n // self.panel)
+        pad = [(0, 0)] * w.ndim
+        pad[self.axis] = (0, panels * self.panel - n)
+        w = np.pad(w, pad)
+        shape = list(w.shape)
+        shape[self.axis:self.axis + 1] = [panels, self.panel]
+        return np.ascontiguousarray(np.moveaxis(w.reshape(shape), (self.axis, self.axis + 1), (0, w.ndim)))
+
+
+@dataclass
+class TileConfig:
+    vector_bits: int
+    fp_contract: bool
+    parallel_ok: bool
+    # parameters whose every caller passes a constant: they may be packed
+    constant_params: frozenset = frozenset()
+    packings: dict = field(default_factory=dict)  # param index -> Packing, filled in
+
+
+def _dtype_bits(dtype: str) -> int:
+    digits = "".join(ch for ch in dtype if ch.isdigit())
+    return int(digits) if digits else 32
+
+
+def _const(value: int, dtype: str) -> tir.IntImm:
+    return tir.IntImm(value, dtype)
+
+
+def _extent_values(sch: Schedule, loops) -> list[int] | None:
+    out = []
+    for lv in loops:
+        e = sch.loop(lv).extent
+        if not isinstance(e, tir.IntImm) or not isinstance(sch.loop(lv).min, tir.IntImm) or sch.loop(lv).min.value:
+            return None
+        out.append(e.value)
+    return out
+
+
+def _choose_tile(r_ext: int, v_ext: int, lanes: int, registers: int) -> tuple[int, int]:
+    """(rows R, vectors V): as many accumulators as the registers allow (a few stay for W's
+    vectors and A's broadcast), little work wasted on clamped rows or padded lanes."""
+    budget = registers - 8 if registers > 16 else registers - 4
+    best, best_score = (1, 1), -1.0
+    for vectors in range(1, 9):
+        if vectors > 1 and (vectors - 1) * lanes >= v_ext:
+            break
+        for rows in range(1, min(r_ext, budget // vectors) + 1):
+            accumulators = rows * vectors
+            useful = (r_ext / (-(-r_ext // rows) * rows)) * (v_ext / (-(-v_ext // (vectors * lanes)) * vectors * lanes))
+            # enough independent chains to hide the FMA latency, with diminishing returns
+            score = useful * min(accumulators, 12) + 0.01 * accumulators
+            if score > best_score:
+                best, best_score = (rows, vectors), score
+    return best
+
+
+def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
+    """Rewrite contraction block `name` of `sch` into a register tile (module docstring).
+    False (nothing changed) when its shape does not fit."""
+    realize, path = sch._realize(name)
+    block = realize.block
+    loops = sch.get_loops(name)
+    extents = _extent_values(sch, loops)
+    store = block.body
+    if extents is None or not isinstance(store, tir.BufferStore) or block.init is None:
+        return False
+    if not isinstance(block.init, tir.BufferStore) or _loads(block.init.value):
+        return False
+    out = store.buffer
+    dtype = out.dtype
+    if dtype not in ("float32", "float64"):
+        return False
+    iter_of = dict(zip(loops, (block.iter_vars[list(realize.iter_values).index(lv)] for lv in loops)))
+    loop_name = {iter_of[lv].var: lv.name for lv in loops}  # new loops are named after the old ones
+    extent_of = {iter_of[lv].var: e for lv, e in zip(loops, extents)}
+    spatial = [iter_of[lv].var for lv in loops if iter_of[lv].iter_type == tir.DATA_PAR]
+    reduce = [iter_of[lv].var for lv in loops if iter_of[lv].iter_type == tir.COMM_REDUCE]
+    if not reduce or len(spatial) + len(reduce) != len(loops):
+        return False
+    if list(store.indices) != spatial or len(set(spatial)) != len(spatial):
+        return False  # the output indexed by the spatial iterators in order
+    value = store.value
+    if not (isinstance(value, tir.BinOp) and value.op == "add" and isinstance(value.a, tir.BufferLoad)
+            and value.a.buffer is out and list(value.a.indices) == spatial):
+        return False
+    product = value.b
+    if not (isinstance(product, tir.BinOp) and product.op == "mul" and product.dtype == dtype):
+        return False
+    params = {buf: k for k, (_, buf) in enumerate(sch.func.buffer_map)}
+    for weight, other in ((product.b, product.a), (product.a, product.b)):
+        if isinstance(weight, tir.BufferLoad) and weight.buffer in params and weight.buffer.dtype == dtype \
+                and all(isinstance(i, tir.Var) for i in weight.indices) and len(set(weight.indices)) == len(weight.indices) \
+                and not any(ld.buffer is weight.buffer for ld in _loads(other)):
+            break
+    else:
+        return False
+    w_buf = weight.buffer
+    vs = [s for s in spatial if s in weight.indices and not _uses(other, s)]
+    rs = [s for s in spatial if s not in weight.indices and _uses(other, s)]
+    if not vs or any(not isinstance(i, tir.Var) or (i not in spatial and i not in reduce) for i in weight.indices):
+        return False
+    v = vs[-1]
+    r = rs[-1] if rs else None
+    lanes = max(config.vector_bits // _dtype_bits(dtype), 1)
+    registers = 32 if config.vector_bits >= 512 else 16
+    v_ext = extent_of[v]
+    r_ext = extent_of[r] if r is not None else 1
+    rows, vectors = _choose_tile(r_ext, v_ext, lanes, registers)
+    width = vectors * lanes
+    w_param = params[w_buf]
+    contiguous = weight.indices[-1] is v and v_ext % width == 0
+    if not contiguous and w_param not in config.constant_params:
+        return False
+    if v_ext < lanes and r_ext < 2:
+        return False  # nothing to gain: a handful of outputs
+
+    # ---- the new loop nest
+    idx = v.dtype
+    v_name, r_name = loop_name[v], loop_name[r] if r is not None else "r"
+    v_o = tir.Var(f"{v_name}_0", idx)
+    r_o = tir.Var(f"{r_name}_0", r.dtype) if r is not None else None
+    ri = tir.Var(f"{r_name}_1", idx)
+    vi = tir.Var(f"{v_name}_1", idx)
+    lane = tir.Var(f"{v_name}_l", idx)  # the write-back's lane
+    v_panels = -(-v_ext // width)
+    r_tiles = -(-r_ext // rows)
+    outer_vars, outer_ext = [], []
+    for s in spatial:
+        if s is v:
+            outer_vars.append(v_o)
+            outer_ext.append(v_panels)
+        elif s is r:
+            outer_vars.append(r_o)
+            outer_ext.append(r_tiles)
+        else:
+            outer_vars.append(tir.Var(loop_name[s], s.dtype))
+            outer_ext.append(extent_of[s])
+    if r is not None and spatial.index(r) < spatial.index(v):  # panels outermost: W's panel stays in cache
+        a, b = spatial.index(r), spatial.index(v)
+        outer_vars[a], outer_vars[b] = outer_vars[b], outer_vars[a]
+        outer_ext[a], outer_ext[b] = outer_ext[b], outer_ext[a]
+    red_vars = [tir.Var(loop_name[x], x.dtype) for x in reduce]
+
+    def row_expr(row: tir.PrimExpr) -> tir.PrimExpr:
+        e = tir.BinOp("add", tir.BinOp("mul", r_o, _const(rows, r.dtype)), row) if r_tiles > 1 else row
+        if r_tiles * rows != r_ext:
+            e = tir.BinOp("min", e, _const(r_ext - 1, r.dtype))
+        return e
+
+    def v_expr(k: tir.PrimExpr) -> tir.PrimExpr:
+        return tir.BinOp("add", tir.BinOp("mul", v_o, _const(width, idx)), k) if v_panels > 1 else k
+
+    base_map = {s: nv for s, nv in zip([s for s in spatial if s is not v and s is not r],
+                                       [x for x in outer_vars if x is not v_o and x is not r_o])}
+    base_map.update(zip(reduce, red_vars))
+    lanes_base = tir.BinOp("mul", vi, _const(lanes, idx)) if vectors > 1 else _const(0, idx)
+    lanes_at = tir.Ramp(lanes_base, _const(1, idx), lanes)
+
+    acc = tir.Buffer(f"{out.name}_local", (_const(rows, "int64"), _const(width, "int64")), dtype, scope="local")
+    a_map = dict(base_map)
+    if r is not None:
+        a_map[r] = row_expr(ri)
+    a_expr = tir.Broadcast(substitute(other, a_map), lanes)
+    if contiguous:
+        w_map = dict(base_map)
+        w_map[v] = tir.Ramp(v_expr(lanes_base), _const(1, idx), lanes)
+        w_load = substitute(weight, w_map)
+    else:
+        axis = list(weight.indices).index(v)
+        packed_shape = [_const(v_panels, "int64")] + [d for k, d in enumerate(w_buf.shape) if k != axis] \
+            + [_const(width, "int64")]
+        packed = tir.Buffer(w_buf.name, packed_shape, dtype)
+        w_idx = [v_o] + [base_map[i] for i in weight.indices if i is not v] + [lanes_at]
+        w_load = tir.BufferLoad(packed, w_idx)
+        config.packings[w_param] = Packing(axis, width)
+    acc_at = [ri, lanes_at]
+    product = tir.BinOp("mul", a_expr, w_load)
+    update = tir.BufferStore(acc, tir.BinOp("add", tir.BufferLoad(acc, acc_at), product), acc_at)
+    update = _tile_loops(update, ri, rows, vi, vectors)
+    for rv, x in reversed(list(zip(red_vars, reduce))):
+        update = tir.For(rv, _const(0, rv.dtype), _const(extent_of[x], rv.dtype), "serial", update)
+    init = tir.BufferStore(acc, tir.Broadcast(block.init.value, lanes), acc_at)
+    init = _tile_loops(init, ri, rows, vi, vectors)
+
+    # ---- write-back, through the elementwise consumer when it can be absorbed
+    consumer = _absorbable_consumer(sch, block, out)
+    out_map = dict(base_map)
+    out_map[v] = v_expr(lane)
+    if r is not None:
+        out_map[r] = row_expr(ri)
+    result = tir.BufferLoad(acc, [ri, lane])
+    if consumer is not None:
+        cons_block = consumer.block
+        cons_store = cons_block.body
+        cons_vars = [iv.var for iv in cons_block.iter_vars]
+        value_e = _LoadSwap(out, result).mutate(cons_store.value)
+        cmap = {cv: out_map[s] for cv, s in zip(cons_vars, spatial)}
+        write = tir.BufferStore(cons_store.buffer, substitute(value_e, cmap), [cmap[i] for i in cons_store.indices])
+        dest = cons_store.buffer
+    else:
+        write = tir.BufferStore(out, result, [out_map[s] for s in spatial])
+        dest = out
+    if v_panels * width != v_ext:
+        write = tir.IfThenElse(tir.BinOp("lt", v_expr(lane), _const(v_ext, idx)), write)
+    vector_store = spatial[-1] is v  # contiguous lanes in the destination
+    lane_loop = tir.For(lane, _const(0, idx), _const(width, idx), "vectorized" if vector_store else "serial", write)
+    write_back = tir.For(ri, _const(0, idx), _const(rows, idx), "unroll", lane_loop) if rows > 1 else \
+        substitute(lane_loop, {ri: _const(0, idx)})
+
+    reads = _whole_regions([ld.buffer for ld in _loads(tir.SeqStmt([update, write_back]))
+                            if ld.buffer is not acc])
+    writes = _whole_regions([dest])
+    annotations = ((FP_CONTRACT_ATTR, True),) if config.fp_contract else ()
+    body = tir.SeqStmt([init, update, write_back])
+    if rows == 1:
+        body = substitute(body, {ri: _const(0, idx)})
+    tile = tir.SBlockRealize([], tir.IntImm(1, "bool"), tir.SBlock(
+        f"{block.name}_tile", [], reads, writes, body, alloc_buffers=[acc], annotations=annotations))
+    nest = _outer_loops(tile, outer_vars, outer_ext, config.parallel_ok)
+    if config.packings.get(w_param) is not None and not contiguous:
+        _replace_param_buffer(sch, w_param, packed)
+    _replace_nests(sch, realize, path, nest, consumer, out if consumer is not None else None)
+    return True
+
+
+def _tile_loops(stmt, ri, rows, vi, vectors):
+    idx = ri.dtype
+    if vectors > 1:
+        stmt = tir.For(vi, _const(0, idx), _const(vectors, idx), "unroll", stmt)
+    if rows > 1:
+        stmt = tir.For(ri, _const(0, idx), _const(rows, idx), "unroll", stmt)
+    return stmt
+
+
+def _outer_loops(body, outer_vars, outer_ext, parallel_ok: bool):
+    """Serial loops, or one fused parallel loop whose index is split back into the others."""
+    total = math.prod(outer_ext)
+    if parallel_ok and total > 1:
+        idx = outer_vars[0].dtype
+        fused = tir.Var("_".join(v.name for v in outer_vars) + "_fused", idx)
+        mapping, stride = {}, 1
+        for k in reversed(range(len(outer_vars))):
+            e = outer_ext[k]
+            term = fused if stride == 1 else tir.BinOp("floordiv", fused, _const(stride, idx))
+            if e == 1:
+                term = _const(0, idx)
+            elif stride * e != total:
+                term = tir.BinOp("floormod", term, _const(e, idx))
+            mapping[outer_vars[k]] = term
+            stride *= e
+        return tir.For(fused, _const(0, idx), _const(total, idx), "parallel", substitute(body, mapping))
+    for v, e in reversed(list(zip(outer_vars, outer_ext))):
+        body = tir.For(v, _const(0, v.dtype), _const(e, v.dtype), "serial", body)
+    return body
+
+
+def _whole_regions(buffers) -> list[tir.BufferRegion]:
+    seen, out = set(), []
+    for buf in buffers:
+        if buf in seen:
+            continue
+        seen.add(buf)
+        out.append(tir.BufferRegion(buf, [tir.Range(_const(0, d.dtype), d) for d in buf.shape]))
+    return out
+
+
+class _LoadSwap(StmtExprMutator):
+    def __init__(self, buffer: tir.Buffer, replacement: tir.PrimExpr) -> None:
+        super().__init__()
+        self.buffer, self.replacement = buffer, replacement
+
+    def pre_mutate(self, node):
+        if isinstance(node, tir.BufferLoad) and node.buffer is self.buffer:
+            return self.replacement
+        return None
+
+
+def _absorbable_consumer(sch: Schedule, block: tir.SBlock, out: tir.Buffer) -> tir.SBlockRealize | None:
+    """The one spatial block reading intermediate `out` elementwise (its iterators index `out`
+    and its own store in order, over the same shape), reading nothing else computed inside."""
+    root = sch.func.body.block
+    if out not in root.alloc_buffers:
+        return None
+    realizes = [r for r, _ in _realizes(sch.func.body) if r is not sch.func.body]
+    readers = [r for r in realizes if r.block is not block and any(ld.buffer is out for ld in _loads(r.block.body))]
+    if len(readers) != 1:
+        return None
+    cons = readers[0]
+    cb = cons.block
+    st = cb.body
+    ivs = [iv.var for iv in cb.iter_vars]
+    if not isinstance(st, tir.BufferStore) or any(iv.iter_type != tir.DATA_PAR for iv in cb.iter_vars):
+        return None
+    if list(st.indices) != ivs or len(ivs) != len(out.shape) or list(st.buffer.shape) != list(out.shape) \
+            or any(not _same_int(a, b) for a, b in zip(st.buffer.shape, out.shape)):
+        return None
+    params = {buf for _, buf in sch.func.buffer_map}
+    for ld in _loads(st.value):
+        if ld.buffer is out:
+            if list(ld.indices) != ivs:
+                return None
+        elif ld.buffer not in params:
+            return None
+    if st.buffer not in params or _loads_var_from(st.value, st.buffer):
+        return None
+    return cons
+
+
+def _same_int(a, b) -> bool:
+    return isinstance(a, tir.IntImm) and isinstance(b, tir.IntImm) and a.value == b.value
+
+
+def _loads_var_from(e, buf) -> bool:
+    return any(ld.buffer is buf for ld in _loads(e))
+
+
+def _replace_param_buffer(sch: Schedule, index: int, packed: tir.Buffer) -> None:
+    pairs = list(sch.func.buffer_map)
+    var, _ = pairs[index]
+    pairs[index] = (var, packed)
+    sch.func = sch.func.replace(buffer_map=tuple(pairs))
+
+
+def _replace_nests(sch: Schedule, realize, path, nest, consumer, dropped: tir.Buffer | None) -> None:
+    """The contraction's loop nest becomes `nest`; the absorbed consumer's nest goes, and with
+    it the intermediate buffer."""
+    root_realize = sch.func.body
+    root = root_realize.block
+    top = _nest_top(realize, path)
+    drop = None
+    if consumer is not None:
+        cpath = next(p for r, p in _realizes(sch.func.body) if r is consumer)
+        drop = _nest_top(consumer, cpath)
+    stmts = list(root.body.seq) if isinstance(root.body, tir.SeqStmt) else [root.body]
+    new = []
+    for s in stmts:
+        if s is top:
+            new.append(nest)
+        elif s is not drop:
+            new.append(s)
+    if any(s is top for s in stmts) is False or (drop is not None and not any(s is drop for s in stmts)):
+        raise ValueError("contraction nest not directly under the root block")
+    body = new[0] if len(new) == 1 else tir.SeqStmt(new)
+    allocs = tuple(b for b in root.alloc_buffers if b is not dropped)
+    new_root = tir.SBlock(root.name, root.iter_vars, root.reads, root.writes, body, root.init, allocs,
+                          root.match_buffers, root.annotations)
+    sch.func = sch.func.replace(body=tir.SBlockRealize(root_realize.iter_values, root_realize.predicate, new_root))
