@@ -489,7 +489,7 @@ def _needs_pipeline(fn: rx.Function) -> bool:
     return False
 
 
-def prepare(mod: IRModule, entry: str = "main", schedule: bool = True, plan_memory: bool = True) -> IRModule:
+def prepare(mod: IRModule, entry: str = "main", schedule: bool | dict = True, plan_memory: bool = True) -> IRModule:
     """Relay -> Relax -> the zero pipeline, as far as `mod` needs; then, for a model (a Relax
     entry function), `default-cpu-schedule` on its PrimFuncs (those already scheduled stay)
     and TVM's memory planning (to-non-dataflow, remove-purity-checking, call-tir-rewrite,
@@ -504,8 +504,9 @@ def prepare(mod: IRModule, entry: str = "main", schedule: bool = True, plan_memo
         with PassContext(opt_level=3):
             mod = get_pass("zero-pipeline")()(mod)
     main = mod.functions.get(entry)
-    if isinstance(main, rx.Function) and schedule:
-        mod = get_pass("default-cpu-schedule")()(mod)
+    if isinstance(main, rx.Function) and schedule is not False:
+        options = schedule if isinstance(schedule, dict) else {}
+        mod = get_pass("default-cpu-schedule")(**options)(mod)
     if isinstance(main, rx.Function) and plan_memory and _calls_tir(main):
         for name in ("to-non-dataflow", "remove-purity-checking", "call-tir-rewrite", "static-plan-block-memory"):
             mod = get_pass(name)()(mod)
@@ -524,7 +525,7 @@ class Executable:
     """A compiled module. A Relax `main` is called as a model; a TIR-only module exposes
     its PrimFuncs (`exe["f"](a, b, out)`)."""
 
-    def __init__(self, mod: IRModule, entry: str = "main", opt_level: int = 3, schedule: bool = True) -> None:
+    def __init__(self, mod: IRModule, entry: str = "main", opt_level: int = 3, schedule: bool | dict = True) -> None:
         from .native import NativeLibrary
 
         started = time.perf_counter()
@@ -651,9 +652,11 @@ class Executable:
 
 
 def build(mod: IRModule, target: str = "llvm", entry: str = "main", opt_level: int = 3,
-          schedule: bool = True) -> Executable:
+          schedule: bool | dict = True) -> Executable:
     """Compile a module (Relay, Relax at any stage, or TIR) for the host CPU; `schedule=False`
-    compiles the zero pipeline's PrimFuncs as they are (no default-cpu-schedule)."""
+    compiles the zero pipeline's PrimFuncs as they are (no default-cpu-schedule), a dict gives
+    default-cpu-schedule's options (`{"fp_contract": 0}`: results bit-identical to the
+    interpreter)."""
     if target not in ("llvm", "native"):
         raise BuildError(f"unknown target `{target}` (the native backend is `llvm`)")
     return Executable(mod, entry, opt_level, schedule)

@@ -37,6 +37,14 @@ from irtool.codegen.schedule import Schedule, _loads, _nest_top, _realizes, _use
 from irtool.ir import tir
 from irtool.ir.tir_visitor import StmtExprMutator, substitute
 
+# a weight read in place whose rows are this many elements apart or more (4 KiB of float32:
+# every row in the same cache set, a new page per row) is packed at run time when its
+# panels are read this many times or more (the packing is one pass over W)
+RUNTIME_PACK_STRIDE = 1024
+RUNTIME_PACK_REUSE = 16
+# the A rows one chunk of row tiles reads: a share of the L2 cache, beside a W panel
+A_CHUNK_BYTES = 512 * 1024
+
 
 @dataclass
 class Packing:
@@ -85,19 +93,27 @@ def _extent_values(sch: Schedule, loops) -> list[int] | None:
     return out
 
 
-def _choose_tile(r_ext: int, v_ext: int, lanes: int, registers: int) -> tuple[int, int]:
-    """(rows R, vectors V): as many accumulators as the registers allow (a few stay for W's
-    vectors and A's broadcast), little work wasted on clamped rows or padded lanes."""
-    budget = registers - 8 if registers > 16 else registers - 4
-    best, best_score = (1, 1), -1.0
+def _choose_tile(r_ext: int, v_ext: int, lanes: int, registers: int, exact: bool) -> tuple[int, int] | None:
+    """(rows R, vectors V) for the best modelled throughput: per reduction step the tile
+    does R * V multiply-adds (two per cycle), R + V loads (two per cycle), reads V vectors
+    of W from L2 (about 24 bytes per cycle) and waits at least the FMA latency (4 cycles)
+    on each accumulator; the R * V accumulators, V weight
+    vectors and a broadcast must fit in the registers, with a few to spare. Work on clamped rows and padded
+    lanes is waste. `exact`: V vectors must divide `v_ext` (W read in place, no padding)."""
+    best, best_score = None, -1.0
     for vectors in range(1, 9):
         if vectors > 1 and (vectors - 1) * lanes >= v_ext:
             break
-        for rows in range(1, min(r_ext, budget // vectors) + 1):
+        if exact and v_ext % (vectors * lanes):
+            continue
+        for rows in range(1, r_ext + 1):
             accumulators = rows * vectors
+            if accumulators + vectors + 1 > registers - 3:  # (LLVM spills beyond, measured)
+                break
             useful = (r_ext / (-(-r_ext // rows) * rows)) * (v_ext / (-(-v_ext // (vectors * lanes)) * vectors * lanes))
-            # enough independent chains to hide the FMA latency, with diminishing returns
-            score = useful * min(accumulators, 12) + 0.01 * accumulators
+            # W's panel is read again per row tile: from L2, about 24 bytes a cycle (measured)
+            speed = (accumulators / 2) / max(accumulators / 2, (rows + vectors) / 2, 4, vectors * lanes * 4 / 24)
+            score = useful * speed + 0.001 * accumulators
             if score > best_score:
                 best, best_score = (rows, vectors), score
     return best
@@ -138,7 +154,8 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     params = {buf: k for k, (_, buf) in enumerate(sch.func.buffer_map)}
     for weight, other in ((product.b, product.a), (product.a, product.b)):
         if isinstance(weight, tir.BufferLoad) and weight.buffer in params and weight.buffer.dtype == dtype \
-                and all(isinstance(i, tir.Var) for i in weight.indices) and len(set(weight.indices)) == len(weight.indices) \
+                and all(isinstance(i, tir.Var) for i in weight.indices) \
+                and len(set(weight.indices)) == len(weight.indices) \
                 and not any(ld.buffer is weight.buffer for ld in _loads(other)):
             break
     else:
@@ -154,12 +171,22 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     registers = 32 if config.vector_bits >= 512 else 16
     v_ext = extent_of[v]
     r_ext = extent_of[r] if r is not None else 1
-    rows, vectors = _choose_tile(r_ext, v_ext, lanes, registers)
-    width = vectors * lanes
     w_param = params[w_buf]
-    contiguous = weight.indices[-1] is v and v_ext % width == 0
-    if not contiguous and w_param not in config.constant_params:
+    packable = w_param in config.constant_params
+    axis = list(weight.indices).index(v)
+    row_stride = math.prod(d.value if isinstance(d, tir.IntImm) else 1 << 20 for d in w_buf.shape[axis:])
+    # how many times the tiles read W over: the rows, and the spatial indices W does not use
+    reuse = r_ext * math.prod(extent_of[s] for s in spatial if s not in weight.indices and s is not r)
+    in_place = weight.indices[-1] is v and (row_stride < RUNTIME_PACK_STRIDE or reuse < RUNTIME_PACK_REUSE)
+    if not packable and not in_place and reuse < RUNTIME_PACK_REUSE:
         return False
+    tile = _choose_tile(r_ext, v_ext, lanes, registers, exact=in_place and not packable)
+    if tile is None:
+        return False
+    rows, vectors = tile
+    width = vectors * lanes
+    contiguous = in_place and v_ext % width == 0
+    pack_at_runtime = not contiguous and not packable
     if v_ext < lanes and r_ext < 2:
         return False  # nothing to gain: a handful of outputs
 
@@ -215,13 +242,13 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
         w_map[v] = tir.Ramp(v_expr(lanes_base), _const(1, idx), lanes)
         w_load = substitute(weight, w_map)
     else:
-        axis = list(weight.indices).index(v)
         packed_shape = [_const(v_panels, "int64")] + [d for k, d in enumerate(w_buf.shape) if k != axis] \
             + [_const(width, "int64")]
-        packed = tir.Buffer(w_buf.name, packed_shape, dtype)
+        packed = tir.Buffer(f"{w_buf.name}_packed" if pack_at_runtime else w_buf.name, packed_shape, dtype)
         w_idx = [v_o] + [base_map[i] for i in weight.indices if i is not v] + [lanes_at]
         w_load = tir.BufferLoad(packed, w_idx)
-        config.packings[w_param] = Packing(axis, width)
+        if not pack_at_runtime:
+            config.packings[w_param] = Packing(axis, width)
     acc_at = [ri, lanes_at]
     product = tir.BinOp("mul", a_expr, w_load)
     update = tir.BufferStore(acc, tir.BinOp("add", tir.BufferLoad(acc, acc_at), product), acc_at)
@@ -265,15 +292,75 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
         body = substitute(body, {ri: _const(0, idx)})
     tile = tir.SBlockRealize([], tir.IntImm(1, "bool"), tir.SBlock(
         f"{block.name}_tile", [], reads, writes, body, alloc_buffers=[acc], annotations=annotations))
+    tile, outer_vars, outer_ext = _row_chunks(tile, outer_vars, outer_ext, r_o, v_o,
+                                              rows * math.prod(extent_of[x] for x in reduce) * _dtype_bits(dtype) // 8)
     nest = _outer_loops(tile, outer_vars, outer_ext, config.parallel_ok)
-    if config.packings.get(w_param) is not None and not contiguous:
+    if pack_at_runtime:
+        nest = tir.SeqStmt([_pack_nest(w_buf, packed, axis, width, v_ext, config.parallel_ok), nest])
+    elif not contiguous:
         _replace_param_buffer(sch, w_param, packed)
-    _replace_nests(sch, realize, path, nest, consumer, out if consumer is not None else None)
+    _replace_nests(sch, realize, path, nest, consumer, out if consumer is not None else None,
+                   packed if pack_at_runtime else None)
     return True
 
 
+def _pack_nest(w_buf: tir.Buffer, packed: tir.Buffer, axis: int, width: int, v_ext: int, parallel_ok: bool):
+    """`packed[v_0, <W's other indices>, l] = W[.., v_0 * width + l, ..]` (zero past the end),
+    one panel row per vectorised inner loop, the rest one parallel loop."""
+    idx = "int64"
+    names = [f"ax{k}" for k in range(len(packed.shape))]
+    loop_vars = [tir.Var(n, idx) for n in names]
+    iters = [tir.Var(f"v_{n}", idx) for n in names]
+    v_index = tir.BinOp("add", tir.BinOp("mul", iters[0], _const(width, idx)), iters[-1])
+    middle = iters[1:-1]
+    source = middle[:axis] + [v_index] + middle[axis:]
+    load = tir.BufferLoad(w_buf, source)
+    value = load if v_ext % width == 0 else tir.Call(w_buf.dtype, "tir.if_then_else", [
+        tir.BinOp("lt", v_index, _const(v_ext, idx)), load, tir.FloatImm(0.0, w_buf.dtype)])
+    store_at = list(iters)
+    block = tir.SBlock(f"{w_buf.name}_pack", [tir.IterVar(iv, tir.Range(_const(0, idx), d), tir.DATA_PAR)
+                                               for iv, d in zip(iters, packed.shape)],
+                       _whole_regions([w_buf]), [tir.BufferRegion(packed, [tir.Range(i, _const(1, idx))
+                                                                            for i in store_at])],
+                       tir.BufferStore(packed, value, store_at))
+    body = tir.SBlockRealize(loop_vars, tir.IntImm(1, "bool"), block)
+    body = tir.For(loop_vars[-1], _const(0, idx), packed.shape[-1], "vectorized", body)
+    return _outer_loops(body, loop_vars[:-1], [d.value for d in packed.shape[:-1]], parallel_ok)
+
+
+def _row_chunks(tile, outer_vars: list, outer_ext: list, r_o, v_o, tile_bytes: int):
+    """When the rows' A (tile_bytes per row tile) outgrow the L2 cache, the row tiles go in
+    chunks of about A_CHUNK_BYTES, outside the panels: each W panel is then read once per
+    chunk, and the chunk's A stays in cache across the panels (else A streams from memory
+    once per panel)."""
+    if r_o is None or r_o not in outer_vars:
+        return tile, outer_vars, outer_ext
+    r_tiles = outer_ext[outer_vars.index(r_o)]
+    if r_tiles * tile_bytes <= 2 * A_CHUNK_BYTES:
+        return tile, outer_vars, outer_ext
+    want = max(1, A_CHUNK_BYTES // tile_bytes)
+    chunk = max(d for d in range(1, min(want, r_tiles) + 1) if r_tiles % d == 0)
+    if chunk == 1 or chunk == r_tiles:
+        return tile, outer_vars, outer_ext
+    idx = r_o.dtype
+    r_oo, r_oi = tir.Var(f"{r_o.name}_0", idx), tir.Var(f"{r_o.name}_1", idx)
+    tile = substitute(tile, {r_o: tir.BinOp("add", tir.BinOp("mul", r_oo, _const(chunk, idx)), r_oi)})
+    at = outer_vars.index(r_o)
+    outer_vars, outer_ext = list(outer_vars), list(outer_ext)
+    outer_vars[at], outer_ext[at] = r_oi, chunk
+    first = outer_vars.index(v_o)
+    outer_vars.insert(first, r_oo)
+    outer_ext.insert(first, r_tiles // chunk)
+    return tile, outer_vars, outer_ext
+
+
 def _tile_loops(stmt, ri, rows, vi, vectors):
+    """The unrolled row and vector loops around `stmt`, with loop variables of their own (a
+    variable is bound by one loop only)."""
     idx = ri.dtype
+    fresh_ri, fresh_vi = tir.Var(ri.name, idx), tir.Var(vi.name, idx)
+    stmt = substitute(stmt, {ri: fresh_ri if rows > 1 else _const(0, idx), vi: fresh_vi})
+    ri, vi = fresh_ri, fresh_vi
     if vectors > 1:
         stmt = tir.For(vi, _const(0, idx), _const(vectors, idx), "unroll", stmt)
     if rows > 1:
@@ -298,8 +385,10 @@ def _outer_loops(body, outer_vars, outer_ext, parallel_ok: bool):
             mapping[outer_vars[k]] = term
             stride *= e
         return tir.For(fused, _const(0, idx), _const(total, idx), "parallel", substitute(body, mapping))
+    body = substitute(body, {v: _const(0, v.dtype) for v, e in zip(outer_vars, outer_ext) if e == 1})
     for v, e in reversed(list(zip(outer_vars, outer_ext))):
-        body = tir.For(v, _const(0, v.dtype), _const(e, v.dtype), "serial", body)
+        if e > 1:
+            body = tir.For(v, _const(0, v.dtype), _const(e, v.dtype), "serial", body)
     return body
 
 
@@ -340,7 +429,7 @@ def _absorbable_consumer(sch: Schedule, block: tir.SBlock, out: tir.Buffer) -> t
     ivs = [iv.var for iv in cb.iter_vars]
     if not isinstance(st, tir.BufferStore) or any(iv.iter_type != tir.DATA_PAR for iv in cb.iter_vars):
         return None
-    if list(st.indices) != ivs or len(ivs) != len(out.shape) or list(st.buffer.shape) != list(out.shape) \
+    if list(st.indices) != ivs or len(ivs) != len(out.shape) or len(st.buffer.shape) != len(out.shape) \
             or any(not _same_int(a, b) for a, b in zip(st.buffer.shape, out.shape)):
         return None
     params = {buf for _, buf in sch.func.buffer_map}
@@ -370,9 +459,10 @@ def _replace_param_buffer(sch: Schedule, index: int, packed: tir.Buffer) -> None
     sch.func = sch.func.replace(buffer_map=tuple(pairs))
 
 
-def _replace_nests(sch: Schedule, realize, path, nest, consumer, dropped: tir.Buffer | None) -> None:
+def _replace_nests(sch: Schedule, realize, path, nest, consumer, dropped: tir.Buffer | None,
+                   added: tir.Buffer | None = None) -> None:
     """The contraction's loop nest becomes `nest`; the absorbed consumer's nest goes, and with
-    it the intermediate buffer."""
+    it the intermediate buffer; `added` (a weight packed at run time) joins the root's."""
     root_realize = sch.func.body
     root = root_realize.block
     top = _nest_top(realize, path)
@@ -390,7 +480,7 @@ def _replace_nests(sch: Schedule, realize, path, nest, consumer, dropped: tir.Bu
     if any(s is top for s in stmts) is False or (drop is not None and not any(s is drop for s in stmts)):
         raise ValueError("contraction nest not directly under the root block")
     body = new[0] if len(new) == 1 else tir.SeqStmt(new)
-    allocs = tuple(b for b in root.alloc_buffers if b is not dropped)
+    allocs = tuple(b for b in root.alloc_buffers if b is not dropped) + ((added,) if added is not None else ())
     new_root = tir.SBlock(root.name, root.iter_vars, root.reads, root.writes, body, root.init, allocs,
                           root.match_buffers, root.annotations)
     sch.func = sch.func.replace(body=tir.SBlockRealize(root_realize.iter_values, root_realize.predicate, new_root))

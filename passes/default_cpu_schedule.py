@@ -99,7 +99,8 @@ def schedule_prim_func(func: tir.PrimFunc, config: CpuScheduleConfig, name: str 
     sch.packings = {}
     _inline_all(sch)
     for block in _root_blocks(sch):
-        _schedule_block(sch, block, config)
+        if block in sch.blocks():  # (a contraction tile may have absorbed its consumer)
+            _schedule_block(sch, block, config)
     return sch
 
 

@@ -325,6 +325,8 @@ def test_traces_replayed_by_tvm_print_the_same(tvm_python, tmp_path):
             path = tmp_path / f"case{k}_{bits}.py"
             path.write_text(to_text(mod))
             ours, traces = schedule_module(mod, CpuScheduleConfig(bits, 0))
+            if any(line.startswith("#") for trace in traces.values() for line in trace):
+                continue  # a contraction tile: built directly, not by TVM's primitives
             (tmp_path / f"case{k}_{bits}.py.trace.json").write_text(json.dumps(traces))
             cases.append((path, to_text(ours)))
     proc = subprocess.run([tvm_python, str(runner), *(str(p) for p, _ in cases)], capture_output=True, text=True,
