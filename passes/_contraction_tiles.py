@@ -315,7 +315,7 @@ def _pack_nest(w_buf: tir.Buffer, packed: tir.Buffer, axis: int, width: int, v_e
     middle = iters[1:-1]
     source = middle[:axis] + [v_index] + middle[axis:]
     load = tir.BufferLoad(w_buf, source)
-    value = load if v_ext % width == 0 else tir.Call(w_buf.dtype, "tir.if_then_else", [
+    value = load if v_ext % width == 0 else tir.Call(w_buf.dtype, "tirx.if_then_else", [
         tir.BinOp("lt", v_index, _const(v_ext, idx)), load, tir.FloatImm(0.0, w_buf.dtype)])
     store_at = list(iters)
     block = tir.SBlock(f"{w_buf.name}_pack", [tir.IterVar(iv, tir.Range(_const(0, idx), d), tir.DATA_PAR)
@@ -373,7 +373,7 @@ def _outer_loops(body, outer_vars, outer_ext, parallel_ok: bool):
     total = math.prod(outer_ext)
     if parallel_ok and total > 1:
         idx = outer_vars[0].dtype
-        fused = tir.Var("_".join(v.name for v in outer_vars) + "_fused", idx)
+        fused = tir.Var("_".join(v.name for v, e in zip(outer_vars, outer_ext) if e > 1) + "_fused", idx)
         mapping, stride = {}, 1
         for k in reversed(range(len(outer_vars))):
             e = outer_ext[k]

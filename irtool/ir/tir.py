@@ -126,9 +126,19 @@ class BinOp(PrimExpr):
         self.op = op
         self.a = a
         self.b = b
-        lanes = _lanes(a.dtype)
-        self.dtype = ("bool" if lanes == 1 else f"boolx{lanes}") if BINARY_OPS[op][2] else a.dtype
+        self.dtype = _binop_dtype(op, a)
         self.span = span
+
+    def replace(self, **changes):
+        new = super().replace(**changes)
+        if ("a" in changes or "op" in changes) and "dtype" not in changes:
+            object.__setattr__(new, "dtype", _binop_dtype(new.op, new.a))
+        return new
+
+
+def _binop_dtype(op: str, a: PrimExpr) -> str:
+    lanes = _lanes(a.dtype)
+    return ("bool" if lanes == 1 else f"boolx{lanes}") if BINARY_OPS[op][2] else a.dtype
 
 
 class Not(PrimExpr):
@@ -170,9 +180,20 @@ class BufferLoad(PrimExpr):
     def __init__(self, buffer: Buffer, indices, span=None) -> None:
         self.buffer = buffer
         self.indices = tuple(indices)
-        lanes = max((_lanes(i.dtype) for i in self.indices if isinstance(i, PrimExpr)), default=1)
-        self.dtype = buffer.dtype if lanes == 1 else f"{buffer.dtype}x{lanes}"  # a vector load: TVM's dtype
+        self.dtype = _load_dtype(buffer, self.indices)
         self.span = span
+
+    def replace(self, **changes):
+        new = super().replace(**changes)
+        if "indices" in changes or "buffer" in changes:
+            object.__setattr__(new, "dtype", _load_dtype(new.buffer, new.indices))
+        return new
+
+
+def _load_dtype(buffer: Buffer, indices) -> str:
+    """The buffer's dtype, with the lanes of a vector index (a Ramp): TVM's BufferLoad dtype."""
+    lanes = max((_lanes(i.dtype) for i in indices if isinstance(i, PrimExpr)), default=1)
+    return buffer.dtype if lanes == 1 else f"{buffer.dtype}x{lanes}"
 
 
 class Call(PrimExpr):
