@@ -8,7 +8,9 @@ The limit per core is 2 FMA units x vector lanes x 2 flops x clock (lanes from t
 features LLVM reports: AVX-512 16 floats, AVX2 8; the clock is /proc/cpuinfo's reading,
 so a core that boosts above it can beat the "limit": BLAS does here), times the threads
 used. The shapes: the 1024^3 goal, the MLP's layers
-(batch 1), the transformer layer's projections and attention (4 heads x 128 x 64).
+(batch 1), the transformer layer's projections and attention (4 heads x 128 x 64); a `c`
+suffix makes the weight a constant, as in a model (irtool packs it at compile time; BLAS
+gets the same array every call).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import time
 
 import numpy as np
 
-SHAPES = ("1024x1024x1024", "512x512x512", "1x784x512", "1x512x512", "128x256x256", "128x256x1024",
-          "4x128x64x128")
+SHAPES = ("1024x1024x1024", "512x512x512", "1x784x512", "1x512x512", "1x784x512c", "1x512x512c",
+          "128x256x256", "128x256x1024", "128x256x1024c", "4x128x64x128")
 
 
 def clock_ghz() -> float | None:
@@ -42,10 +44,14 @@ def peak_gflops(threads: int) -> tuple[float | None, str]:
                                            f"boost is higher) x {threads}")
 
 
-def build(shape: tuple[int, ...]):
+def build(shape: tuple[int, ...], weight: np.ndarray | None = None):
+    """`run(a, b) -> a @ b` compiled by irtool; with `weight` the module holds it as a
+    constant (a model's weight: packed at compile time) and `b` is ignored."""
     from irtool.codegen.native import compile_tir
+    from irtool.ir import relax as rx
     from irtool.ir import tir
     from irtool.ir.module import IRModule
+    from irtool.ir.relax_visitor import ExprMutator
     from irtool.text import parse
     from irtool.transform import get_pass
 
@@ -60,10 +66,26 @@ class Module:
             R.output(gv)
         return gv
 """
-    mod = get_pass("zero-pipeline")()(parse(text, "matmul"))
+    mod = parse(text, "matmul")
+    if weight is not None:
+        import irtool
+
+        fn = mod["main"]
+        binder = ExprMutator()
+        binder.var_remap[fn.params[1]] = rx.Constant(weight)
+        exe = irtool.build(IRModule({"main": rx.Function(fn.params[:1], binder.visit_expr(fn.body),
+                                                         fn.ret_struct_info, fn.is_pure, fn.attrs)}))
+        return lambda a, b: exe(a)
+    mod = get_pass("zero-pipeline")()(mod)
     prims = IRModule({name: f for name, f in mod.functions.items() if isinstance(f, tir.PrimFunc)})
-    lib = compile_tir(get_pass("default-cpu-schedule")()(prims))
-    return next(iter(lib.functions.values()))
+    kernel = next(iter(compile_tir(get_pass("default-cpu-schedule")()(prims)).functions.values()))
+
+    def run(a, b):
+        c = np.empty((*batch, m, n), np.float32)
+        kernel(a, b, c)
+        return c
+
+    return run
 
 
 def best_seconds(fn, repeat: int) -> float:
@@ -86,31 +108,31 @@ def main() -> None:
     p.add_argument("--threads", default="1,2")
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
-    shapes = [tuple(int(d) for d in s.split("x")) for s in args.shapes.split(",")]
-    kernels = {s: build(s) for s in shapes}
+    cases = []
+    for spec in args.shapes.split(","):
+        shape = tuple(int(d) for d in spec.rstrip("c").split("x"))
+        *batch, m, k, n = shape
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((*batch, m, k)).astype(np.float32)
+        b = rng.standard_normal((*batch, k, n)).astype(np.float32)
+        cases.append((spec, shape, a, b, build(shape, b if spec.endswith("c") else None)))
     for threads in (int(t) for t in args.threads.split(",")):
         set_num_threads(threads)
         peak, how = peak_gflops(threads)
         print(f"\n{threads} thread(s); limit {'?' if peak is None else f'{peak:.0f}'} GFLOP/s ({how})")
         print(f"{'shape':<18}{'irtool ms':>10}{'GFLOP/s':>9}{'BLAS ms':>9}{'GFLOP/s':>9}{'irtool/BLAS':>13}"
               f"{'of limit':>10}")
-        for shape, fn in kernels.items():
+        for spec, shape, a, b, run in cases:
             *batch, m, k, n = shape
-            rng = np.random.default_rng(0)
-            a = rng.standard_normal((*batch, m, k)).astype(np.float32)
-            b = rng.standard_normal((*batch, k, n)).astype(np.float32)
-            c = np.zeros((*batch, m, n), np.float32)
-            fn(a, b, c)
-            np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
+            np.testing.assert_allclose(run(a, b), a @ b, rtol=1e-3, atol=1e-3)
             flop = 2 * int(np.prod(batch or [1])) * m * k * n
-            ours = best_seconds(lambda fn=fn, a=a, b=b, c=c: fn(a, b, c), args.repeat)
+            ours = best_seconds(lambda run=run, a=a, b=b: run(a, b), args.repeat)
             with threadpool_limits(threads):
                 blas = best_seconds(lambda a=a, b=b: np.matmul(a, b), args.repeat)
             g_ours, g_blas = flop / ours / 1e9, flop / blas / 1e9
             share = "" if peak is None else f"{g_ours / peak:.0%}"
-            print(f"{'x'.join(map(str, shape)):<18}{ours * 1e3:>10.3f}{g_ours:>9.1f}{blas * 1e3:>9.3f}{g_blas:>9.1f}"
+            print(f"{spec:<18}{ours * 1e3:>10.3f}{g_ours:>9.1f}{blas * 1e3:>9.3f}{g_blas:>9.1f}"
                   f"{g_ours / g_blas:>13.2f}{share:>10}")
-
 
 if __name__ == "__main__":
     main()
