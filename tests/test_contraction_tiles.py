@@ -127,3 +127,17 @@ def test_without_fp_contract_the_tile_multiplies_and_adds_separately():
         from irtool.passes.default_cpu_schedule import host_has_fma
 
         assert ("llvm.fmuladd" in compile_tir(prims).llvm_ir) == (expect and host_has_fma())
+
+
+def test_substituting_a_vector_index_makes_a_vector_load():
+    """Rebuilt nodes recompute their dtype (the tiles substitute Ramps into scalar loads; a
+    stale scalar dtype printed `T.Mul(...)` and broke the printer's fixed point)."""
+    from irtool.ir.tir_visitor import substitute
+
+    buf = tir.Buffer("w", (tir.IntImm(64, "int64"),), "float32")
+    i = tir.Var("i", "int64")
+    load = tir.BufferLoad(buf, [i])
+    product = tir.BinOp("mul", load, load)
+    vector = substitute(product, {i: tir.Ramp(tir.IntImm(0, "int64"), tir.IntImm(1, "int64"), 16)})
+    assert vector.a.dtype == "float32x16" and vector.dtype == "float32x16"
+    assert tir.BinOp("lt", vector.a, vector.b).dtype == "boolx16"

@@ -532,3 +532,46 @@ def test_references_match_tvm_runs(tvm_python, tmp_path):
         want = theirs[f"arr_{i}"]
         assert got.dtype == want.dtype and got.shape == want.shape, i
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"output {i}")
+
+
+VECTOR_SLICES = HEADER + '''@I.ir_module
+class Module:
+    @T.prim_func(s_tir=True)
+    def main(A: T.Buffer((T.int64(4), T.int64(16)), "float32"), B: T.Buffer((T.int64(4), T.int64(16)), "float32")):
+        for i in range(T.int64(4)):
+            B[i, T.int64(0):T.int64(8)] = A[i, T.int64(0):T.int64(8)] + T.Broadcast(T.float32(1.0), 8)
+            B[i, T.int64(8):T.int64(16)] = A[i, T.int64(8):T.int64(16)] * A[i, T.int64(0):T.int64(8)]
+'''
+
+
+def test_vector_slices_are_ramp_indices_with_vector_dtypes():
+    """TVM prints a stride-1 Ramp index as a slice, in stores and in loads: both parse back to
+    Ramps, a load with one is a vector (its dtype has the lanes), and the printout is a fixed
+    point. (The contraction tiles of default-cpu-schedule print this way.)"""
+    mod = parse(VECTOR_SLICES, "slices.py")
+    func = mod.functions["main"]
+    stores = []
+    from irtool.codegen.schedule import _loads, _stmts
+
+    stores = [n for n in _stmts(func.body) if isinstance(n, tir.BufferStore)]
+    assert len(stores) == 2
+    for st in stores:
+        assert isinstance(st.indices[1], tir.Ramp) and st.indices[1].lanes == 8
+        assert st.value.dtype == "float32x8"
+        assert all(ld.dtype == "float32x8" for ld in _loads(st.value))
+    again = parse(to_text(mod), "again.py")
+    assert structural_equal(mod, again) and to_text(again) == to_text(mod)
+    a = np.random.default_rng(0).standard_normal((4, 16)).astype("float32")
+    b = np.zeros_like(a)
+    from irtool.exec.tir import run_prim_func
+
+    run_prim_func(func, [a, b])
+    np.testing.assert_array_equal(b[:, :8], a[:, :8] + 1)
+    np.testing.assert_array_equal(b[:, 8:], a[:, 8:] * a[:, :8])
+
+
+def test_a_vector_slice_needs_constant_lanes():
+    text = VECTOR_SLICES.replace("B[i, T.int64(0):T.int64(8)] = A[i, T.int64(0):T.int64(8)] + T.Broadcast(T.float32(1.0), 8)",
+                                 "B[i, T.int64(0):i] = A[i, T.int64(0):T.int64(8)]")
+    with pytest.raises(DiagnosticError, match="constant number of lanes"):
+        parse(text, "slices.py")
