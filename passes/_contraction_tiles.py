@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from irtool.codegen.llvm_codegen import FP_CONTRACT_ATTR
-from irtool.codegen.schedule import Schedule, _loads, _nest_top, _realizes, _uses
+from irtool.codegen.schedule import Schedule, _is_true, _loads, _nest_top, _own_stores, _realizes, _uses
 from irtool.ir import tir
 from irtool.ir.tir_visitor import StmtExprMutator, substitute
 
@@ -127,9 +127,11 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     loops = sch.get_loops(name)
     extents = _extent_values(sch, loops)
     store = block.body
-    if extents is None or not isinstance(store, tir.BufferStore) or block.init is None:
+    if extents is None or not isinstance(store, tir.BufferStore) or block.init is None \
+            or not _is_true(realize.predicate):
         return False
-    if not isinstance(block.init, tir.BufferStore) or _loads(block.init.value):
+    if not isinstance(block.init, tir.BufferStore) or _loads(block.init.value) \
+            or any(_uses(block.init.value, iv.var) for iv in block.iter_vars):
         return False
     out = store.buffer
     dtype = out.dtype
@@ -161,6 +163,9 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     else:
         return False
     w_buf = weight.buffer
+    # another block reading W as it is: W's layout cannot change
+    shared = any(r.block is not block and _mentions(r.block, w_buf) for r, _ in _realizes(sch.func.body)
+                 if r is not sch.func.body)
     vs = [s for s in spatial if s in weight.indices and not _uses(other, s)]
     rs = [s for s in spatial if s not in weight.indices and _uses(other, s)]
     if not vs or any(not isinstance(i, tir.Var) or (i not in spatial and i not in reduce) for i in weight.indices):
@@ -172,7 +177,7 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     v_ext = extent_of[v]
     r_ext = extent_of[r] if r is not None else 1
     w_param = params[w_buf]
-    packable = w_param in config.constant_params
+    packable = w_param in config.constant_params and not shared
     axis = list(weight.indices).index(v)
     row_stride = math.prod(d.value if isinstance(d, tir.IntImm) else 1 << 20 for d in w_buf.shape[axis:])
     # how many times the tiles read W over: the rows, and the spatial indices W does not use
@@ -442,6 +447,10 @@ def _absorbable_consumer(sch: Schedule, block: tir.SBlock, out: tir.Buffer) -> t
     if st.buffer not in params or _loads_var_from(st.value, st.buffer):
         return None
     return cons
+
+
+def _mentions(block: tir.SBlock, buf: tir.Buffer) -> bool:
+    return any(ld.buffer is buf for ld in _loads(block.body)) or any(st.buffer is buf for st in _own_stores(block))
 
 
 def _same_int(a, b) -> bool:

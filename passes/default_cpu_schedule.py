@@ -446,6 +446,7 @@ def _constant_params(mod: IRModule) -> dict[str, frozenset]:
     from irtool.ir.relax_visitor import ExprVisitor
 
     seen: dict[str, set] = {}
+    references: dict[str, int] = {}  # every mention of a function; a call_tir's callee is one
 
     class Calls(ExprVisitor):
         def visit_call_(self, e):
@@ -454,12 +455,17 @@ def _constant_params(mod: IRModule) -> dict[str, frozenset]:
                 name, args = parts
                 const = {k for k, a in enumerate(args) if isinstance(a, rx.Constant) and a.data is not None}
                 seen[name] = seen[name] & const if name in seen else const
+                references[name] = references.get(name, 0) - 1
             super().visit_call_(e)
+
+        def visit_global_var_(self, gv):
+            references[gv.name_hint] = references.get(gv.name_hint, 0) + 1
 
     for fn in mod.functions.values():
         if isinstance(fn, rx.Function):
             Calls().visit_expr(fn)
-    return {name: frozenset(ks) for name, ks in seen.items()}
+    # a function also mentioned other than as a call_tir callee has callers we cannot rewrite
+    return {name: frozenset(ks) for name, ks in seen.items() if references.get(name, 0) == 0}
 
 
 class _PackConstants(ExprMutator):

@@ -141,3 +141,67 @@ def test_substituting_a_vector_index_makes_a_vector_load():
     vector = substitute(product, {i: tir.Ramp(tir.IntImm(0, "int64"), tir.IntImm(1, "int64"), 16)})
     assert vector.a.dtype == "float32x16" and vector.dtype == "float32x16"
     assert tir.BinOp("lt", vector.a, vector.b).dtype == "boolx16"
+
+
+TWO_READERS = """# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(x: T.Buffer((T.int64(8), T.int64(8)), "float32"), w: T.Buffer((T.int64(8), T.int64(32)), "float32"), out: T.Buffer((T.int64(8), T.int64(32)), "float32"), out2: T.Buffer((T.int64(8), T.int64(32)), "float32")):
+    for i0, i1, k in T.grid(T.int64(8), T.int64(32), T.int64(8)):
+        with T.sblock("matmul"):
+            v0, v1, vk = T.axis.remap("SSR", [i0, i1, k])
+            with T.init():
+                out[v0, v1] = T.float32(0)
+            out[v0, v1] = out[v0, v1] + x[v0, vk] * w[vk, v1]
+    for i0, i1 in T.grid(T.int64(8), T.int64(32)):
+        with T.sblock("copy"):
+            v0, v1 = T.axis.remap("SS", [i0, i1])
+            out2[v0, v1] = w[v0, v1]
+"""
+
+
+def test_a_weight_another_block_reads_keeps_its_layout():
+    """Packing changes a parameter's layout, so a weight that another block reads as it is
+    is never packed. Here the weight is [n, k] (dense): alone it is packed, shared the tile
+    cannot read its lanes and leaves the block to the old path."""
+    from irtool.codegen.schedule import Schedule
+    from irtool.passes._contraction_tiles import TileConfig, tile_contraction
+    from irtool.text import parse
+
+    dense = TWO_READERS.replace("x[v0, vk] * w[vk, v1]", "x[v0, vk] * w[v1, vk]").replace(
+        'w: T.Buffer((T.int64(8), T.int64(32))', 'w: T.Buffer((T.int64(32), T.int64(8))').replace(
+        "out2[v0, v1] = w[v0, v1]", "out2[v0, v1] = w[v1, v0]")
+    for text, packed in ((dense, False), (dense.replace("out2[v0, v1] = w[v1, v0]", "out2[v0, v1] = T.float32(1)"), True)):
+        sch = Schedule(parse(text, "dense.py").functions["main"], "main")
+        config = TileConfig(512, True, False, frozenset({1}))
+        assert tile_contraction(sch, "matmul", config) == packed
+        assert bool(config.packings) == packed
+        shape = [d.value for d in dict(sch.func.buffer_map)[sch.func.params[1]].shape]
+        assert shape == ([1, 8, 32] if packed else [32, 8])
+
+
+def test_odd_sizes_in_tir_run_like_the_interpreter():
+    """TIR-only modules (no constant to pack; weights read in place or packed at run time),
+    native against the interpreter, exactly without FMA."""
+    from irtool.codegen.native import compile_tir
+    from irtool.exec.tir import run_prim_func
+    from irtool.ir.module import IRModule
+    from irtool.text import parse
+    from irtool.transform import get_pass
+
+    for m, k, n in ((1, 3, 5), (7, 13, 17), (33, 9, 48), (64, 1100, 1100)):
+        text = TWO_READERS.replace("(T.int64(8), T.int64(8))", f"(T.int64({m}), T.int64({k}))")
+        text = text.replace("w: T.Buffer((T.int64(8), T.int64(32))", f"w: T.Buffer((T.int64({k}), T.int64({n}))")
+        text = text.replace("out: T.Buffer((T.int64(8), T.int64(32))", f"out: T.Buffer((T.int64({m}), T.int64({n}))")
+        text = text.replace("T.grid(T.int64(8), T.int64(32), T.int64(8))", f"T.grid(T.int64({m}), T.int64({n}), T.int64({k}))")
+        text = text[:text.index("    for i0, i1 in T.grid")].replace(
+            ', out2: T.Buffer((T.int64(8), T.int64(32)), "float32")', "")
+        mod = IRModule({"main": parse(text, "mm.py").functions["main"]})
+        scheduled = get_pass("default-cpu-schedule")(fp_contract=0, min_parallel_work=0)(mod)
+        rng = np.random.default_rng(m)
+        x, w = rng.standard_normal((m, k)).astype("float32"), rng.standard_normal((k, n)).astype("float32")
+        expected = np.zeros((m, n), "float32")
+        run_prim_func(mod.functions["main"], [x, w, expected])
+        got = np.zeros((m, n), "float32")
+        compile_tir(scheduled)["main"](x, w, got)
+        np.testing.assert_array_equal(got, expected)
