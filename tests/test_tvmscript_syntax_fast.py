@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.resources
 import random
+import sys
 
 import pytest
 from fuzzing import corpus, mutate
@@ -119,6 +120,9 @@ def _outcome(parser: Lark, text: str):
 
 @pytest.fixture(scope="module")
 def parsers():
+    # the plain grammar's trees are a dozen levels per operator: the scheduled TIR in the lit
+    # corpus (vector slices of sums of products) nests deeper than Python's default limit
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
     return syntax._lark()[0], _reference()
 
 
