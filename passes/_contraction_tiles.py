@@ -135,7 +135,7 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
         return False
     out = store.buffer
     dtype = out.dtype
-    if dtype not in ("float32", "float64"):
+    if dtype not in ("float32", "float64") or not _at_root(sch, realize, path):
         return False
     iter_of = dict(zip(loops, (block.iter_vars[list(realize.iter_values).index(lv)] for lv in loops)))
     loop_name = {iter_of[lv].var: lv.name for lv in loops}  # new loops are named after the old ones
@@ -429,8 +429,14 @@ def _absorbable_consumer(sch: Schedule, block: tir.SBlock, out: tir.Buffer) -> t
     if len(readers) != 1:
         return None
     cons = readers[0]
+    cpath = next(p for r, p in _realizes(sch.func.body) if r is cons)
+    if not _at_root(sch, cons, cpath):
+        return None
     cb = cons.block
     st = cb.body
+    if any(not (_same_int(iv.dom.min, _const(0, "int64")) and _same_int(iv.dom.extent, d))
+           for iv, d in zip(cb.iter_vars, out.shape)):
+        return None  # it must compute every element the tile stores
     ivs = [iv.var for iv in cb.iter_vars]
     if not isinstance(st, tir.BufferStore) or any(iv.iter_type != tir.DATA_PAR for iv in cb.iter_vars):
         return None
@@ -461,6 +467,17 @@ def _loads_var_from(e, buf) -> bool:
     return any(ld.buffer is buf for ld in _loads(e))
 
 
+def _root_statements(sch: Schedule) -> list:
+    root = sch.func.body.block
+    return list(root.body.seq) if isinstance(root.body, tir.SeqStmt) else [root.body]
+
+
+def _at_root(sch: Schedule, realize, path) -> bool:
+    """The block's loop nest is one of the root block's statements (as legalized TIR has it)."""
+    top = _nest_top(realize, path)
+    return isinstance(sch.func.body, tir.SBlockRealize) and any(s is top for s in _root_statements(sch))
+
+
 def _replace_param_buffer(sch: Schedule, index: int, packed: tir.Buffer) -> None:
     pairs = list(sch.func.buffer_map)
     var, _ = pairs[index]
@@ -479,15 +496,12 @@ def _replace_nests(sch: Schedule, realize, path, nest, consumer, dropped: tir.Bu
     if consumer is not None:
         cpath = next(p for r, p in _realizes(sch.func.body) if r is consumer)
         drop = _nest_top(consumer, cpath)
-    stmts = list(root.body.seq) if isinstance(root.body, tir.SeqStmt) else [root.body]
     new = []
-    for s in stmts:
+    for s in _root_statements(sch):
         if s is top:
             new.append(nest)
         elif s is not drop:
             new.append(s)
-    if any(s is top for s in stmts) is False or (drop is not None and not any(s is drop for s in stmts)):
-        raise ValueError("contraction nest not directly under the root block")
     body = new[0] if len(new) == 1 else tir.SeqStmt(new)
     allocs = tuple(b for b in root.alloc_buffers if b is not dropped) + ((added,) if added is not None else ())
     new_root = tir.SBlock(root.name, root.iter_vars, root.reads, root.writes, body, root.init, allocs,
