@@ -9,6 +9,8 @@ the TIR interpreter's: integer `/` and truncdiv truncate, floordiv/floormod roun
 
 from __future__ import annotations
 
+import functools
+
 import llvmlite.ir as ir
 
 from ..ir import tir
@@ -30,8 +32,30 @@ _LIBM = {
     "asinh": ("asinhf", "asinh"), "acosh": ("acoshf", "acosh"), "atanh": ("atanhf", "atanh"),
     "hypot": ("hypotf", "hypot"), "fmod": ("fmodf", "fmod"), "nextafter": ("nextafterf", "nextafter"),
 }
+# glibc's vector math library (libmvec, x86-64): the loop vectoriser replaces a call of the
+# scalar function by its vector variant when the callee names it in its
+# "vector-function-abi-variant" attribute; (ISA letter of the x86 vector ABI, lanes, host feature)
+_MVEC = {
+    "expf": (("b", 4, "+sse2"), ("d", 8, "+avx2"), ("e", 16, "+avx512f")),
+    "exp": (("b", 2, "+sse2"), ("d", 4, "+avx2"), ("e", 8, "+avx512f")),
+}
 _ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _FCMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+@functools.lru_cache(maxsize=1)
+def vector_libm_variants() -> dict:
+    """libmvec's variants this host can run, by scalar name ({} without libmvec or off x86-64);
+    the JIT loads libmvec, shared libraries link it (`-lmvec`)."""
+    import ctypes.util
+    import platform
+
+    import llvmlite.binding as llvm
+
+    if platform.machine() not in ("x86_64", "AMD64") or not ctypes.util.find_library("mvec"):
+        return {}
+    features = set(llvm.get_host_cpu_features().flatten().split(","))
+    return {name: tuple(v for v in variants if v[2] in features) for name, variants in _MVEC.items()}
 
 
 def element_bytes(t: ir.Type) -> int:
@@ -275,6 +299,31 @@ class ExprCodegen:
         fn = self.mb.declare(f"{name}.{suffix}", t, arg_types)
         return self.builder.call(fn, args)
 
+    def call_exp(self, x: ir.Value, dtype: str) -> ir.Value:
+        """exp: libm's expf/exp on scalars, with libmvec's vector variants declared for the loop
+        vectoriser when this host has them (a scalar libm call per lane otherwise: `llvm.exp`
+        on a vector is lowered lane by lane; libmvec is within 4 ULP, its specials exact)."""
+        base, lanes = _split(dtype)
+        variants = vector_libm_variants()
+        if lanes != 1 or base not in ("float32", "float64") or not variants:
+            return self.call_intrinsic("llvm.exp", [x])
+        name = "expf" if base == "float32" else "exp"
+        st = scalar_type(base)
+        fn = self.mb.module.globals.get(name)
+        if fn is None:
+            fn = self.mb.declare(name, st, [st])
+            mappings = []
+            for isa, width, _feature in variants[name]:
+                vector_name = f"_ZGV{isa}N{width}v_{name}"
+                vt = ir.VectorType(st, width)
+                self.mb.keep(self.mb.declare(vector_name, vt, [vt]))
+                mappings.append(f"_ZGV_LLVM_N{width}v_{name}({vector_name})")
+            # errno is not observed (as TVM): the call is pure, so the vectoriser may widen it
+            for attr in ("nounwind", "willreturn", "memory(none)",
+                         f'"vector-function-abi-variant"="{",".join(mappings)}"'):
+                set.add(fn.attributes, attr)  # llvmlite's set of known names lacks these
+        return self.builder.call(fn, [x])
+
     def call_libm(self, names: tuple[str, str], args: list[ir.Value], dtype: str) -> ir.Value:
         b = self.builder
         base, lanes = _split(dtype)
@@ -318,7 +367,7 @@ class ExprCodegen:
         if kind == "float":
             if short == "sigmoid":
                 one = self.constant(1.0, e.dtype)
-                return b.fdiv(one, b.fadd(one, self.call_intrinsic("llvm.exp", [b.fneg(args[0])])))
+                return b.fdiv(one, b.fadd(one, self.call_exp(b.fneg(args[0]), e.dtype)))
             if short == "rsqrt":
                 return b.fdiv(self.constant(1.0, e.dtype), self.call_intrinsic("llvm.sqrt", args))
             if short in _LIBM:
@@ -326,6 +375,8 @@ class ExprCodegen:
             if short in _LLVM_FLOAT_INTRINSICS:
                 if short in ("tanh", "sinh", "cosh", "tan", "asin", "acos", "atan", "atan2", "exp10"):
                     return self.call_libm((short + "f", short), args, e.dtype)  # not every LLVM lowers these
+                if short == "exp":
+                    return self.call_exp(args[0], e.dtype)
                 return self.call_intrinsic(_LLVM_FLOAT_INTRINSICS[short], args)
         elif kind == "bool" and short in ("bitwise_and", "bitwise_or", "bitwise_xor"):
             return {"bitwise_and": b.and_, "bitwise_or": b.or_, "bitwise_xor": b.xor}[short](args[0], args[1])

@@ -25,8 +25,12 @@ Per PrimFunc (skipped when already `tirx.is_scheduled` or holding non-serial loo
                          the reduction loop moves outside the contiguous spatial loop, so each
                          output keeps its order of accumulation; else only the spatial loops
                          are fused and parallel
-       contraction       matmul / conv (C += A * B): the leading spatial loops parallel only;
-                         their micro-kernels are later work
+       contraction       matmul / conv (C += A * B): a register tile (_schedule_contraction)
+
+   passes/_reduction_schedule.py adds: contiguous innermost spatial loops fused into one
+   vector row; row reductions (the reduced index contiguous: softmax, layer_norm, mean) with
+   their rows interleaved across the lanes; depthwise convolutions as stencils (columns in
+   vectors, the taps unrolled outside them).
 
 LANES = vector bits / dtype bits of the block's output; vector bits from the host's features
 (`host_cpu()`: avx512f 512, avx/avx2 256, else 128) unless `vector-bits` is given. Loops run in
