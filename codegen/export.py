@@ -115,7 +115,7 @@ def export_library(exe, path: str) -> str:
             from .runtime import build_runtime
 
             build_runtime(mb.module, tm.triple)
-        return mb.text()
+        return str(mb.module)
 
     text = _with_deep_stack(generate)
     llmod = llvm.parse_assembly(text)
@@ -138,9 +138,7 @@ def export_library(exe, path: str) -> str:
         with open(asm_path, "w") as f:
             f.write("\n".join(asm) + "\n")
         out_tmp = os.path.join(tmp, "model.so")
-        # libmvec: the vector variants of exp the loop vectoriser may have called (llvm_expr.call_exp)
-        mvec = ["-lmvec"] if "@_ZGV" in text else []
-        cmd = [cc, "-shared", "-o", out_tmp, obj_path, asm_path, *mvec, "-lm", "-lpthread"]
+        cmd = [cc, "-shared", "-o", out_tmp, obj_path, asm_path, "-lm", "-lpthread"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise ExportError(f"linking the shared library failed ({' '.join(cmd[:2])} ...): {proc.stderr.strip()}")

@@ -121,22 +121,6 @@ class ModuleBuilder:
         self.strings: dict[str, ir.GlobalVariable] = {}
         self.signatures: dict[str, PackedSignature] = {}
         self._ids = itertools.count()
-        self.kept: list[ir.Function] = []
-
-    def keep(self, fn: ir.Function) -> None:
-        """Keep a declaration nothing calls yet (a vector variant the loop vectoriser may call)
-        through the optimiser, which would otherwise drop it: `@llvm.compiler.used`."""
-        self.kept.append(fn)
-
-    def text(self) -> str:
-        """The module as LLVM IR text."""
-        if self.kept and "llvm.compiler.used" not in self.module.globals:
-            t = ir.ArrayType(PTR, len(self.kept))
-            used = ir.GlobalVariable(self.module, t, "llvm.compiler.used")
-            used.initializer = ir.Constant(t, [fn.bitcast(PTR) if fn.type != PTR else fn for fn in self.kept])
-            used.linkage = "appending"
-            used.section = "llvm.metadata"
-        return str(self.module)
 
     def constant_table(self, count: int) -> ir.GlobalVariable:
         """`@irtool.constants`: the addresses of a model's constants, filled in when it is loaded."""

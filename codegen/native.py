@@ -33,10 +33,9 @@ class NativeError(RuntimeError):
 def _load_libm() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    for library in ("m", "mvec"):  # libmvec: the vector variants of exp (llvm_expr.call_exp)
-        path = ctypes.util.find_library(library)
-        if path:
-            llvm.load_library_permanently(path)
+    path = ctypes.util.find_library("m")
+    if path:
+        llvm.load_library_permanently(path)
 
 
 @functools.lru_cache(maxsize=1)
@@ -96,7 +95,7 @@ def generate_llvm(mod, module_name: str = "irtool", extra=None) -> tuple[str, di
                 raise
         if extra is not None:  # more code over the PrimFuncs (a model's entry point)
             extra(mb)
-        return mb.text(), mb.signatures
+        return str(mb.module), mb.signatures
 
     return _with_deep_stack(build)
 

@@ -189,7 +189,7 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
         return
     inner = loops[leading - 1]
     if rest_is_reduce and rs.is_depthwise(block, realize, loops, leading) and \
-            rs.schedule_depthwise(sch, loops, leading, lanes, parallel_ok):
+            rs.schedule_depthwise(sch, loops, leading, block, realize, lanes, parallel_ok):
         return
     if rest_is_reduce and _is_contraction(block) and \
             _schedule_contraction(sch, loops, leading, block, realize, lanes, parallel_ok):
