@@ -44,7 +44,8 @@ def test_exp_is_within_an_ulp_of_the_exact_value_and_stays_vector_code():
     x = np.random.default_rng(0).uniform(-110, 95, 1 << 20).astype("float32")
     x[:len(SPECIALS)] = SPECIALS
     got, optimized = _exp(x)
-    exact = np.exp(x.astype("float64")).astype("float32")
+    with np.errstate(over="ignore"):
+        exact = np.exp(x.astype("float64")).astype("float32")
     assert _ulps(got, exact).max() <= 1
     assert "call float @expf" not in optimized and "x double>" in optimized  # no libm call per lane
 
