@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from irtool.codegen.schedule import Schedule, ScheduleError, _compact_dataflow
+from irtool.codegen.schedule import Schedule, ScheduleError, _compact_dataflow, _realizes
 from irtool.ir import tir
 from irtool.ir.module import IRModule
 from irtool.transform import ModulePass, register
@@ -177,8 +177,6 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
         return
     if any(k not in (tir.DATA_PAR, tir.COMM_REDUCE) for k in loop_kind):
         return
-    from irtool.codegen.schedule import _realizes
-
     if not all(_compact_dataflow(r.block) for r, _ in _realizes(block.body)):
         return  # a nested block accumulating without its own init (adaptive pooling): no parallel loop either
     leading = 0
