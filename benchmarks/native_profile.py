@@ -1,6 +1,9 @@
 """Where a native model's time goes: each PrimFunc of `irtool.build`'s module timed alone on
-random inputs of its buffer shapes (best of 3), times the number of calls `main` makes.
-An estimate (no cache effects between kernels), in the same run; never an assertion.
+random inputs of its buffer shapes (best of `--repeat` samples of ~1 ms, each many calls of the
+compiled entry point without Python's argument checks), times the number of calls `main` makes.
+An estimate (no cache effects between kernels), in the same run; never an assertion. CPU time
+of this process by default (the machine may be shared; with 1 thread it is the kernel's own
+time), `--clock wall` for elapsed time.
 
     .venv/bin/python benchmarks/native_profile.py resnet18 [--threads 1] [--top 15]
 
@@ -18,7 +21,31 @@ import numpy as np
 from native_models import onnx_model
 
 
-def kernel_times(exe) -> list[tuple[float, str, int, list]]:
+def _unchecked_call(fn, args):
+    """The compiled entry point called with the arguments' addresses, without the Python-side
+    checks of `fn(*args)` (several microseconds: more than a small kernel takes)."""
+    import ctypes
+
+    sig = getattr(fn, "sig", None)
+    if sig is None or sig.size_vars or any(kind != "buffer" for kind, _ in sig.params):
+        return lambda: fn(*args)
+    slots = (ctypes.c_void_p * len(args))(*(a.ctypes.data for a in args))
+    address, cfunc = ctypes.addressof(slots), fn._cfunc
+
+    def call():
+        if cfunc(address) != 0:
+            raise RuntimeError(f"{sig.name} failed")
+    call.keep = (slots, args)
+    return call
+
+
+def _seconds(call, clock) -> float:
+    start = clock()
+    call()
+    return clock() - start
+
+
+def kernel_times(exe, repeat: int = 3, clock=time.perf_counter) -> list[tuple[float, str, int, list]]:
     """(estimated seconds, name, calls, buffer shapes) per PrimFunc, slowest first."""
     from irtool.ir import tir
     from irtool.text import to_text
@@ -41,12 +68,15 @@ def kernel_times(exe) -> list[tuple[float, str, int, list]]:
             args.append(rng.standard_normal(shape).astype(buf.dtype) if "float" in buf.dtype
                         else np.zeros(shape, buf.dtype))
         fn = exe[name]
-        fn(*args)
+        fn(*args)  # checks the arguments once
+        call = _unchecked_call(fn, args)
+        inner = max(1, min(1000, int(1e-3 / max(_seconds(call, clock), 1e-7))))  # ~1 ms per sample
         best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            fn(*args)
-            best = min(best, time.perf_counter() - start)
+        for _ in range(repeat):
+            start = clock()
+            for _ in range(inner):
+                call()
+            best = min(best, (clock() - start) / inner)
         rows.append((best * calls, name, calls, shapes))
     return sorted(rows, reverse=True)
 
@@ -60,11 +90,13 @@ def main() -> None:
     p.add_argument("model")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--top", type=int, default=15)
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     args = p.parse_args()
     warnings.simplefilter("ignore")
     set_num_threads(args.threads)
     exe = irtool.build(from_onnx(onnx_model(args.model))[0])
-    rows = kernel_times(exe)
+    rows = kernel_times(exe, args.repeat, time.process_time if args.clock == "cpu" else time.perf_counter)
     total = sum(r[0] for r in rows)
     print(f"{'ms':>9} {'share':>6} {'calls':>5}  kernel (buffer shapes)")
     for seconds, name, calls, shapes in rows[:args.top]:

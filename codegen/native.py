@@ -47,6 +47,12 @@ def host_cpu() -> tuple[str, str]:
 def target_machine(opt: int = 3, reloc: str = "pic") -> llvm.TargetMachine:
     _load_libm()
     cpu, features = host_cpu()
+    if "+avx512f" in features.split(","):
+        # default-cpu-schedule sizes its vector loops to the widest registers (16 floats);
+        # LLVM's tuning for AVX-512 cores prefers 256-bit vectors and would make each of those
+        # a loop of two halves, which stays a loop: a stencil's accumulators then go through
+        # memory at every tap instead of staying in registers
+        features += ",-prefer-256-bit"
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(cpu=cpu, features=features, opt=opt, reloc=reloc, codemodel="default",
                                         jit=False)

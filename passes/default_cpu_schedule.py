@@ -25,8 +25,12 @@ Per PrimFunc (skipped when already `tirx.is_scheduled` or holding non-serial loo
                          the reduction loop moves outside the contiguous spatial loop, so each
                          output keeps its order of accumulation; else only the spatial loops
                          are fused and parallel
-       contraction       matmul / conv (C += A * B): the leading spatial loops parallel only;
-                         their micro-kernels are later work
+       contraction       matmul / conv (C += A * B): a register tile (_schedule_contraction)
+
+   passes/_reduction_schedule.py adds: contiguous innermost spatial loops fused into one
+   vector row; row reductions (the reduced index contiguous: softmax, layer_norm, mean) with
+   their rows interleaved across the lanes; depthwise convolutions as stencils (columns in
+   vectors, the taps unrolled outside them).
 
 LANES = vector bits / dtype bits of the block's output; vector bits from the host's features
 (`host_cpu()`: avx512f 512, avx/avx2 256, else 128) unless `vector-bits` is given. Loops run in
@@ -40,7 +44,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from irtool.codegen.schedule import Schedule, ScheduleError, _compact_dataflow
+from irtool.codegen.schedule import Schedule, ScheduleError, _compact_dataflow, _realizes
 from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.module import IRModule
@@ -187,11 +191,16 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
     extents = [sch.loop(lv).extent for lv in loops]
     work = math.prod(e.value if isinstance(e, tir.IntImm) else 1 << 20 for e in extents)
     parallel_ok = work >= config.min_parallel_work
+    from irtool.passes import _reduction_schedule as rs  # it builds on this module's helpers
+
     if all(k == tir.DATA_PAR for k in loop_kind):
-        _schedule_spatial(sch, loops, lanes, parallel_ok)
+        if not rs.schedule_spatial_rows(sch, loops, block, realize, parallel_ok):
+            _schedule_spatial(sch, loops, lanes, parallel_ok)
         return
     if any(k not in (tir.DATA_PAR, tir.COMM_REDUCE) for k in loop_kind):
         return
+    if not all(_compact_dataflow(r.block) for r, _ in _realizes(block.body)):
+        return  # a nested block accumulating without its own init (adaptive pooling): no parallel loop either
     leading = 0
     while leading < len(loops) and loop_kind[leading] == tir.DATA_PAR:
         leading += 1
@@ -199,6 +208,9 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
     if leading == 0:
         return
     inner = loops[leading - 1]
+    if rest_is_reduce and rs.is_depthwise(block, realize, loops, leading) and \
+            rs.schedule_depthwise(sch, loops, leading, block, realize, lanes, parallel_ok):
+        return
     if rest_is_reduce and _is_contraction(block):
         tile_config = TileConfig(config.vector_bits, config.fp_contract, parallel_ok, config.constant_params,
                                  sch.packings)
@@ -209,12 +221,16 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
             _schedule_contraction(sch, loops, leading, block, realize, lanes, parallel_ok):
         return
     if rest_is_reduce and not _is_contraction(block) and _contiguous(block, _iter_var_of(block, realize, inner)) \
-            and _extent(sch, inner) not in (0, 1):
+            and _extent(sch, inner) not in (0, 1) and isinstance(block.body, tir.BufferStore):
+        # (a nested reduction, adaptive pooling's window, cannot be vectorised from outside)
         outer, vector_loop = _vector_split(sch, inner, lanes, alone=leading == 1)
         outer_spatial = loops[:leading - 1] + outer
         sch.reorder(*loops[leading:], vector_loop)
         sch.vectorize(vector_loop)
         _parallelize(sch, outer_spatial, parallel_ok)
+        return
+    if rest_is_reduce and not _is_contraction(block) and \
+            rs.schedule_row_reduction(sch, loops, leading, block, lanes, parallel_ok):
         return
     _parallelize(sch, loops[:leading], parallel_ok)
 

@@ -1,0 +1,159 @@
+"""default-cpu-schedule's rules for depthwise convolutions, row reductions and contiguous
+spatial rows (passes/_reduction_schedule.py).
+
+- results: Relax programs at odd sizes (1, primes, vector tails) through the zero pipeline and
+  the schedule, for 128-, 256- and 512-bit vectors: the TIR interpreter before scheduling, the
+  interpreter after and native code after agree bit for bit (a few ULP where exp is called,
+  whose libm and NumPy versions differ);
+- the rules apply: each program's printout has the loop structure its rule makes, and the
+  native code does vector arithmetic;
+- tvm: each schedule's trace, replayed by TVM 0.27's s_tir.Schedule, prints the same TVMScript.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from test_default_cpu_schedule import _TVM_REPLAY, _comparable, _random_args
+from test_native import _same
+
+from irtool.codegen.native import compile_tir
+from irtool.exec.tir import run_prim_func
+from irtool.ir import tir
+from irtool.ir.module import IRModule
+from irtool.passes.default_cpu_schedule import CpuScheduleConfig, schedule_module
+from irtool.text import parse, to_text
+from irtool.transform import get_pass
+
+# name -> (Relax body over x (and y), x shape, y shape or None)
+PROGRAMS = {
+    "depthwise": ("R.nn.conv2d(x, y, padding=[1, 1, 1, 1], groups={a})", "1, {a}, {c}, {b}", "{a}, 1, 3, 3"),
+    "depthwise_strided": ("R.nn.conv2d(x, y, strides=[2, 2], padding=[1, 1, 1, 1], groups={a})",
+                          "1, {a}, {c1}, {b1}", "{a}, 1, 3, 3"),
+    "depthwise_valid_5x5": ("R.nn.conv2d(x, y, groups={a})", "1, {a}, {c4}, {b4}", "{a}, 1, 5, 5"),
+    "depthwise_bias_clip": ("R.clip(R.add(R.nn.conv2d(x, y, padding=[1, 1, 1, 1], groups={a}), R.reshape(R.sum(y, "
+                            "axis=[1, 2, 3]), [1, {a}, 1, 1])), 0, 6)", "1, {a}, {c}, {b}", "{a}, 1, 3, 3"),
+    "per_channel_affine": ("R.clip(R.add(R.multiply(x, y), y), 0, 6)", "1, {a}, {c}, {b}", "{a}, 1, 1"),
+    "softmax_rows": ("R.nn.softmax(x)", "{a}, {b}, {c}", None),
+    "layer_norm_rows": ("R.nn.layer_norm(x, y, y, axes=[-1])", "{b}, {c}", "{c}"),
+    "global_avg_pool": ("R.mean(x, axis=[2, 3], keepdims=True)", "1, {b}, {c}, {a}", None),
+    "row_max": ("R.max(x, axis=[-1])", "{b}, {a}, {c}", None),
+    "adaptive_avg_pool": ("R.nn.adaptive_avg_pool2d(x, output_size=[2, 3])", "1, {a}, {c1}, {b1}", None),
+    "avg_pool": ("R.nn.avg_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])",
+                 "1, {a}, {c1}, {b1}", None),
+}
+SIZES = [(1, 1, 1), (1, 7, 3), (3, 17, 5), (13, 31, 2), (2, 33, 9)]
+VECTOR_BITS = (128, 256, 512)
+CALLS_LIBM = ("softmax_rows",)
+
+
+def relax_program(name: str, a: int, b: int, c: int) -> str:
+    body, xs, ys = PROGRAMS[name]
+    sizes = dict(a=a, b=b, c=c, b1=b + 1, c1=c + 1, b4=b + 4, c4=c + 4)
+    body, xs, ys = body.format(**sizes), xs.format(**sizes), ys and ys.format(**sizes)
+    params = f'x: R.Tensor(({xs}), dtype="float32")' + (f', y: R.Tensor(({ys}), dtype="float32")' if ys else "")
+    return f"""@I.ir_module
+class Module:
+    @R.function
+    def main({params}):
+        with R.dataflow():
+            gv = {body}
+            R.output(gv)
+        return gv
+"""
+
+
+def lowered(name: str, sizes) -> IRModule:
+    mod = get_pass("zero-pipeline")()(parse(relax_program(name, *sizes), name))
+    return IRModule({k: f for k, f in mod.functions.items() if isinstance(f, tir.PrimFunc)})
+
+
+@pytest.mark.parametrize("sizes", SIZES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_scheduled_code_is_bit_identical_to_the_interpreter(name, sizes):
+    mod = lowered(name, sizes)
+    for bits in VECTOR_BITS:
+        scheduled, _ = schedule_module(mod, CpuScheduleConfig(bits, 0))
+        lib = compile_tir(scheduled)
+        for fname, fn in mod.functions.items():
+            reference = _random_args(fn, 1)
+            run_prim_func(fn, reference)
+            interpreted = _random_args(fn, 1)
+            run_prim_func(scheduled.functions[fname], interpreted)
+            native = _random_args(fn, 1)
+            lib[fname](*native)
+            for k, (want, got_i, got_n) in enumerate(zip(reference, interpreted, native)):
+                if name in CALLS_LIBM:
+                    assert _same(want, got_n), f"{fname} argument {k}: native schedule differs ({bits} bits)"
+                else:
+                    assert want.tobytes() == got_n.tobytes(), f"{fname} argument {k}: native differs ({bits} bits)"
+                assert want.tobytes() == got_i.tobytes(), f"{fname} argument {k}: interpreted differs ({bits} bits)"
+
+
+def _scheduled_text(name: str, sizes, bits: int = 256) -> str:
+    return to_text(schedule_module(lowered(name, sizes), CpuScheduleConfig(bits, 0))[0])
+
+
+def test_depthwise_taps_are_unrolled_outside_a_vector_of_columns():
+    text = _scheduled_text("depthwise", (8, 32, 6))
+    assert "for nn_ff_yy_fused in T.parallel(T.int64(48)):" in text
+    assert "for ry in T.unroll(T.int64(3)):" in text and "for rx in T.unroll(T.int64(3)):" in text
+    assert "for xx_1 in T.vectorized(T.int64(8)):" in text
+    # 56 columns at 16 lanes: 8-lane vectors divide the row, so there is no predicated tail
+    text = _scheduled_text("depthwise", (4, 56, 3), bits=512)
+    assert "for xx_1 in T.vectorized(T.int64(8)):" in text and "T.where" not in text.split("group_conv2d")[-1]
+
+
+def test_row_reductions_interleave_rows_across_the_lanes():
+    text = _scheduled_text("softmax_rows", (2, 16, 40))
+    # the row max and the row sum: 8 rows per vector, the reduction loop outside the lanes
+    assert text.count("for k in range(T.int64(40)):\n                for i1_1 in T.vectorized(T.int64(8)):") == 2
+    text = _scheduled_text("global_avg_pool", (7, 24, 7))
+    assert "for ax1_0 in T.parallel(T.int64(3)):" in text  # the batch's unit loop outside
+
+
+def test_contiguous_rows_are_fused_into_one_vector_loop():
+    text = _scheduled_text("per_channel_affine", (4, 14, 14))
+    assert "for i0_i1_fused in T.parallel(T.int64(4)):" in text
+    assert "for i2_i3_fused in T.vectorized(T.int64(196)):" in text
+
+
+@pytest.mark.parametrize("name", ["depthwise", "softmax_rows", "per_channel_affine"])
+def test_native_code_does_vector_arithmetic(name):
+    lib = compile_tir(schedule_module(lowered(name, (4, 32, 16)), CpuScheduleConfig(256, 0))[0])
+    assert "x float>" in lib.optimized_ir, name
+
+
+def test_a_depthwise_accumulator_stays_in_a_register_across_the_taps():
+    """The 9 taps of one vector of outputs: one store of that vector, not one per tap."""
+    mod = lowered("depthwise", (4, 32, 8))
+    lib = compile_tir(schedule_module(mod, CpuScheduleConfig(256, 0))[0])
+    conv = lib.optimized_ir.split("define")
+    body = next(part for part in conv if "conv2d" in part.split("(")[0] and "fmul <8 x float>" in part)
+    assert body.count("fmul <8 x float>") >= 9
+    assert body.count("store <8 x float>") < body.count("fmul <8 x float>")
+
+
+@pytest.mark.tvm
+def test_traces_replayed_by_tvm_print_the_same(tvm_python, tmp_path):
+    runner = tmp_path / "replay.py"
+    runner.write_text(_TVM_REPLAY)
+    cases = []
+    for name in sorted(PROGRAMS):
+        for sizes in SIZES[1:]:
+            mod = lowered(name, sizes)
+            for bits in (256, 512):
+                path = tmp_path / f"{name}_{'x'.join(map(str, sizes))}_{bits}.py"
+                path.write_text(to_text(mod))
+                ours, traces = schedule_module(mod, CpuScheduleConfig(bits, 0))
+                (tmp_path / f"{path.name}.trace.json").write_text(json.dumps(traces))
+                cases.append((path, to_text(ours)))
+    proc = subprocess.run([tvm_python, str(runner), *(str(p) for p, _ in cases)], capture_output=True, text=True,
+                          timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    different = [p.name for p, ours in cases if _comparable(p) and open(f"{p}.tvm").read().rstrip("\n") != ours.rstrip("\n")]
+    assert not different, f"{len(different)} of {len(cases)} differ from TVM, e.g. {different[:5]}"
+    assert sum(_comparable(p) for p, _ in cases) >= 0.9 * len(cases), "TVM prints most inputs as we do"
+
