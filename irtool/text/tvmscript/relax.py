@@ -13,6 +13,7 @@ from ...ir.expr import Attrs, GlobalVar, Op
 from ...ir.types import is_valid_dtype
 from ...ops import relax_memory
 from .evaluate import _Dotted, _Module
+from .fused import FusedBinding, build_fused
 from .relax_struct_info import (
     _annotated,
     _bind_symbols,
@@ -239,7 +240,6 @@ class _RelaxBuilder(_TirBuilder):
 
     def op_call(self, name: str, node):
         from ...ops import relax as relax_ops
-        from ...ops.registry import AttrError
 
         op_name = "relax." + name[2:]
         if op_name in relax_memory.MEMORY_OPS:
@@ -248,6 +248,13 @@ class _RelaxBuilder(_TirBuilder):
         if op is None:
             self.error(f"unknown name `{name}`", node.children[0])
         pos, kw, pos_nodes = self.call_args(node)
+        return self.op_call_args(name, op, node, pos, kw, pos_nodes)
+
+    def op_call_args(self, name: str, op, node, pos: list, kw: dict, pos_nodes: list):
+        """The call of operator `R.<name>` (its OpDef `op`) on evaluated arguments."""
+        from ...ops import relax as relax_ops
+        from ...ops.registry import AttrError
+
         arg_names = op.arg_names
         values, nodes = list(pos), list(pos_nodes)
         # attributes TVM's Python API also takes positionally (`R.astype(x, "float16")`)
@@ -272,7 +279,7 @@ class _RelaxBuilder(_TirBuilder):
             attrs = relax_ops.make_call_attrs(op, {k: _tuples(v) for k, v in kw.items()})
         except AttrError as err:
             self.error(str(err), node)
-        return self.normalize(rx.Call(Op.get(op_name), args, attrs, span=self.span(node)), node)
+        return self.normalize(rx.Call(Op.get("relax." + name[2:]), args, attrs, span=self.span(node)), node)
 
     def memory_op_call(self, op_name: str, node):
         """R.builtin.alloc_tensor / R.memory.*: arguments as TVM's Python constructors take
@@ -613,6 +620,8 @@ class _RelaxBuilder(_TirBuilder):
         return None
 
     def r_assign(self, node):
+        if type(node) is FusedBinding and build_fused(self, node):
+            return None
         if node.data == "ann_assign":
             target, ann_node, value_node = node.children
         else:
@@ -645,7 +654,11 @@ class _RelaxBuilder(_TirBuilder):
             if not (isinstance(existing, tir.Var) and existing.dtype == value[1]):
                 self.define(name, tir.Var(name, value[1], span=self.span(node)))
             return None
-        expr = self.to_expr(value, value_node)
+        self.bind(name, ann, ann_node, self.to_expr(value, value_node), value_node, target, node)
+        return None
+
+    def bind(self, name: str, ann, ann_node, expr, value_node, target, node) -> None:
+        """`name: ann = expr` (`ann` None when not annotated): check, make the variable, bind."""
         self.normalize(expr, value_node)
         deduced = self.sinfo(expr)
         if ann is not None and _incompatible(ann, deduced):
@@ -656,7 +669,6 @@ class _RelaxBuilder(_TirBuilder):
         keep = ann is not None and not isinstance(expr, rx.Var)
         var = self.new_var(name, ann if keep else _annotated(ann, deduced), target)
         self.bindings.append(rx.VarBinding(var, expr, span=self.span(node)))
-        return None
 
     def struct_info_defining(self, value, node):
         return self.as_struct_info(value, node)

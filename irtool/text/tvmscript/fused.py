@@ -1,0 +1,232 @@
+"""Fused bindings: the commonest line of printed Relax read as one token and built directly.
+
+TVM prints an imported model's Relax function as thousands of lines like
+
+    lv3: R.Tensor((1, 64, 56, 56), dtype="float32") = R.nn.conv2d(lv2, w, strides=[1, 1], out_dtype=None)
+
+Token by token that is 20-60 lexer matches and LALR steps and as many syntax-tree nodes,
+then a walk of the tree by the builder. The grammar's FUSED_BINDING terminal (marked
+`// fused` in grammar/tvmscript.lark) reads such a line whole when it is in exactly this
+shape: a name, a static `R.Tensor` annotation in TVM's spelling, a call of a dotted `R.`
+name whose arguments are names and `R.shape([...])` followed by keywords whose values are
+integers, integer lists, plain strings, None, True or False, and nothing after it on the
+line but a comment. Python keywords are never taken for names, so the token matches only
+what the general rules accept as one `ann_assign` statement.
+
+The node it becomes (`FusedBinding`) is an `ann_assign` whose children are made only when
+something asks for them, and then they are exactly the nodes, tokens and positions the
+general rules build (`expand`). The Relax builder asks for none of them in the common
+case: `build_fused` decodes the token text and calls the builder's own steps (the
+`R.Tensor` handler, name lookup, `R.shape`, the operator call, the binding) with stand-in
+nodes that carry the same positions. On anything unusual (a shadowed `R`, an unknown
+operator, a special form, any diagnostic) it undoes nothing because it has done nothing
+yet, and the general path builds the statement from the expanded tree, so results and
+diagnostics are those of the general rules.
+
+`IRTOOL_PARSER_ENGINE=reference` reads TVMScript with the grammar without its `// fused`
+lines; a syntax error found with the fused grammar is always reported by that one too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from lark import Token, Tree
+
+from .positions import Positions
+
+if TYPE_CHECKING:
+    from .relax import _RelaxBuilder
+
+# ----------------------------------------------------------------------------- the terminal
+#
+# Composed here from its parts; grammar/tvmscript.lark holds the same text (a test checks).
+_KEYWORDS = ("False|None|True|and|as|assert|async|await|break|class|continue|def|del|elif|else|except|"
+             "finally|for|from|global|if|import|in|is|lambda|nonlocal|not|or|pass|raise|return|try|"
+             "while|with|yield")
+_NAME = rf"(?!(?:{_KEYWORDS})(?![A-Za-z_0-9]))[A-Za-z_][A-Za-z_0-9]*"
+_TENSOR = r'R\.Tensor\(\((?:\d+,|\d+(?:, \d+)+)?\), dtype="[A-Za-z0-9_]+"\)'
+_INT_LIST = r"\[\d+(?:, \d+)*\]"
+_VALUE = rf'(?:{_INT_LIST}|"[A-Za-z0-9_.]*"|-?\d+|None|True|False)'
+_POSITIONAL = rf"(?:{_NAME}|R\.shape\({_INT_LIST}\))"
+_KWARG = rf"{_NAME}={_VALUE}"
+_ARGS = rf"(?:{_POSITIONAL}(?:, {_POSITIONAL})*(?:, {_KWARG})*|{_KWARG}(?:, {_KWARG})*)?"
+FUSED_BINDING_PATTERN = (rf"{_NAME}: {_TENSOR} = R(?:\.{_NAME})+\({_ARGS}\)"
+                         r"(?=[\t \f]*(?:#|\r?\n))")
+
+# Decoding a token the pattern above has already checked
+_HEAD = re.compile(r'([^:]+): (R\.Tensor\(\(([^)]*)\), dtype="([^"]*)"\)) = ([^(]+)\(')
+_ARG = re.compile(r'(?:([A-Za-z_][A-Za-z_0-9]*)=)?(R\.shape\((\[[^\]]*\])\)|\[[^\]]*\]|"[^"]*"|[^, ]+)')
+_DIGITS = re.compile(r"\d+")
+
+
+# ----------------------------------------------------------------------------- the node
+
+
+class FusedBinding(Tree):
+    """An `ann_assign` read as one FUSED_BINDING token; its children are made on demand."""
+
+    def __init__(self, tok: Token) -> None:
+        self.data = "ann_assign"
+        self.token = tok
+        self._children: list | None = None
+        end = (tok.end_line, tok.end_column, tok.end_pos)
+        self._meta = Positions((tok.line, tok.column, tok.start_pos), end)
+
+    @property
+    def children(self) -> list:
+        if self._children is None:
+            self._children = expand(self.token)
+        return self._children
+
+    @children.setter
+    def children(self, value: list) -> None:
+        self._children = value
+
+
+class _Spot:
+    """Where a node of the expanded tree would be: what the builders' `span()` reads."""
+
+    __slots__ = ("line", "column", "end_line", "end_column")
+    empty = False
+
+    def __init__(self, tok: Token, start: int, end: int) -> None:
+        self.line = self.end_line = tok.line
+        self.column = tok.column + start
+        self.end_column = tok.column + end
+
+    @property
+    def meta(self) -> _Spot:
+        return self
+
+
+# ----------------------------------------------------------------------------- expansion
+
+
+def _tok(kind: str, tok: Token, start: int, end: int) -> Token:
+    col, pos = tok.column + start, tok.start_pos + start
+    return Token(kind, tok.value[start:end], pos, tok.line, col, tok.line, tok.column + end, tok.start_pos + end)
+
+
+def _node(data: str, children: list, tok: Token, start: int, end: int) -> Tree:
+    return Tree(data, children, Positions((tok.line, tok.column + start, tok.start_pos + start),
+                                          (tok.line, tok.column + end, tok.start_pos + end)))
+
+
+def _leaf(data: str, kind: str, tok: Token, start: int, end: int) -> Tree:
+    return _node(data, [_tok(kind, tok, start, end)], tok, start, end)
+
+
+def _dotted(tok: Token, start: int, end: int) -> Tree:
+    """`R.nn.conv2d` at text[start:end]: attribute(attribute(name(R), nn), conv2d)."""
+    text = tok.value
+    dot = text.index(".", start, end)
+    node = _leaf("name", "NAME", tok, start, dot)
+    while dot < end:
+        following = text.find(".", dot + 1, end)
+        stop = end if following < 0 else following
+        node = _node("attribute", [node, _tok("NAME", tok, dot + 1, stop)], tok, start, stop)
+        dot = stop
+    return node
+
+
+def _value(tok: Token, start: int, end: int) -> Tree:
+    """A keyword argument's value at text[start:end], as the general rules build it."""
+    text = tok.value
+    first = text[start]
+    if first == "[":
+        return _leaf("int_list", "INT_LIST", tok, start, end)
+    if first == '"':
+        return _leaf("string", "STRING", tok, start, end)
+    if first == "-":  # op_seq [ADD_OP, number], rebuilt as a unary node
+        return _node("unary", [_tok("ADD_OP", tok, start, start + 1),
+                               _leaf("number", "NUMBER", tok, start + 1, end)], tok, start, end)
+    if first.isdigit():
+        return _leaf("number", "NUMBER", tok, start, end)
+    return _node(text[start:end].lower(), [], tok, start, end)  # None, True, False
+
+
+def expand(tok: Token) -> list:
+    """The children of the `ann_assign` the general rules build for a FUSED_BINDING token:
+    [name, static_tensor, call], every node and token at its place in the line."""
+    text = tok.value
+    m = _HEAD.match(text)
+    target = _leaf("name", "NAME", tok, 0, m.end(1))
+    tensor = _leaf("static_tensor", "STATIC_TENSOR", tok, m.start(2), m.end(2))
+    callee = _dotted(tok, m.start(5), m.end(5))
+    args = []
+    for a in _ARG.finditer(text, m.end(), len(text) - 1):
+        start, end = a.start(2), a.end(2)
+        if a.group(1) is not None:
+            args.append(_node("kwarg", [_tok("NAME", tok, a.start(1), a.end(1)), _value(tok, start, end)],
+                              tok, a.start(), end))
+        elif a.group(3) is not None:  # R.shape([...])
+            shape_args = _node("args", [_leaf("int_list", "INT_LIST", tok, a.start(3), a.end(3))],
+                               tok, a.start(3), a.end(3))
+            args.append(_node("call", [_dotted(tok, start, start + 7), shape_args], tok, start, end))
+        else:
+            args.append(_leaf("name", "NAME", tok, start, end))
+    args_node = _node("args", args, tok, args[0].meta.column - tok.column, len(text) - 1) if args else None
+    call = _node("call", [callee, args_node], tok, m.start(5), len(text))
+    return [target, tensor, call]
+
+
+# ----------------------------------------------------------------------------- the fast path
+
+
+def build_fused(b: _RelaxBuilder, node: FusedBinding) -> bool:
+    """Bind one fused line in the Relax builder `b` as `r_assign` would; False (having
+    changed nothing) when the general path must do it."""
+    tok = node.token
+    text = tok.value
+    m = _HEAD.match(text)
+    callee = m.group(5)
+    tensor_handler = b.CALLS.get("R.Tensor")
+    if callee in b.CALLS or tensor_handler is None or "R" in b.mb.globals_scope:
+        return False  # a special form, or `R` may not be TVMScript's module
+    for scope in b.scopes:
+        if "R" in scope:
+            return False
+    from ...ops import relax as relax_ops
+    from ...ops import relax_memory
+
+    op_name = "relax." + callee[2:]
+    if op_name in relax_memory.MEMORY_OPS:
+        return False
+    op = relax_ops.lookup(op_name)
+    if op is None:
+        return False
+    bindings = len(b.bindings)
+    try:
+        dims = tuple(int(d) for d in _DIGITS.findall(m.group(3)))
+        ann = tensor_handler(b, _Spot(tok, m.start(2), m.end(2)), [dims], {"dtype": m.group(4)})
+        pos, kw, pos_nodes = [], {}, []
+        for a in _ARG.finditer(text, m.end(), len(text) - 1):
+            key, value = a.group(1), a.group(2)
+            first = value[0]
+            if key is not None:
+                if first == "[":
+                    kw[key] = [int(d) for d in _DIGITS.findall(value)]
+                elif first == '"':
+                    kw[key] = value[1:-1]
+                elif first == "-" or first.isdigit():
+                    kw[key] = int(value)
+                else:
+                    kw[key] = None if value == "None" else value == "True"
+                continue
+            spot = _Spot(tok, a.start(2), a.end(2))
+            if a.group(3) is not None:
+                arg = b.CALLS["R.shape"](b, spot, [[int(d) for d in _DIGITS.findall(a.group(3))]], {})
+            else:
+                arg = b.lookup(value, spot)
+            pos.append(b.argument(arg, spot))
+            pos_nodes.append(spot)
+        call_spot = _Spot(tok, m.start(5), len(text))
+        expr = b.op_call_args(callee, op, call_spot, pos, kw, pos_nodes)
+        b.bind(m.group(1), ann, _Spot(tok, m.start(2), m.end(2)), expr, call_spot, _Spot(tok, 0, m.end(1)),
+               _Spot(tok, 0, len(text)))
+    except Exception:  # the general path gives the result or the diagnostic
+        del b.bindings[bindings:]
+        return False
+    return True
