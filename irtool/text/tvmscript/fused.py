@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from lark import Token, Tree
 
+from ...ir import relax as rx
 from .positions import Positions
 
 if TYPE_CHECKING:
@@ -175,6 +176,44 @@ def expand(tok: Token) -> list:
 # ----------------------------------------------------------------------------- the fast path
 
 
+_ANNOTATIONS: dict[str, tuple] = {}  # annotation text -> (dims, dtype), once R.Tensor's handler took it
+_KEYWORDS_OF: dict[str, tuple] = {}  # keyword-argument text -> ((name, value), ...)
+_ops = None
+
+
+def _relax_ops():
+    global _ops
+    if _ops is None:  # the operator tables import late, as in the Relax builder
+        from ...ops import relax as relax_ops
+        from ...ops import relax_memory
+
+        _ops = relax_ops, relax_memory
+    return _ops
+
+
+def _keywords(text: str, start: int, end: int) -> tuple:
+    """The keyword arguments at text[start:end] as the general rules evaluate them. Their
+    lists are shared by the calls of one text: nothing changes them (they become tuples)."""
+    key = text[start:end]
+    pairs = _KEYWORDS_OF.get(key)
+    if pairs is None:
+        out = []
+        for a in _ARG.finditer(key):
+            value = a.group(2)
+            first = value[0]
+            if first == "[":
+                value = [int(d) for d in _DIGITS.findall(value)]
+            elif first == '"':
+                value = value[1:-1]
+            elif first == "-" or first.isdigit():
+                value = int(value)
+            else:
+                value = None if value == "None" else value == "True"
+            out.append((a.group(1), value))
+        pairs = _KEYWORDS_OF[key] = tuple(out)
+    return pairs
+
+
 def build_fused(b: _RelaxBuilder, node: FusedBinding) -> bool:
     """Bind one fused line in the Relax builder `b` as `r_assign` would; False (having
     changed nothing) when the general path must do it."""
@@ -182,15 +221,13 @@ def build_fused(b: _RelaxBuilder, node: FusedBinding) -> bool:
     text = tok.value
     m = _HEAD.match(text)
     callee = m.group(5)
-    tensor_handler = b.CALLS.get("R.Tensor")
-    if callee in b.CALLS or tensor_handler is None or "R" in b.mb.globals_scope:
+    calls = b.CALLS
+    if callee in calls or "R" in b.mb.globals_scope or "R.Tensor" not in calls:
         return False  # a special form, or `R` may not be TVMScript's module
     for scope in b.scopes:
         if "R" in scope:
             return False
-    from ...ops import relax as relax_ops
-    from ...ops import relax_memory
-
+    relax_ops, relax_memory = _relax_ops()
     op_name = "relax." + callee[2:]
     if op_name in relax_memory.MEMORY_OPS:
         return False
@@ -199,33 +236,35 @@ def build_fused(b: _RelaxBuilder, node: FusedBinding) -> bool:
         return False
     bindings = len(b.bindings)
     try:
-        dims = tuple(int(d) for d in _DIGITS.findall(m.group(3)))
-        ann = tensor_handler(b, _Spot(tok, m.start(2), m.end(2)), [dims], {"dtype": m.group(4)})
-        pos, kw, pos_nodes = [], {}, []
-        for a in _ARG.finditer(text, m.end(), len(text) - 1):
-            key, value = a.group(1), a.group(2)
-            first = value[0]
-            if key is not None:
-                if first == "[":
-                    kw[key] = [int(d) for d in _DIGITS.findall(value)]
-                elif first == '"':
-                    kw[key] = value[1:-1]
-                elif first == "-" or first.isdigit():
-                    kw[key] = int(value)
-                else:
-                    kw[key] = None if value == "None" else value == "True"
-                continue
+        annotation = m.group(2)
+        known = _ANNOTATIONS.get(annotation)
+        ann_spot = _Spot(tok, m.start(2), m.end(2))
+        if known is None:  # R.Tensor's handler checks it (the dtype) once
+            dims = tuple(int(d) for d in _DIGITS.findall(m.group(3)))
+            ann = calls["R.Tensor"](b, ann_spot, [dims], {"dtype": m.group(4)})
+            _ANNOTATIONS[annotation] = (ann.shape, ann.dtype)
+        else:
+            ann = rx.TensorStructInfo(*known)
+        # the arguments: names and R.shape([...]), then keywords (the token's pattern says so)
+        pos, pos_nodes = [], []
+        end = len(text) - 1
+        keywords_at = end
+        for a in _ARG.finditer(text, m.end(), end):
+            if a.group(1) is not None:
+                keywords_at = a.start()
+                break
             spot = _Spot(tok, a.start(2), a.end(2))
             if a.group(3) is not None:
-                arg = b.CALLS["R.shape"](b, spot, [[int(d) for d in _DIGITS.findall(a.group(3))]], {})
+                arg = calls["R.shape"](b, spot, [[int(d) for d in _DIGITS.findall(a.group(3))]], {})
             else:
-                arg = b.lookup(value, spot)
+                arg = b.lookup(a.group(2), spot)
             pos.append(b.argument(arg, spot))
             pos_nodes.append(spot)
+        kw = dict(_keywords(text, keywords_at, end)) if keywords_at < end else {}
         call_spot = _Spot(tok, m.start(5), len(text))
-        expr = b.op_call_args(callee, op, call_spot, pos, kw, pos_nodes)
-        b.bind(m.group(1), ann, _Spot(tok, m.start(2), m.end(2)), expr, call_spot, _Spot(tok, 0, m.end(1)),
-               _Spot(tok, 0, len(text)))
+        expr = b.op_call_args(callee, op, call_spot, pos, kw, pos_nodes,
+                              attrs_key=(callee, text[keywords_at:end]))
+        b.bind(m.group(1), ann, ann_spot, expr, call_spot, _Spot(tok, 0, m.end(1)), _Spot(tok, 0, len(text)))
     except Exception:  # the general path gives the result or the diagnostic
         del b.bindings[bindings:]
         return False

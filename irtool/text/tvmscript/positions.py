@@ -68,8 +68,8 @@ def end_of(item) -> tuple | None:
 def _with_positions(build):
     def callback(children):
         res = build(children)
-        if not isinstance(res, Tree):
-            return res
+        if not isinstance(res, Tree) or (len(children) == 1 and res is children[0]):
+            return res  # a `?rule` passing its only child through: the child's container is its own
         start = end = None
         for c in children:
             start = start_of(c)
@@ -96,5 +96,9 @@ def install(parser: Lark) -> None:
     `propagate_positions=False`). Lark's parser holds this same dict of callbacks."""
     callbacks = parser._callbacks
     for key, build in list(callbacks.items()):
-        if isinstance(key, Rule):
+        if isinstance(key, Rule) and key.origin.name not in _OWN_POSITIONS:
             callbacks[key] = _with_positions(build)
+
+
+# rules whose callback sets the positions these rules would: a fused binding spans its token
+_OWN_POSITIONS = {"fused_binding"}

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from .parser import _ModuleBuilder
 
 
+_CALL_ATTRS: dict = {}  # (operator, text of its keyword arguments) -> checked Attrs, see op_call_args
+_UNKNOWN = object()
+
+
 class _RelaxBuilder(_TirBuilder):
     """Builds one Relax function. Shares the TIR builder's arithmetic for symbolic dims
     and its `T.` table (`R.prim_value(T.int64(1))`)."""
@@ -250,8 +254,10 @@ class _RelaxBuilder(_TirBuilder):
         pos, kw, pos_nodes = self.call_args(node)
         return self.op_call_args(name, op, node, pos, kw, pos_nodes)
 
-    def op_call_args(self, name: str, op, node, pos: list, kw: dict, pos_nodes: list):
-        """The call of operator `R.<name>` (its OpDef `op`) on evaluated arguments."""
+    def op_call_args(self, name: str, op, node, pos: list, kw: dict, pos_nodes: list, attrs_key=None):
+        """The call of operator `R.<name>` (its OpDef `op`) on evaluated arguments. `attrs_key`
+        (the fused path's text of the keyword arguments) names the attributes in a cache when
+        the keywords are all attributes: checking them is a pure function of that text."""
         from ...ops import relax as relax_ops
         from ...ops.registry import AttrError
 
@@ -267,18 +273,25 @@ class _RelaxBuilder(_TirBuilder):
                 self.error(f"`{name}` got attribute `{attr}` twice", node)
             kw[attr] = value
         del values[len(arg_names):], nodes[len(arg_names):]
+        if extra:
+            attrs_key = None
         for a in arg_names[len(values):]:
             if a not in kw:
                 break
             values.append(kw.pop(a))
             nodes.append(node)
+            attrs_key = None
         if len(values) < op.min_args:
             self.error(f"`{name}` needs argument `{arg_names[len(values)]}`", node)
         args = [self.leaf(self.op_arg(kind, v, n), n) for kind, v, n in zip(op.arg_kinds, values, nodes, strict=False)]
-        try:
-            attrs = relax_ops.make_call_attrs(op, {k: _tuples(v) for k, v in kw.items()})
-        except AttrError as err:
-            self.error(str(err), node)
+        attrs = _CALL_ATTRS.get(attrs_key, _UNKNOWN) if attrs_key is not None else _UNKNOWN
+        if attrs is _UNKNOWN:
+            try:
+                attrs = relax_ops.make_call_attrs(op, {k: _tuples(v) for k, v in kw.items()})
+            except AttrError as err:
+                self.error(str(err), node)
+            if attrs_key is not None:
+                _CALL_ATTRS[attrs_key] = attrs  # Attrs are immutable: calls may share them
         return self.normalize(rx.Call(Op.get("relax." + name[2:]), args, attrs, span=self.span(node)), node)
 
     def memory_op_call(self, op_name: str, node):
