@@ -15,13 +15,14 @@ import random
 import re
 
 import pytest
+from fuzzing import corpus, mutate
 from test_tvmscript_syntax_fast import _outcome, _reference
 
 from irtool.cli.opt import run
 from irtool.diagnostics import DiagnosticError
 from irtool.ir import relax as rx
 from irtool.ir.structural import structural_equal
-from irtool.text import parse, to_text
+from irtool.text import detect_syntax, parse, to_text
 from irtool.text.tvmscript import syntax
 from irtool.text.tvmscript.fused import FUSED_BINDING_PATTERN, FusedBinding
 
@@ -91,6 +92,7 @@ def test_the_grammar_holds_the_composed_pattern():
 
 
 def test_fused_lines_are_built_directly_and_equal_the_general_rules(monkeypatch):
+    monkeypatch.setenv("IRTOOL_PARSER_ENGINE", "python")
     text = relax_function()
     tree = syntax._syntax_tree(text, None)
     fused = [n for n in tree.iter_subtrees_topdown() if isinstance(n, FusedBinding)]
@@ -240,4 +242,14 @@ def test_mutants_same_trees_and_syntax_errors():
 
 def test_mutants_same_modules_and_diagnostics(tmp_path, monkeypatch):
     for text in _mutants(150):
+        assert _opt(text, "python", tmp_path, monkeypatch) == _opt(text, "reference", tmp_path, monkeypatch), text
+
+
+def test_corpus_mutants_same_output_or_diagnostic(tmp_path, monkeypatch):
+    # mutants of the TVMScript lit corpus, whose printed Relax lines are mostly fused
+    seeds = [t for t in corpus() if detect_syntax(t) == "tvmscript" and "R.function" in t]
+    assert any(re.search(FUSED_BINDING_PATTERN, t, re.M) for t in seeds)
+    rng = random.Random(7)
+    for _ in range(200):
+        text = mutate(rng, seeds).decode("utf-8", "replace")
         assert _opt(text, "python", tmp_path, monkeypatch) == _opt(text, "reference", tmp_path, monkeypatch), text
