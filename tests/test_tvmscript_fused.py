@@ -164,6 +164,28 @@ ANNOTATION_EDITS = [
 ]
 
 
+LINE = 'y: R.Tensor((2,), dtype="float32") = R.nn.relu(x)'
+# a fused line where the Relax builder's r_assign does not read it: the general rules decide
+ELSEWHERE = [
+    f"{LINE}\n",  # at top level
+    f"@I.ir_module\nclass Module:\n    {LINE}\n",  # in the module class
+    f'@T.prim_func\ndef f(x: T.Buffer((2,), "float32")):\n    {LINE}\n',  # in a PrimFunc
+    f'@R.function\ndef f(x: R.Tensor((2,), dtype="float32"), c: R.Tensor((), dtype="bool")):\n'
+    f"    if c:\n        {LINE}\n    else:\n        {LINE}\n    return y\n",  # both branches of an if
+    f'@R.function\ndef f(x: R.Tensor((2,), dtype="float32"), c: R.Tensor((), dtype="bool")):\n'
+    f"    if c:\n        {LINE}\n        z = y\n    else:\n        {LINE}\n    return y\n",
+    f'@R.function\ndef f(x: R.Tensor((2,), dtype="float32")):\n    with R.dataflow():\n        {LINE}\n'
+    f"        R.output(y)\n    return y\n",
+    f'@R.function\ndef f(x: R.Tensor((2,), dtype="float32")):\n    R.func_attr({{"a": 1}})\n    {LINE}\n    return y\n',
+    f'@R.function\ndef f(x: R.Tensor((2,), dtype="float32")):\n    with R.dataflow():\n        {LINE}\n'
+    f"        {LINE}\n        R.output(y)\n    return y\n",  # bound twice
+    f'@R.function\ndef f(x: R.Tensor((2,), dtype="float32")):\n    {LINE}; z = y\n    return y\n',
+    f'@R.function\ndef f(x: R.Tensor((2,), dtype="float32")):\n  {LINE}\n    return y\n',  # indentation
+    f'@R.function\ndef f(x: R.Tensor((2,), dtype="float32")):\n    {LINE}\n  return y\n',
+    f'@R.function\ndef f(x: R.Tensor((2,), dtype="float32")):\n    return y\n    {LINE}\n',
+]
+
+
 def _cases() -> list[str]:
     base = relax_function()
     out = []
@@ -174,7 +196,7 @@ def _cases() -> list[str]:
     for old, new in ANNOTATION_EDITS:
         assert old in base, old
         out.append(base.replace(old, new, 1))
-    return out
+    return out + ELSEWHERE
 
 
 def _opt(text: str, engine: str, tmp_path, monkeypatch) -> tuple[int, str, str]:
