@@ -275,3 +275,52 @@ def test_corpus_mutants_same_output_or_diagnostic(tmp_path, monkeypatch):
     for _ in range(200):
         text = mutate(rng, seeds).decode("utf-8", "replace")
         assert _opt(text, "python", tmp_path, monkeypatch) == _opt(text, "reference", tmp_path, monkeypatch), text
+
+
+# Runs of fused lines (FUSED_RUN): one token while the lines are at the block's indentation,
+# split into lines again by the indenter when they are not.
+_L1 = 'a: R.Tensor((2,), dtype="float32") = R.nn.relu(x)'
+_L2 = 'b: R.Tensor((2,), dtype="float32") = R.add(a, x)'
+_HEAD_F = '@R.function\ndef f(x: R.Tensor((2,), dtype="float32")):\n'
+RUNS = [
+    _HEAD_F + f"    {_L1}\n    {_L2}\n    return b\n",  # one run
+    _HEAD_F + f"    with R.dataflow():\n        {_L1}\n        {_L2}\n        R.output(b)\n    return b\n",
+    _HEAD_F + f"    with R.dataflow():\n        {_L1}\n        R.output(a)\n    {_L2}\n    return b\n",
+    _HEAD_F + f"    with R.dataflow():\n        {_L1}\n        R.output(a)\n    {_L2}\n    {_L2}\n    return b\n",
+    _HEAD_F + f"    with R.dataflow():\n        {_L1}\n    {_L2}\n    return b\n",  # a dedent inside the run
+    _HEAD_F + f"    {_L1}\n        {_L2}\n    return b\n",  # an indent inside the run
+    _HEAD_F + f"    {_L1}\n  {_L2}\n    return b\n",  # a dedent to no level
+    _HEAD_F + f"\t{_L1}\n        {_L2}\n        return b\n",  # a tab is eight columns
+    _HEAD_F + f"\t{_L1}\n    {_L2}\n    return b\n",
+    _HEAD_F + f"    {_L1}\r\n    {_L2}\r\n    return b\r\n",
+    _HEAD_F + f"    {_L1}\n    {_L2}  # the end\n    # more\n\n    return b\n",
+    _HEAD_F + f"    {_L1}\n    {_L2}\n    {_L1}\n    {_L2}\n    return b\n",
+    f"{_L1}\n{_L2}\n",  # at top level
+    f"@I.ir_module\nclass Module:\n    {_L1}\n    {_L2}\n",
+    "@R.function\ndef f(x: R.Tensor((2,), dtype=\"float32\")): " + f"{_L1}\n{_L2}\n",  # after a one-line suite
+    _HEAD_F + f"    if x:\n        {_L1}\n        {_L2}\n    else:\n        {_L1}\n        {_L2}\n    return b\n",
+    _HEAD_F + f"    (x,\n    {_L1}\n    {_L2})\n    return x\n",  # inside brackets
+]
+
+
+@pytest.mark.parametrize("text", RUNS)
+def test_runs_of_fused_lines_as_the_general_rules_read_them(text, tmp_path, monkeypatch):
+    reference = _reference()
+    fast = syntax._lark()[0]
+    ours = _outcome(fast, text)
+    if ours[0] not in ("token", "character", "input"):
+        assert ours == _outcome(reference, text)
+    assert _opt(text, "python", tmp_path, monkeypatch) == _opt(text, "reference", tmp_path, monkeypatch)
+
+
+def test_a_run_is_one_token_and_its_lines_are_statements():
+    from irtool.text.tvmscript.fused import FUSED_RUN_PATTERN
+
+    grammar = syntax._grammar()
+    line = next(line for line in grammar.split("\n") if line.startswith("FUSED_RUN"))
+    assert line == f"FUSED_RUN.5: /{FUSED_RUN_PATTERN}/  // fused"
+    text = RUNS[0]
+    tokens = [t.type for t in syntax._lark()[0].lex(text)]
+    assert "FUSED_RUN" in tokens and "FUSED_BINDING" not in tokens
+    body = syntax._syntax_tree(text, None).children[0].children[-1].children[-1]
+    assert [s.data for s in syntax.suite_stmts(body)] == ["simple_stmt"] * 3

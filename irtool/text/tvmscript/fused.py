@@ -55,6 +55,9 @@ _KWARG = rf"{_NAME}={_VALUE}"
 _ARGS = rf"(?:{_POSITIONAL}(?:, {_POSITIONAL})*(?:, {_KWARG})*|{_KWARG}(?:, {_KWARG})*)?"
 FUSED_BINDING_PATTERN = (rf"{_NAME}: {_TENSOR} = R(?:\.{_NAME})+\({_ARGS}\)"
                          r"(?=[\t \f]*(?:#|\r?\n))")
+# Two or more such lines one under the other: one token for the whole run (see `split_run`)
+FUSED_RUN_PATTERN = rf"{FUSED_BINDING_PATTERN}(?:\r?\n[ \t]*{FUSED_BINDING_PATTERN})+"
+_LINE_BREAK = re.compile(r"\r?\n([ \t]*)")
 
 # Decoding a token the pattern above has already checked
 _HEAD = re.compile(r'([^:]+): (R\.Tensor\(\(([^)]*)\), dtype="([^"]*)"\)) = ([^(]+)\(')
@@ -100,6 +103,51 @@ class _Spot:
     @property
     def meta(self) -> _Spot:
         return self
+
+
+# ----------------------------------------------------------------------------- runs of lines
+
+
+def split_run(tok: Token) -> list[tuple[Token, Token | None]]:
+    """The lines of a FUSED_RUN token: (its FUSED_BINDING token, the `_NL` token after it),
+    the last line without one (the grammar's own `_NL` follows the run), exactly as the
+    lexer would have read them one by one."""
+    text = tok.value
+    out = []
+    line, column, start = tok.line, tok.column, 0
+    for m in _LINE_BREAK.finditer(text):
+        end = m.start()
+        binding = Token("FUSED_BINDING", text[start:end], tok.start_pos + start, line, column, line,
+                        column + end - start, tok.start_pos + end)
+        indent = len(m.group(1))
+        newline = Token("_NL", m.group(), tok.start_pos + end, line, column + end - start, line + 1, indent + 1,
+                        tok.start_pos + m.end())
+        out.append((binding, newline))
+        line, column, start = line + 1, indent + 1, m.end()
+    out.append((Token("FUSED_BINDING", text[start:], tok.start_pos + start, line, column, line,
+                      column + len(text) - start, tok.start_pos + len(text)), None))
+    return out
+
+
+def run_indents(tok: Token) -> list[str]:
+    """The indentation of every line of a FUSED_RUN token but the first."""
+    return _LINE_BREAK.findall(tok.value)
+
+
+def fused_run(children: list) -> Tree:
+    """The `_fused_run` rule (`FUSED_RUN _NL`): one `simple_stmt` a line, as the grammar
+    builds it for each line read alone (the parent rule takes them in as its own children)."""
+    run, last_newline = children
+    stmts = []
+    for binding, newline in split_run(run):
+        newline = newline or last_newline
+        node = FusedBinding(binding)
+        stmts.append(Tree("simple_stmt", [node], Positions(
+            (binding.line, binding.column, binding.start_pos),
+            (newline.end_line, newline.end_column, newline.end_pos))))
+    first, last = stmts[0].meta, stmts[-1].meta
+    return Tree("_fused_run", stmts, Positions((first.line, first.column, first.start_pos),
+                                               (last.end_line, last.end_column, last.end_pos)))
 
 
 # ----------------------------------------------------------------------------- expansion

@@ -91,12 +91,18 @@ def _with_positions(build):
     return callback
 
 
-def install(parser: Lark) -> None:
+def install(parser: Lark, own: dict | None = None) -> None:
     """Wrap the tree-building callback of every grammar rule of `parser` (built with
-    `propagate_positions=False`). Lark's parser holds this same dict of callbacks."""
+    `propagate_positions=False`). Lark's parser holds this same dict of callbacks. `own`
+    maps rule names to callbacks that take the rule's raw children (tokens the tree leaves
+    out included) and set positions themselves."""
     callbacks = parser._callbacks
     for key, build in list(callbacks.items()):
-        if isinstance(key, Rule) and key.origin.name not in _OWN_POSITIONS:
+        if not isinstance(key, Rule):
+            continue
+        if own and key.origin.name in own:
+            callbacks[key] = own[key.origin.name]
+        elif key.origin.name not in _OWN_POSITIONS:
             callbacks[key] = _with_positions(build)
 
 

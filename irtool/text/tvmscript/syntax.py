@@ -14,7 +14,7 @@ from lark.indenter import DedentError, Indenter
 
 from ...diagnostics import DiagnosticError, SourceFile, Span
 from .coarse import first_token_of
-from .fused import FusedBinding
+from .fused import FusedBinding, fused_run, run_indents, split_run
 from .positions import Positions, end_of, install, start_of
 
 # ----------------------------------------------------------------------------- syntax
@@ -31,6 +31,24 @@ class _ScriptIndenter(Indenter):
     def handle_NL(self, token):  # noqa: N802 (lark's name)
         self.last_newline = token
         yield from super().handle_NL(token)
+
+    def _process(self, stream):
+        return super()._process(self._runs(stream))
+
+    def _runs(self, stream):
+        """A run of fused lines (FUSED_RUN) stays one token when its lines are all at the
+        current indentation, as the lines of a block are; otherwise it becomes the tokens the
+        lexer reads line by line, whose newlines then indent and dedent as usual."""
+        for tok in stream:
+            if tok.type == "FUSED_RUN":
+                level = self.indent_level[-1]
+                if any(i.count(" ") + i.count("\t") * self.tab_len != level for i in run_indents(tok)):
+                    for binding, newline in split_run(tok):
+                        yield binding
+                        if newline is not None:
+                            yield newline
+                    continue
+            yield tok
 
 
 # ----------------------------------------------------------------------------- operators
@@ -111,14 +129,18 @@ def _grammar() -> str:
 def _lark(fused: bool = True) -> tuple[Lark, _ScriptIndenter]:
     """The parser of the grammar with its fused bindings (fused.py), or of the reference
     grammar without its `// fused` lines."""
-    grammar = _grammar()
-    if not fused:
-        grammar = "\n".join(line for line in grammar.split("\n") if not line.endswith("// fused"))
+    grammar = _grammar() if fused else reference_grammar(_grammar())
     indenter = _ScriptIndenter()
     parser = Lark(grammar, parser="lalr", postlex=indenter, propagate_positions=False,
                   maybe_placeholders=True, cache=True, transformer=_Callbacks())
-    install(parser)  # positions as lark's propagate_positions=True sets them, in less time
+    install(parser, {"_fused_run": fused_run})  # positions as lark's propagate_positions=True sets them
     return parser, indenter
+
+
+def reference_grammar(grammar: str) -> str:
+    """The grammar without its fused bindings: no `// fused` lines, `// reference: ` lines in use."""
+    return "\n".join(line.removeprefix("// reference: ") for line in grammar.split("\n")
+                     if not line.endswith("// fused"))
 
 
 _METADATA = re.compile(r'^metadata\s*=\s*tvm\.ir\.load_json\("""(.*?)"""\)[ \t]*$', re.S | re.M)
