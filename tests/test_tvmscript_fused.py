@@ -324,3 +324,20 @@ def test_a_run_is_one_token_and_its_lines_are_statements():
     assert "FUSED_RUN" in tokens and "FUSED_BINDING" not in tokens
     body = syntax._syntax_tree(text, None).children[0].children[-1].children[-1]
     assert [s.data for s in syntax.suite_stmts(body)] == ["simple_stmt"] * 3
+
+
+def test_the_benchmark_module_reads_the_same_on_both_grammars(monkeypatch):
+    # the text benchmarks/text_throughput.py times: one run token for the whole dataflow block
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from text_throughput import make_relax_module
+
+    text = make_relax_module(600)
+    fast, reference = _read(text, "python", monkeypatch), _read(text, "reference", monkeypatch)
+    assert structural_equal(fast, reference)
+    assert to_text(fast) == to_text(reference) == text.rstrip("\n")
+    assert _spans(fast) == _spans(reference)
+    tokens = [t.type for t in syntax._lark()[0].lex(text)]
+    assert tokens.count("FUSED_RUN") == 1 and "FUSED_BINDING" not in tokens

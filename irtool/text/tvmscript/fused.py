@@ -226,6 +226,7 @@ def expand(tok: Token) -> list:
 
 _ANNOTATIONS: dict[str, tuple] = {}  # annotation text -> (dims, dtype), once R.Tensor's handler took it
 _KEYWORDS_OF: dict[str, tuple] = {}  # keyword-argument text -> ((name, value), ...)
+_CACHE_LIMIT = 4096  # texts per cache: a model repeats a few dozen; a long-lived process reads many models
 _ops = None
 
 
@@ -258,6 +259,8 @@ def _keywords(text: str, start: int, end: int) -> tuple:
             else:
                 value = None if value == "None" else value == "True"
             out.append((a.group(1), value))
+        if len(_KEYWORDS_OF) >= _CACHE_LIMIT:
+            _KEYWORDS_OF.clear()
         pairs = _KEYWORDS_OF[key] = tuple(out)
     return pairs
 
@@ -290,6 +293,8 @@ def build_fused(b: _RelaxBuilder, node: FusedBinding) -> bool:
         if known is None:  # R.Tensor's handler checks it (the dtype) once
             dims = tuple(int(d) for d in _DIGITS.findall(m.group(3)))
             ann = calls["R.Tensor"](b, ann_spot, [dims], {"dtype": m.group(4)})
+            if len(_ANNOTATIONS) >= _CACHE_LIMIT:
+                _ANNOTATIONS.clear()
             _ANNOTATIONS[annotation] = (ann.shape, ann.dtype)
         else:
             ann = rx.TensorStructInfo(*known)

@@ -291,6 +291,8 @@ class _RelaxBuilder(_TirBuilder):
             except AttrError as err:
                 self.error(str(err), node)
             if attrs_key is not None:
+                if len(_CALL_ATTRS) >= 4096:  # a model has a few dozen; a long-lived process reads many
+                    _CALL_ATTRS.clear()
                 _CALL_ATTRS[attrs_key] = attrs  # Attrs are immutable: calls may share them
         return self.normalize(rx.Call(Op.get("relax." + name[2:]), args, attrs, span=self.span(node)), node)
 
