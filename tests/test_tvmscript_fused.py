@@ -41,6 +41,9 @@ BINDINGS = [
     ('R.Tensor((1,), dtype="float32")', "R.mean({p}, axis=[0], keepdims=True)"),
     ('R.Tensor((1,), dtype="float16")', 'R.astype({p}, dtype="float16")'),
     ('R.Tensor((1,), dtype="float16")', "R.nn.softmax({p}, axis=-1)"),
+    ('R.Tensor((1,), dtype="float16")', "R.nn.leakyrelu({p}, alpha=0.01)"),
+    ('R.Tensor((1,), dtype="float16")', "R.clip({p}, min=-1.5e-2, max=.5)"),
+    ('R.Tensor((1,), dtype="float16")', 'R.add({p}, metadata["ir.GenericConst"][0])'),
     ('R.Tensor((), dtype="float16")', "R.sum({p})"),
 ]
 
@@ -142,12 +145,21 @@ EDITS = [
     ('R.astype({p}, dtype="float16")', "R.astype({p}, dtype=None)"),
     ("R.reshape({p}, R.shape([1, 256]))", "R.reshape({p}, R.shape([1, 255]))"),
     ("R.reshape({p}, R.shape([1, 256]))", "R.reshape({p}, R.shape([1, 256]), 3)"),
+    ("R.nn.leakyrelu({p}, alpha=0.01)", "R.nn.leakyrelu({p}, alpha=1e999)"),
+    ("R.nn.leakyrelu({p}, alpha=0.01)", "R.nn.leakyrelu({p}, alpha=1.)"),
+    ("R.nn.leakyrelu({p}, alpha=0.01)", "R.nn.leakyrelu({p}, alpha=-0)"),
+    ('R.add({p}, metadata["ir.GenericConst"][0])', 'R.add({p}, metadata["ir.GenericConst"][7])'),
+    ('R.add({p}, metadata["ir.GenericConst"][0])', 'R.add({p}, metadata["relax.expr.Constant"][0])'),
+    ('R.add({p}, metadata["ir.GenericConst"][0])', 'R.add(metadata["ir.GenericConst"][0], {p})'),
+    ('R.add({p}, metadata["ir.GenericConst"][0])', 'R.add({p}, metadata["ir.GenericConst"][00])'),
+    ('R.add({p}, metadata["ir.GenericConst"][0])', 'R.add({p}, metadata["ir.GenericConst"][0], metadata["ir.GenericConst"][0])'),
 ]
 ANNOTATION_EDITS = [
     ('R.Tensor((1, 256), dtype="float32") = R.reshape', 'R.Tensor((1, 256), dtype="float31") = R.reshape'),
     ('R.Tensor((1, 256), dtype="float32") = R.reshape', 'R.Tensor((2, 256), dtype="float32") = R.reshape'),
     ('R.Tensor((1, 256), dtype="float32") = R.reshape', 'R.Tensor((1,), dtype="float32") = R.reshape'),
     ("def main(x:", "def main(R:"),  # `R` shadowed: nothing is fused-built
+    ("def main(x:", "def main(metadata: R.Tensor((1, 4, 8, 8), dtype=\"float32\"), x:"),  # `metadata` shadowed
     ("lv1: ", "R: "),
     ("lv1: ", "None: "),  # keywords are never names of the token
     ("lv1: ", "lambda: "),

@@ -8,9 +8,9 @@ Token by token that is 20-60 lexer matches and LALR steps and as many syntax-tre
 then a walk of the tree by the builder. The grammar's FUSED_BINDING terminal (marked
 `// fused` in grammar/tvmscript.lark) reads such a line whole when it is in exactly this
 shape: a name, a static `R.Tensor` annotation in TVM's spelling, a call of a dotted `R.`
-name whose arguments are names and `R.shape([...])` followed by keywords whose values are
-integers, integer lists, plain strings, None, True or False, and nothing after it on the
-line but a comment. Python keywords are never taken for names, so the token matches only
+name whose arguments are names, `R.shape([...])` and `metadata["..."][i]`, followed by
+keywords whose values are numbers, integer lists, plain strings, None, True or False, and
+nothing after it on the line but a comment. Python keywords are never taken for names, so the token matches only
 what the general rules accept as one `ann_assign` statement.
 
 The node it becomes (`FusedBinding`) is an `ann_assign` whose children are made only when
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from lark import Token, Tree
 
 from ...ir import relax as rx
+from .evaluate import _Metadata
 from .positions import Positions
 
 if TYPE_CHECKING:
@@ -49,8 +50,10 @@ _KEYWORDS = ("False|None|True|and|as|assert|async|await|break|class|continue|def
 _NAME = rf"(?!(?:{_KEYWORDS})(?![A-Za-z_0-9]))[A-Za-z_][A-Za-z_0-9]*"
 _TENSOR = r'R\.Tensor\(\((?:\d+,|\d+(?:, \d+)+)?\), dtype="[A-Za-z0-9_]+"\)'
 _INT_LIST = r"\[\d+(?:, \d+)*\]"
-_VALUE = rf'(?:{_INT_LIST}|"[A-Za-z0-9_.]*"|-?\d+|None|True|False)'
-_POSITIONAL = rf"(?:{_NAME}|R\.shape\({_INT_LIST}\))"
+_NUMBER = r"(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"  # the grammar's NUMBER
+_VALUE = rf'(?:{_INT_LIST}|"[A-Za-z0-9_.]*"|-?{_NUMBER}|None|True|False)'
+_META = r'metadata\["[A-Za-z0-9_.]*"\]\[\d+\]'
+_POSITIONAL = rf"(?:{_NAME}|R\.shape\({_INT_LIST}\)|{_META})"
 _KWARG = rf"{_NAME}={_VALUE}"
 _ARGS = rf"(?:{_POSITIONAL}(?:, {_POSITIONAL})*(?:, {_KWARG})*|{_KWARG}(?:, {_KWARG})*)?"
 FUSED_BINDING_PATTERN = (rf"{_NAME}: {_TENSOR} = R(?:\.{_NAME})+\({_ARGS}\)"
@@ -61,7 +64,9 @@ _LINE_BREAK = re.compile(r"\r?\n([ \t]*)")
 
 # Decoding a token the pattern above has already checked
 _HEAD = re.compile(r'([^:]+): (R\.Tensor\(\(([^)]*)\), dtype="([^"]*)"\)) = ([^(]+)\(')
-_ARG = re.compile(r'(?:([A-Za-z_][A-Za-z_0-9]*)=)?(R\.shape\((\[[^\]]*\])\)|\[[^\]]*\]|"[^"]*"|[^, ]+)')
+_ARG = re.compile(r'(?:([A-Za-z_][A-Za-z_0-9]*)=)?(R\.shape\((\[[^\]]*\])\)|metadata\["([^"]*)"\]\[(\d+)\]'
+                  r'|\[[^\]]*\]|"[^"]*"|[^, ]+)')
+_INTEGER = re.compile(r"\d+")
 _DIGITS = re.compile(r"\d+")
 
 
@@ -191,7 +196,7 @@ def _value(tok: Token, start: int, end: int) -> Tree:
     if first == "-":  # op_seq [ADD_OP, number], rebuilt as a unary node
         return _node("unary", [_tok("ADD_OP", tok, start, start + 1),
                                _leaf("number", "NUMBER", tok, start + 1, end)], tok, start, end)
-    if first.isdigit():
+    if first.isdigit() or first == ".":
         return _leaf("number", "NUMBER", tok, start, end)
     return _node(text[start:end].lower(), [], tok, start, end)  # None, True, False
 
@@ -210,6 +215,14 @@ def expand(tok: Token) -> list:
         if a.group(1) is not None:
             args.append(_node("kwarg", [_tok("NAME", tok, a.start(1), a.end(1)), _value(tok, start, end)],
                               tok, a.start(), end))
+        elif a.group(4) is not None:  # metadata["key"][i]: subscript(subscript(name, [string]), [number])
+            close = text.index("]", start) + 1
+            key = _node("subscripts", [_leaf("string", "STRING", tok, a.start(4) - 1, a.end(4) + 1)],
+                        tok, a.start(4) - 1, a.end(4) + 1)
+            inner = _node("subscript", [_leaf("name", "NAME", tok, start, start + 8), key], tok, start, close)
+            index = _node("subscripts", [_leaf("number", "NUMBER", tok, a.start(5), a.end(5))],
+                          tok, a.start(5), a.end(5))
+            args.append(_node("subscript", [inner, index], tok, start, end))
         elif a.group(3) is not None:  # R.shape([...])
             shape_args = _node("args", [_leaf("int_list", "INT_LIST", tok, a.start(3), a.end(3))],
                                tok, a.start(3), a.end(3))
@@ -240,6 +253,11 @@ def _relax_ops():
     return _ops
 
 
+def _number(text: str):
+    """A NUMBER token's value, as the builders' `e_number` reads it."""
+    return int(text) if _INTEGER.fullmatch(text) else float(text)
+
+
 def _keywords(text: str, start: int, end: int) -> tuple:
     """The keyword arguments at text[start:end] as the general rules evaluate them. Their
     lists are shared by the calls of one text: nothing changes them (they become tuples)."""
@@ -254,8 +272,10 @@ def _keywords(text: str, start: int, end: int) -> tuple:
                 value = [int(d) for d in _DIGITS.findall(value)]
             elif first == '"':
                 value = value[1:-1]
-            elif first == "-" or first.isdigit():
-                value = int(value)
+            elif first == "-":
+                value = -_number(value[1:])
+            elif first.isdigit() or first == ".":
+                value = _number(value)
             else:
                 value = None if value == "None" else value == "True"
             out.append((a.group(1), value))
@@ -309,6 +329,10 @@ def build_fused(b: _RelaxBuilder, node: FusedBinding) -> bool:
             spot = _Spot(tok, a.start(2), a.end(2))
             if a.group(3) is not None:
                 arg = calls["R.shape"](b, spot, [[int(d) for d in _DIGITS.findall(a.group(3))]], {})
+            elif a.group(4) is not None:  # metadata["key"][i], when `metadata` is not a variable
+                if not isinstance(b.lookup("metadata", spot), _Metadata):
+                    raise LookupError("`metadata` is bound to something else")
+                arg = b.mb.metadata_ref(a.group(4), int(a.group(5)), spot)
             else:
                 arg = b.lookup(a.group(2), spot)
             pos.append(b.argument(arg, spot))
