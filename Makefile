@@ -27,15 +27,21 @@ test: lint pytest lit
 # Relay text is read by Lark's compiled engine (lark-cython) when installed; the lit suite
 # and the parser's property tests run through the pure-Python engine as well
 # (IRTOOL_PARSER_ENGINE, relay_parser.py; tests/test_fused_tokens.py compares the reference grammar).
+# TVMScript is read with its fused bindings (tvmscript/fused.py); IRTOOL_PARSER_ENGINE=reference
+# reads both syntaxes with their reference grammars, for the lit suite, the TVMScript tests and the fuzz test.
 PROPERTY_TESTS := tests/test_roundtrip.py tests/test_literals.py tests/test_passes.py tests/test_relay_infix.py
+REFERENCE_TESTS := tests/test_tvmscript_roundtrip.py tests/test_tvmscript_parser.py tests/test_tvmscript_gaps.py \
+	tests/test_fuzz.py tests/test_fused_tokens.py
 
 pytest: venv
 	IRTOOL_TVM_PYTHON=$(TVM_PYTHON) $(BIN)/python -m pytest -q -n 2 tests
 	IRTOOL_PARSER_ENGINE=python $(BIN)/python -m pytest -q -n 2 $(PROPERTY_TESTS)
+	IRTOOL_PARSER_ENGINE=reference $(BIN)/python -m pytest -q -n 2 $(REFERENCE_TESTS)
 
 lit: venv
 	$(BIN)/lit -sv lit_tests
 	IRTOOL_PARSER_ENGINE=python $(BIN)/lit -s lit_tests
+	IRTOOL_PARSER_ENGINE=reference $(BIN)/lit -s lit_tests
 
 demo: venv
 	@echo '$$ irtool-opt examples/seed000.ir --print-types     # (metadata section not shown)'

@@ -1,7 +1,7 @@
 """Text front-end speed, whole process: `irtool-opt in.ir -o out.ir` timed from outside (wall clock).
 
     .venv/bin/python benchmarks/text_throughput.py [--bindings 100000] [--repeat 3]
-                     [--relay] [--startup] [--tvmscript] [--profile]
+                     [--relay] [--startup] [--tvmscript] [--profile]   (--profile --tvmscript: that row)
 
 Sections (all three when none is named):
   --relay      100k graph bindings shaped like an imported CNN printed with `--print-types`:
@@ -155,8 +155,9 @@ def bench_startup(repeat: int) -> float:
     return opt
 
 
-def profile_relay(n: int) -> None:
-    """cProfile of the in-process work irtool-opt does (parse, infer, verify, print)."""
+def profile_relay(n: int, text: str | None = None) -> None:
+    """cProfile of the in-process work irtool-opt does (parse, infer, verify, print) on the
+    Relay row, or on `text`."""
     import cProfile
     import pstats
 
@@ -165,7 +166,7 @@ def profile_relay(n: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "in.ir")
         with open(path, "w") as f:
-            f.write(relay_cnn_module(n))
+            f.write(relay_cnn_module(n) if text is None else text)
         cProfile.runctx("run(argv)", {"run": run, "argv": [path, "-o", os.path.join(tmp, "out.ir")]}, {},
                         os.path.join(tmp, "prof"))
         pstats.Stats(os.path.join(tmp, "prof")).sort_stats("tottime").print_stats(25)
@@ -297,10 +298,11 @@ def main() -> None:
     parser.add_argument("--relay", action="store_true")
     parser.add_argument("--startup", action="store_true")
     parser.add_argument("--tvmscript", action="store_true")
-    parser.add_argument("--profile", action="store_true", help="cProfile the Relay row in-process instead")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile the Relay row (with --tvmscript, the TVMScript row) in-process instead")
     args = parser.parse_args()
     if args.profile:
-        profile_relay(args.bindings)
+        profile_relay(args.bindings, make_relax_module(args.tvmscript_bindings) if args.tvmscript else None)
         return
     every = not (args.relay or args.startup or args.tvmscript)
     if every or args.relay:

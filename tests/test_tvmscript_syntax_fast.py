@@ -83,6 +83,7 @@ EXPRESSIONS = [
 
 def _reference() -> Lark:
     grammar = importlib.resources.files("irtool.grammar").joinpath("tvmscript.lark").read_text()
+    grammar = syntax.reference_grammar(grammar)  # without fused bindings (fused.py)
     start = grammar.index("\n?test: ") + 1
     end = grammar.index("subscripts:")
     grammar = grammar[:start] + _LEVELS + grammar[end:]

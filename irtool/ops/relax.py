@@ -72,6 +72,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ..ir.expr import Attrs, TypedScalar
@@ -166,15 +167,15 @@ class RelaxOp:
     def relay_def(self) -> registry.OpDef | None:
         return registry.get(self.relay) if self.relay else None
 
-    @property
+    @cached_property  # called for every call the parsers build
     def arg_names(self) -> tuple[str, ...]:
         return tuple(n for n, _ in self.args)
 
-    @property
+    @cached_property  # called for every call the parsers build
     def arg_kinds(self) -> tuple[str, ...]:
         return tuple(k.rstrip("?") for _, k in self.args)
 
-    @property
+    @cached_property  # called for every call the parsers build
     def min_args(self) -> int:
         return sum(1 for _, k in self.args if not k.endswith("?"))
 

@@ -68,8 +68,8 @@ def end_of(item) -> tuple | None:
 def _with_positions(build):
     def callback(children):
         res = build(children)
-        if not isinstance(res, Tree):
-            return res
+        if not isinstance(res, Tree) or (len(children) == 1 and res is children[0]):
+            return res  # a `?rule` passing its only child through: the child's container is its own
         start = end = None
         for c in children:
             start = start_of(c)
@@ -91,10 +91,20 @@ def _with_positions(build):
     return callback
 
 
-def install(parser: Lark) -> None:
+def install(parser: Lark, own: dict | None = None) -> None:
     """Wrap the tree-building callback of every grammar rule of `parser` (built with
-    `propagate_positions=False`). Lark's parser holds this same dict of callbacks."""
+    `propagate_positions=False`). Lark's parser holds this same dict of callbacks. `own`
+    maps rule names to callbacks that take the rule's raw children (tokens the tree leaves
+    out included) and set positions themselves."""
     callbacks = parser._callbacks
     for key, build in list(callbacks.items()):
-        if isinstance(key, Rule):
+        if not isinstance(key, Rule):
+            continue
+        if own and key.origin.name in own:
+            callbacks[key] = own[key.origin.name]
+        elif key.origin.name not in _OWN_POSITIONS:
             callbacks[key] = _with_positions(build)
+
+
+# rules whose callback sets the positions these rules would: a fused binding spans its token
+_OWN_POSITIONS = {"fused_binding"}

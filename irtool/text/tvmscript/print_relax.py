@@ -101,6 +101,14 @@ class _RelaxPrinter:
         if s is None or isinstance(s, rx.ObjectStructInfo):
             return _E(self.R("Any"))
         if isinstance(s, rx.TensorStructInfo):
+            shape = s.shape
+            static = (type(shape) is tuple and s.vdevice is None and type(s.dtype) is str
+                      and all(type(d) is int for d in shape))
+            if static:  # most annotations of a model: the same few texts
+                text = self.static_tensor_text.get((shape, s.dtype))
+                if text is not None:
+                    self.usage.add("relax")
+                    return _E(text)
             args, kwargs = [], []
             if isinstance(s.shape, tuple):
                 args.append(_tuple([self.shape_dim(d) for d in s.shape]))
@@ -114,7 +122,10 @@ class _RelaxPrinter:
                 kwargs.append(("vdevice", _str(str(s.vdevice))))
             if not args and not kwargs:
                 return _E(self.R("Tensor"))
-            return _call(self.R("Tensor"), args, kwargs)
+            doc = _call(self.R("Tensor"), args, kwargs)
+            if static:
+                self.static_tensor_text[(shape, s.dtype)] = doc.text
+            return doc
         if isinstance(s, rx.ShapeStructInfo):
             if s.values is not None:
                 return _call(self.R("Shape"), [_list([self.shape_dim(d) for d in s.values])])
@@ -312,7 +323,12 @@ class _RelaxPrinter:
             args.append(self.callee(a) if i == 0 else self.relax_expr(a))
         kwargs = []
         if c.attrs is not None:
-            kwargs = [(k, self.call_attr(op, k, v)) for k, v in c.attrs.items()]
+            key = (op, id(c.attrs))  # calls built from one attribute text share their Attrs
+            known = self.call_attr_docs.get(key)
+            if known is None or known[0] is not c.attrs:
+                known = self.call_attr_docs[key] = (c.attrs, [(k, self.call_attr(op, k, v))
+                                                              for k, v in c.attrs.items()])
+            kwargs = list(known[1])
         if c.sinfo_args:
             kwargs.append(("ty_args", _tuple([self.sinfo(s) for s in c.sinfo_args])))
         return _call(prefix, args, kwargs)

@@ -58,6 +58,8 @@ class _Printer(_TirPrinter, _RelaxPrinter):
         self.usage: set[str] = set()          # which of ir / tirx / relax / type_var appear
         self.metadata: dict[str, list] = {}
         self.module: IRModule | None = None
+        self.static_tensor_text: dict[tuple, str] = {}  # (shape, dtype) -> `R.Tensor((1, 2), dtype="float32")`
+        self.call_attr_docs: dict[tuple, tuple] = {}    # (op, id(attrs)) -> (attrs, their docs)
         self.token = "relax"                  # "relax" or "tirx": how IntImm and vars print
         self.binding_names: list[str] = []
         self.common_prefix: dict[int, list[int]] = {}

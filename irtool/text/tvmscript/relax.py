@@ -13,6 +13,7 @@ from ...ir.expr import Attrs, GlobalVar, Op
 from ...ir.types import is_valid_dtype
 from ...ops import relax_memory
 from .evaluate import _Dotted, _Module
+from .fused import FusedBinding, build_fused
 from .relax_struct_info import (
     _annotated,
     _bind_symbols,
@@ -28,6 +29,10 @@ from .tir_stmt import _TirBuilder
 
 if TYPE_CHECKING:
     from .parser import _ModuleBuilder
+
+
+_CALL_ATTRS: dict = {}  # (operator, text of its keyword arguments) -> checked Attrs, see op_call_args
+_UNKNOWN = object()
 
 
 class _RelaxBuilder(_TirBuilder):
@@ -239,7 +244,6 @@ class _RelaxBuilder(_TirBuilder):
 
     def op_call(self, name: str, node):
         from ...ops import relax as relax_ops
-        from ...ops.registry import AttrError
 
         op_name = "relax." + name[2:]
         if op_name in relax_memory.MEMORY_OPS:
@@ -248,6 +252,15 @@ class _RelaxBuilder(_TirBuilder):
         if op is None:
             self.error(f"unknown name `{name}`", node.children[0])
         pos, kw, pos_nodes = self.call_args(node)
+        return self.op_call_args(name, op, node, pos, kw, pos_nodes)
+
+    def op_call_args(self, name: str, op, node, pos: list, kw: dict, pos_nodes: list, attrs_key=None):
+        """The call of operator `R.<name>` (its OpDef `op`) on evaluated arguments. `attrs_key`
+        (the fused path's text of the keyword arguments) names the attributes in a cache when
+        the keywords are all attributes: checking them is a pure function of that text."""
+        from ...ops import relax as relax_ops
+        from ...ops.registry import AttrError
+
         arg_names = op.arg_names
         values, nodes = list(pos), list(pos_nodes)
         # attributes TVM's Python API also takes positionally (`R.astype(x, "float16")`)
@@ -260,19 +273,28 @@ class _RelaxBuilder(_TirBuilder):
                 self.error(f"`{name}` got attribute `{attr}` twice", node)
             kw[attr] = value
         del values[len(arg_names):], nodes[len(arg_names):]
+        if extra:
+            attrs_key = None
         for a in arg_names[len(values):]:
             if a not in kw:
                 break
             values.append(kw.pop(a))
             nodes.append(node)
+            attrs_key = None
         if len(values) < op.min_args:
             self.error(f"`{name}` needs argument `{arg_names[len(values)]}`", node)
         args = [self.leaf(self.op_arg(kind, v, n), n) for kind, v, n in zip(op.arg_kinds, values, nodes, strict=False)]
-        try:
-            attrs = relax_ops.make_call_attrs(op, {k: _tuples(v) for k, v in kw.items()})
-        except AttrError as err:
-            self.error(str(err), node)
-        return self.normalize(rx.Call(Op.get(op_name), args, attrs, span=self.span(node)), node)
+        attrs = _CALL_ATTRS.get(attrs_key, _UNKNOWN) if attrs_key is not None else _UNKNOWN
+        if attrs is _UNKNOWN:
+            try:
+                attrs = relax_ops.make_call_attrs(op, {k: _tuples(v) for k, v in kw.items()})
+            except AttrError as err:
+                self.error(str(err), node)
+            if attrs_key is not None:
+                if len(_CALL_ATTRS) >= 4096:  # a model has a few dozen; a long-lived process reads many
+                    _CALL_ATTRS.clear()
+                _CALL_ATTRS[attrs_key] = attrs  # Attrs are immutable: calls may share them
+        return self.normalize(rx.Call(Op.get("relax." + name[2:]), args, attrs, span=self.span(node)), node)
 
     def memory_op_call(self, op_name: str, node):
         """R.builtin.alloc_tensor / R.memory.*: arguments as TVM's Python constructors take
@@ -613,6 +635,8 @@ class _RelaxBuilder(_TirBuilder):
         return None
 
     def r_assign(self, node):
+        if type(node) is FusedBinding and build_fused(self, node):
+            return None
         if node.data == "ann_assign":
             target, ann_node, value_node = node.children
         else:
@@ -645,7 +669,11 @@ class _RelaxBuilder(_TirBuilder):
             if not (isinstance(existing, tir.Var) and existing.dtype == value[1]):
                 self.define(name, tir.Var(name, value[1], span=self.span(node)))
             return None
-        expr = self.to_expr(value, value_node)
+        self.bind(name, ann, ann_node, self.to_expr(value, value_node), value_node, target, node)
+        return None
+
+    def bind(self, name: str, ann, ann_node, expr, value_node, target, node) -> None:
+        """`name: ann = expr` (`ann` None when not annotated): check, make the variable, bind."""
         self.normalize(expr, value_node)
         deduced = self.sinfo(expr)
         if ann is not None and _incompatible(ann, deduced):
@@ -656,7 +684,6 @@ class _RelaxBuilder(_TirBuilder):
         keep = ann is not None and not isinstance(expr, rx.Var)
         var = self.new_var(name, ann if keep else _annotated(ann, deduced), target)
         self.bindings.append(rx.VarBinding(var, expr, span=self.span(node)))
-        return None
 
     def struct_info_defining(self, value, node):
         return self.as_struct_info(value, node)

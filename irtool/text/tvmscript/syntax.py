@@ -4,7 +4,7 @@ rules, the metadata section split off, and syntax errors as diagnostics."""
 from __future__ import annotations
 
 import functools
-import importlib.resources
+import os
 import re
 import threading
 
@@ -14,6 +14,7 @@ from lark.indenter import DedentError, Indenter
 
 from ...diagnostics import DiagnosticError, SourceFile, Span
 from .coarse import first_token_of
+from .fused import FusedBinding, fused_run, run_indents, split_run
 from .positions import Positions, end_of, install, start_of
 
 # ----------------------------------------------------------------------------- syntax
@@ -30,6 +31,24 @@ class _ScriptIndenter(Indenter):
     def handle_NL(self, token):  # noqa: N802 (lark's name)
         self.last_newline = token
         yield from super().handle_NL(token)
+
+    def _process(self, stream):
+        return super()._process(self._runs(stream))
+
+    def _runs(self, stream):
+        """A run of fused lines (FUSED_RUN) stays one token when its lines are all at the
+        current indentation, as the lines of a block are; otherwise it becomes the tokens the
+        lexer reads line by line, whose newlines then indent and dedent as usual."""
+        for tok in stream:
+            if tok.type == "FUSED_RUN":
+                level = self.indent_level[-1]
+                if any(i.count(" ") + i.count("\t") * self.tab_len != level for i in run_indents(tok)):
+                    for binding, newline in split_run(tok):
+                        yield binding
+                        if newline is not None:
+                            yield newline
+                    continue
+            yield tok
 
 
 # ----------------------------------------------------------------------------- operators
@@ -91,15 +110,37 @@ class _Callbacks:
     def op_seq(children: list):
         return _OperatorTree(children).level(0)
 
+    @staticmethod
+    def fused_binding(children: list):
+        return FusedBinding(children[0])
 
-@functools.lru_cache(maxsize=1)
-def _lark() -> tuple[Lark, _ScriptIndenter, threading.Lock]:
-    grammar = importlib.resources.files("irtool.grammar").joinpath("tvmscript.lark").read_text()
+
+_LOCK = threading.Lock()
+
+
+def _grammar() -> str:
+    from ... import grammar  # a plain read: importlib.resources costs start-up time
+
+    with open(os.path.join(os.path.dirname(grammar.__file__), "tvmscript.lark"), encoding="utf-8") as f:
+        return f.read()
+
+
+@functools.lru_cache(maxsize=2)
+def _lark(fused: bool = True) -> tuple[Lark, _ScriptIndenter]:
+    """The parser of the grammar with its fused bindings (fused.py), or of the reference
+    grammar without its `// fused` lines."""
+    grammar = _grammar() if fused else reference_grammar(_grammar())
     indenter = _ScriptIndenter()
     parser = Lark(grammar, parser="lalr", postlex=indenter, propagate_positions=False,
                   maybe_placeholders=True, cache=True, transformer=_Callbacks())
-    install(parser)  # positions as lark's propagate_positions=True sets them, in less time
-    return parser, indenter, threading.Lock()
+    install(parser, {"_fused_run": fused_run})  # positions as lark's propagate_positions=True sets them
+    return parser, indenter
+
+
+def reference_grammar(grammar: str) -> str:
+    """The grammar without its fused bindings: no `// fused` lines, `// reference: ` lines in use."""
+    return "\n".join(line.removeprefix("// reference: ") for line in grammar.split("\n")
+                     if not line.endswith("// fused"))
 
 
 _METADATA = re.compile(r'^metadata\s*=\s*tvm\.ir\.load_json\("""(.*?)"""\)[ \t]*$', re.S | re.M)
@@ -116,19 +157,34 @@ def _split_metadata(text: str) -> tuple[str, str | None]:
 
 
 def _syntax_tree(text: str, source: SourceFile) -> Tree:
-    parser, indenter, lock = _lark()
-    with lock:
-        indenter.last_newline = None
-        try:
-            return parser.parse(text if text.endswith("\n") else text + "\n")
-        except DedentError:
-            tok = indenter.last_newline
-            line = tok.end_line if tok is not None else 1
-            col = len(tok.value.rsplit("\n", 1)[-1]) + 1 if tok is not None else 1
-            raise DiagnosticError("unindent does not match any outer indentation level",
-                                  Span(source, line, col)) from None
-        except UnexpectedInput as err:
-            raise _syntax_error(err, source) from None
+    """The syntax tree of `text`: read with the fused grammar, unless IRTOOL_PARSER_ENGINE is
+    `reference`; a syntax error is always the reference grammar's."""
+    if not text.endswith("\n"):
+        text += "\n"
+    with _LOCK:
+        if os.environ.get("IRTOOL_PARSER_ENGINE") != "reference":
+            parser, indenter = _lark(True)
+            indenter.last_newline = None
+            try:
+                return parser.parse(text)
+            except (DedentError, UnexpectedInput):
+                pass
+        return _reference_tree(text, source)
+
+
+def _reference_tree(text: str, source: SourceFile) -> Tree:
+    parser, indenter = _lark(False)
+    indenter.last_newline = None
+    try:
+        return parser.parse(text)
+    except DedentError:
+        tok = indenter.last_newline
+        line = tok.end_line if tok is not None else 1
+        col = len(tok.value.rsplit("\n", 1)[-1]) + 1 if tok is not None else 1
+        raise DiagnosticError("unindent does not match any outer indentation level",
+                              Span(source, line, col)) from None
+    except UnexpectedInput as err:
+        raise _syntax_error(err, source) from None
 
 
 def _syntax_error(err: UnexpectedInput, source: SourceFile) -> DiagnosticError:
