@@ -98,16 +98,152 @@ def test_loop_with_a_trip_count_and_scan_output():
     _compare(model, {"v0": np.array([0.5, 1.0], np.float32)})
 
 
-def test_loop_stopping_on_a_runtime_value_is_a_diagnostic():
-    body = helper.make_graph(
-        [helper.make_node("ReduceSum", ["v_in"], ["s"], keepdims=0), helper.make_node("Less", ["s", "ten"], ["cond_out"]),
-         helper.make_node("Add", ["v_in", "v_in"], ["v_out"])],
-        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-                 helper.make_tensor_value_info("v_in", F, [2])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", F, [2])],
+I64, B = TensorProto.INT64, TensorProto.BOOL
+
+
+def _vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _doubling_body():
+    """v_out = v_in * 2, cond_out = sum(v_out) < 10: stops on a run-time value."""
+    return helper.make_graph(
+        [helper.make_node("Add", ["v_in", "v_in"], ["v_out"]),
+         helper.make_node("ReduceSum", ["v_out"], ["s"], keepdims=0),
+         helper.make_node("Less", ["s", "ten"], ["cond_out"]),
+         helper.make_node("Cast", ["i"], ["i_f"], to=F),
+         helper.make_node("Mul", ["v_out", "i_f"], ["scan"])],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", F, [2])],
+        [_vi("cond_out", B, []), _vi("v_out", F, [2]), _vi("scan", F, [2])],
         initializer=[numpy_helper.from_array(np.float32(10), "ten")])
+
+
+def test_loop_stopping_on_a_runtime_value_is_a_recursive_function():
+    # while sum(v) < 10: v *= 2 -- the number of iterations depends on the input
+    model = _model([helper.make_node("Less", ["zero", "one"], ["c0"]),
+                    helper.make_node("Loop", ["", "c0", "v0"], ["v", "scans"], body=_doubling_body())],
+                   [_vi("v0", F, [2])], [_vi("v", F, [2]), _vi("scans", F, [None, 2])],
+                   inits=[numpy_helper.from_array(np.float32(0), "zero"), numpy_helper.from_array(np.float32(1), "one")])
+    for v0 in ([0.25, 0.5], [3.0, 4.0], [20.0, 1.0]):
+        mod = _compare(model, {"v0": np.array(v0, np.float32)})
+    text = to_text(mod)
+    assert "let %while_loop: fn (" in text and "%while_loop(" in text and "if (" in text
+
+
+def test_loop_with_a_runtime_trip_count_and_condition():
+    # both limits: stops at M iterations or when the sum reaches 10, whichever comes first
+    model = _model([helper.make_node("Loop", ["M", "c0", "v0"], ["v", "scans"], body=_doubling_body())],
+                   [_vi("M", I64, []), _vi("c0", B, []), _vi("v0", F, [2])],
+                   [_vi("v", F, [2]), _vi("scans", F, [None, 2])])
+    for m, c0, v0 in ((0, True, [1.0, 1.0]), (2, True, [0.1, 0.1]), (9, True, [0.1, 0.2]), (9, False, [1.0, 2.0])):
+        _compare(model, {"M": np.array(m, np.int64), "c0": np.array(c0), "v0": np.array(v0, np.float32)})
+
+
+def test_loop_with_a_runtime_trip_count_only():
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["v_in", "x"], ["v_out"])],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", F, [3])],
+        [_vi("cond_out", B, []), _vi("v_out", F, [3])])
+    # M as a one-element tensor, the body reading `x` of the enclosing graph
+    model = _model([helper.make_node("Loop", ["M", "", "v0"], ["v"], body=body)],
+                   [_vi("M", I64, [1]), _vi("x", F, [3]), _vi("v0", F, [3])], [_vi("v", F, [3])])
+    x, v0 = np.array([1.0, -2.0, 0.5], np.float32), np.zeros(3, np.float32)
+    for m in (0, 1, 7):
+        _compare(model, {"M": np.array([m], np.int64), "x": x, "v0": v0})
+    # thousands of iterations: the interpreter's tail calls do not grow the Python stack
+    mod, _ = from_onnx(model)
+    got = irtool.interpret(mod, [np.array([3000], np.int64), x, v0])
+    np.testing.assert_allclose(got, 3000 * x, rtol=1e-5)
+
+
+def test_loop_carried_value_that_grows_gets_a_dynamic_dim():
+    # v_out = concat(v_in, [i]): one element longer per iteration
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Unsqueeze", ["i", "axes"], ["i1"]),
+         helper.make_node("Concat", ["v_in", "i1"], ["v_out"], axis=0),
+         helper.make_node("ReduceSum", ["v_out"], ["scan"], keepdims=0)],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", I64, [1])],
+        [_vi("cond_out", B, []), _vi("v_out", I64, [None]), _vi("scan", I64, [])],
+        initializer=[numpy_helper.from_array(np.array([0], np.int64), "axes")])
+    model = _model([helper.make_node("Loop", ["M", "", "v0"], ["v", "sums"], body=body)],
+                   [_vi("M", I64, []), _vi("v0", I64, [1])], [_vi("v", I64, [None]), _vi("sums", I64, [None])])
+    for m in (1, 4):
+        mod = _compare(model, {"M": np.array(m, np.int64), "v0": np.array([5], np.int64)})
+    assert "Tensor[(?), int64]" in to_text(mod)
+
+
+def test_nested_loops_with_runtime_counts():
+    # the inner loop runs i times in outer iteration i: sum over i < M of i * x
+    inner = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("Add", ["w_in", "x"], ["w_out"])],
+        "inner", [_vi("j", I64, []), _vi("c_in", B, []), _vi("w_in", F, [2])], [_vi("c_out", B, []), _vi("w_out", F, [2])])
+    outer = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Loop", ["i", "", "v_in"], ["v_out"], body=inner)],
+        "outer", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", F, [2])],
+        [_vi("cond_out", B, []), _vi("v_out", F, [2])])
+    model = _model([helper.make_node("Loop", ["M", "", "v0"], ["v"], body=outer)],
+                   [_vi("M", I64, []), _vi("x", F, [2]), _vi("v0", F, [2])], [_vi("v", F, [2])])
+    for m in (0, 3, 5):
+        _compare(model, {"M": np.array(m, np.int64), "x": np.array([1.0, 0.5], np.float32),
+                         "v0": np.zeros(2, np.float32)})
+
+
+def test_scan_over_a_runtime_length():
+    # the sequence axis is symbolic: the scan is a recursive function over its length
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "x_t"], ["acc_out"]), helper.make_node("Mul", ["acc_out", "x_t"], ["y_t"])],
+        "body", [_vi("acc_in", F, [2]), _vi("x_t", F, [2])], [_vi("acc_out", F, [2]), _vi("y_t", F, [2])])
+    for directions in ((0, 0, 0), (1, 1, 1)):
+        node = helper.make_node("Scan", ["init", "xs"], ["final", "ys"], body=body, num_scan_inputs=1,
+                                scan_input_axes=[1], scan_input_directions=[directions[0]],
+                                scan_output_directions=[directions[1]], scan_output_axes=[directions[2]])
+        model = _model([node], [_vi("init", F, [2]), _vi("xs", F, [2, "T"])],
+                       [_vi("final", F, [2]), _vi("ys", F, None)])
+        for length in (1, 5):
+            xs = np.arange(2 * length, dtype=np.float32).reshape(2, length) / 4
+            mod = _compare(model, {"init": np.array([1.0, -1.0], np.float32), "xs": xs})
+        assert "%while_loop" in to_text(mod)
+
+
+def test_loop_without_trip_count_or_condition_is_a_diagnostic():
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Neg", ["v_in"], ["v_out"])],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", F, [2])],
+        [_vi("cond_out", B, []), _vi("v_out", F, [2])])
     model = _model([helper.make_node("Loop", ["", "", "v0"], ["v"], body=body)],
-                   [helper.make_tensor_value_info("v0", F, [2])], [helper.make_tensor_value_info("v", F, [2])])
-    with pytest.raises(OnnxImportError, match="condition must be known at import time"):
+                   [_vi("v0", F, [2])], [_vi("v", F, [2])])
+    with pytest.raises(OnnxImportError, match="neither a trip count nor a condition never ends"):
         from_onnx(model)
+
+
+def test_loop_carried_value_changing_rank_is_a_diagnostic():
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Unsqueeze", ["v_in", "axes"], ["v_out"])],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", F, [2])],
+        [_vi("cond_out", B, []), _vi("v_out", F, [1, 2])],
+        initializer=[numpy_helper.from_array(np.array([0], np.int64), "axes")])
+    model = _model([helper.make_node("Loop", ["M", "", "v0"], ["v"], body=body)],
+                   [_vi("M", I64, []), _vi("v0", F, [2])], [_vi("v", F, None)])
+    with pytest.raises(OnnxImportError, match=r"a loop-carried value changes type across iterations "
+                                              r"\(Tensor\[\(2\), float32\], then Tensor\[\(1, 2\), float32\]\)"):
+        from_onnx(model)
+
+
+def test_loop_import_errors_are_cli_diagnostics(tmp_path):
+    import subprocess
+    import sys
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Neg", ["v_in"], ["v_out"])],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", F, [2])],
+        [_vi("cond_out", B, []), _vi("v_out", F, [2])])
+    model = _model([helper.make_node("Loop", ["", "", "v0"], ["v"], name="forever", body=body)],
+                   [_vi("v0", F, [2])], [_vi("v", F, [2])])
+    path = tmp_path / "forever.onnx"
+    path.write_bytes(model.SerializeToString())
+    run = subprocess.run([sys.executable, "-m", "irtool.cli.import_onnx", str(path)], capture_output=True, text=True)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert "node `forever` (Loop): a Loop with neither a trip count nor a condition never ends" in run.stderr
