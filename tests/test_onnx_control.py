@@ -54,6 +54,19 @@ def test_if_on_a_runtime_condition_is_a_relay_if():
     assert "if (" in to_text(mod)
 
 
+def test_if_branches_of_different_shapes():
+    # ONNX lets the branches' outputs differ in shape: the result has `?` dims
+    then_g = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["t"], axis=0)], "then", [],
+                               [helper.make_tensor_value_info("t", F, [4])])
+    else_g = _branch("else", helper.make_node("Neg", ["x"], ["e"]))
+    model = _model([helper.make_node("If", ["c"], ["out"], then_branch=then_g, else_branch=else_g)],
+                   [helper.make_tensor_value_info("c", TensorProto.BOOL, []), helper.make_tensor_value_info("x", F, [2])],
+                   [helper.make_tensor_value_info("out", F, [None])])
+    for c in (True, False):
+        mod = _compare(model, {"c": np.array(c), "x": np.array([1.5, -2.0], np.float32)})
+    assert "dyn.reshape" in to_text(mod)
+
+
 def test_if_on_a_known_condition_takes_its_branch():
     then_g = _branch("then", helper.make_node("Neg", ["x"], ["t"]))
     else_g = _branch("else", helper.make_node("Abs", ["x"], ["e"]))
@@ -247,3 +260,17 @@ def test_loop_import_errors_are_cli_diagnostics(tmp_path):
     run = subprocess.run([sys.executable, "-m", "irtool.cli.import_onnx", str(path)], capture_output=True, text=True)
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert "node `forever` (Loop): a Loop with neither a trip count nor a condition never ends" in run.stderr
+
+
+@pytest.mark.parametrize("opset", [8, 13])
+def test_scan_with_an_impossible_num_scan_inputs_is_a_diagnostic(opset):
+    # a fuzzed 2**40 used to size a list (MemoryError) in opset 8's converter
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "x_t"], ["acc_out"])],
+        "body", [_vi("acc_in", F, [2]), _vi("x_t", F, [2])], [_vi("acc_out", F, [2])])
+    inputs = ["", "init", "xs"] if opset == 8 else ["init", "xs"]
+    node = helper.make_node("Scan", inputs, ["final"], body=body, num_scan_inputs=1 << 40)
+    model = _model([node], [_vi("init", F, [1, 2] if opset == 8 else [2]), _vi("xs", F, [1, 3, 2] if opset == 8 else [3, 2])],
+                   [_vi("final", F, None)], opset=opset)
+    with pytest.raises(OnnxImportError, match="num_scan_inputs is 1099511627776, but the Scan has 2 inputs to scan"):
+        from_onnx(model)

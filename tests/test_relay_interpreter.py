@@ -142,6 +142,22 @@ def test_tail_call_results_are_checked_against_types():
         Interpreter(mod).run("main", [np.array(True), np.ones(2, "float32")])
 
 
+def test_if_type_admits_both_branches():
+    # regression: the `if` took its true branch's type, (2, 3), and the interpreter then
+    # rejected the (4, 3) of the false branch
+    text = """
+    def @main(%c: bool, %x: Tensor[(2, 3), float32], %y: Tensor[(?, 3), float32]) {
+      if (%c) { %x } else { %y }
+    }"""
+    mod = irtool.parse(text)
+    irtool.infer_types(mod)
+    from irtool.text.relay_printer import format_type
+
+    assert format_type(mod["main"].body.checked_type) == "Tensor[(?, 3), float32]"
+    y = np.ones((4, 3), "float32")
+    np.testing.assert_array_equal(run(text, np.array(False), np.zeros((2, 3), "float32"), y), y)
+
+
 def test_inputs_by_name_and_errors():
     text = "def @main(%a: Tensor[(2), float32], %b: Tensor[(2), float32]) { subtract(%a, %b) }"
     a, b = np.ones(2, "float32"), np.full(2, 3, "float32")

@@ -67,6 +67,16 @@ def types_match(a: Type, b: Type) -> bool:
     return True  # IncompleteType
 
 
+def _less_specific(a: Type, b: Type) -> Type:
+    """Of two matching types, the one that admits both: `?` wherever either has it (the
+    type of an `if` whose branches are (2, ?) and (?, 3) is (?, ?))."""
+    if type(a) is TensorType and a.shape != b.shape:
+        return TensorType([x if y is not ANY else y for x, y in zip(a.shape, b.shape)], a.dtype)
+    if type(a) is TupleType:
+        return TupleType([_less_specific(x, y) for x, y in zip(a.fields, b.fields)])
+    return a
+
+
 def _type_key(t: Type | None):
     """A hashable value of a type (None for a function type: those are not cached)."""
     cls = type(t)
@@ -215,7 +225,7 @@ class TypeInferencer:
             if not types_match(a, b):
                 raise DiagnosticError(f"the branches of `if` have different types: {format_type(a)} and "
                                       f"{format_type(b)}", e.span)
-            return a
+            return _less_specific(a, b)
         if cls is Function:
             body = e.body.checked_type
             if e.ret_type is not None and _complete(e.ret_type):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...analysis.type_infer import types_match
 from ...ir.expr import Call, Function, If, Let, Tuple, TupleGetItem, Var
 from ...ir.types import ANY, FuncType, TensorType, TupleType, type_equal
 from ...text.relay_printer import format_type
@@ -57,12 +58,23 @@ def _if(ctx, inputs, attrs):
     else_values = ctx.subgraph(attrs["else_branch"], {})
     if len(then_values) != len(else_values):
         raise ctx.error(f"If branches give {len(then_values)} and {len(else_values)} outputs")
-    for t, e in zip(then_values, else_values, strict=True):
-        if not type_equal(ctx.type_of(t), ctx.type_of(e)):
-            raise ctx.error(f"If branches give values of different types ({ctx.type_of(t)} and {ctx.type_of(e)}): "
-                            "the condition must be known at import time")
+    then_values = [_loosened(ctx, t, e) for t, e in zip(then_values, else_values, strict=True)]
+    else_values = [_loosened(ctx, e, t) for t, e in zip(then_values, else_values, strict=True)]
     out = ctx.typed(If(_as_condition(ctx, cond), _packed(ctx, then_values), _packed(ctx, else_values)))
     return out if len(then_values) > 1 else [out]
+
+
+def _loosened(ctx, value, other):
+    """`value` typed so that an `if` can join it with `other`: tensors of one rank and
+    dtype whose static dims differ (ONNX lets branch outputs differ in shape) get a
+    run-time shape (`dyn.reshape` to their own shape: `?` dims)."""
+    a, b = ctx.type_of(value), ctx.type_of(other)
+    if types_match(a, b):
+        return value
+    if isinstance(a, TensorType) and isinstance(b, TensorType) and a.dtype == b.dtype and len(a.shape) == len(b.shape):
+        return _call(ctx, "dyn.reshape", value, _call(ctx, "shape_of", value, dtype="int64"))
+    raise ctx.error(f"If branches give values of different types ({format_type(a)} and {format_type(b)}): "
+                    "the condition must be known at import time")
 
 
 def _step(ctx, x, axis: int, index: int):
@@ -140,10 +152,17 @@ def _recursive_scan(ctx, body, states, scans, in_axes, in_dirs) -> tuple[list, l
     return final[1:], collected
 
 
+def _num_scan_inputs(ctx, attrs, available: int) -> int:
+    n = int(attrs["num_scan_inputs"])
+    if not 1 <= n <= available:
+        raise ctx.error(f"num_scan_inputs is {n}, but the Scan has {available} inputs to scan")
+    return n
+
+
 @converter("Scan", 9)
 def _scan_9(ctx, inputs, attrs):
     body = attrs["body"]
-    n_scan = int(attrs["num_scan_inputs"])
+    n_scan = _num_scan_inputs(ctx, attrs, len(inputs))
     states, scans = list(inputs[: len(inputs) - n_scan]), list(inputs[len(inputs) - n_scan:])
     final, stacked = _scan(ctx, body, states, scans, attrs)
     return final + stacked
@@ -154,7 +173,7 @@ def _scan_8(ctx, inputs, attrs):
     """Opset 8: every input has a batch axis first and the sequence axis second; each batch
     entry is scanned on its own (all of `sequence_lens` must be the full length)."""
     body = attrs["body"]
-    n_scan = int(attrs["num_scan_inputs"])
+    n_scan = _num_scan_inputs(ctx, attrs, len(inputs) - 1)
     lens, rest = inputs[0], list(inputs[1:])
     states, scans = rest[: len(rest) - n_scan], rest[len(rest) - n_scan:]
     batch = _static(ctx, scans[0], "Scan")[0]
