@@ -1,4 +1,5 @@
-"""ONNX control flow (frontend/onnx/control.py): If as Relay's `if`, Scan and Loop unrolled;
+"""ONNX control flow (frontend/onnx/control.py): If as Relay's `if`; Scan and Loop unrolled when
+static, else recursive functions (run-time trip counts, stops and lengths);
 each checked against onnxruntime, and the Relay text printed and parsed back."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import irtool  # noqa: E402
 from irtool.frontend.onnx import OnnxImportError, from_onnx  # noqa: E402
+from irtool.frontend.onnx.control import MAX_UNROLL  # noqa: E402
 from irtool.ir.structural import structural_equal  # noqa: E402
 from irtool.text import parse, to_text  # noqa: E402
 
@@ -274,3 +276,25 @@ def test_scan_with_an_impossible_num_scan_inputs_is_a_diagnostic(opset):
                    [_vi("final", F, None)], opset=opset)
     with pytest.raises(OnnxImportError, match="num_scan_inputs is 1099511627776, but the Scan has 2 inputs to scan"):
         from_onnx(model)
+
+
+def test_constant_loops_unroll_unless_too_long_or_empty_with_scan_outputs():
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["v_in", "x"], ["v_out"]),
+         helper.make_node("Identity", ["v_out"], ["scan"])],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", F, [2])],
+        [_vi("cond_out", B, []), _vi("v_out", F, [2]), _vi("scan", F, [2])])
+
+    def model(trip):
+        return _model([helper.make_node("Loop", ["M", "", "v0"], ["v", "scans"], body=body)],
+                      [_vi("x", F, [2]), _vi("v0", F, [2])], [_vi("v", F, [2]), _vi("scans", F, [trip, 2])],
+                      inits=[numpy_helper.from_array(np.array(trip, np.int64), "M")])
+
+    feeds = {"x": np.array([1.0, 0.5], np.float32), "v0": np.zeros(2, np.float32)}
+    # a few iterations: unrolled, static shapes
+    assert "while_loop" not in to_text(_compare(model(3), feeds))
+    # no iteration: the scan outputs' shape comes from the body, so it is the recursive form
+    assert "while_loop" in to_text(_compare(model(0), feeds))
+    # more than MAX_UNROLL iterations: recursive, not thousands of copies of the body
+    long = _compare(model(MAX_UNROLL + 1), feeds)
+    assert "while_loop" in to_text(long) and len(to_text(long).splitlines()) < 80
