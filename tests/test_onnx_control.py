@@ -298,3 +298,25 @@ def test_constant_loops_unroll_unless_too_long_or_empty_with_scan_outputs():
     # more than MAX_UNROLL iterations: recursive, not thousands of copies of the body
     long = _compare(model(MAX_UNROLL + 1), feeds)
     assert "while_loop" in to_text(long) and len(to_text(long).splitlines()) < 80
+
+
+def test_loop_scan_output_of_a_symbolic_shape_and_an_if_in_the_body():
+    # the scan output's element shape is (N,) with N symbolic: the stacked outputs start as an
+    # empty (0, 0) tensor, as onnxruntime gives it for no iteration, and the first iteration
+    # replaces it; the body's If picks x or -x on the parity of i
+    then_g = helper.make_graph([helper.make_node("Identity", ["x"], ["t"])], "then", [], [_vi("t", F, ["N"])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [_vi("e", F, ["N"])])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Mod", ["i", "two"], ["parity"]), helper.make_node("Equal", ["parity", "zero"], ["even"]),
+         helper.make_node("If", ["even"], ["signed"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("Add", ["v_in", "signed"], ["v_out"]), helper.make_node("Identity", ["v_out"], ["scan"])],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", F, ["N"])],
+        [_vi("cond_out", B, []), _vi("v_out", F, ["N"]), _vi("scan", F, ["N"])],
+        initializer=[numpy_helper.from_array(np.array(2, np.int64), "two"),
+                     numpy_helper.from_array(np.array(0, np.int64), "zero")])
+    model = _model([helper.make_node("Loop", ["M", "", "x"], ["v", "scans"], body=body)],
+                   [_vi("M", I64, []), _vi("x", F, ["N"])], [_vi("v", F, ["N"]), _vi("scans", F, [None, "N"])])
+    for m, n in ((0, 3), (1, 2), (5, 4)):
+        mod = _compare(model, {"M": np.array(m, np.int64), "x": np.arange(n, dtype=np.float32) + 1})
+    assert to_text(mod).count("if (") == 3  # the loop test, the parity, the first iteration

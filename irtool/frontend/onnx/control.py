@@ -322,7 +322,7 @@ def _while(ctx, initial: list, step) -> tuple[list, list]:
     branch = If(go, ctx.typed(Call(loop_var, nxt + grown)), ctx.typed(Tuple(everything)))
     fn = Function(everything, ctx.typed(branch), result_type)
     fn.checked_type = loop_var.type_annotation
-    empties = [ctx.const(np.zeros((0, *(1 if d is ANY else d for d in e.shape)), e.dtype)) for e in elems]
+    empties = [ctx.const(np.zeros((0, *(0 if d is ANY else d for d in e.shape)), e.dtype)) for e in elems]
     out = ctx.typed(Let(loop_var, fn, ctx.typed(Call(loop_var, initial + empties))))
     values = [ctx.typed(TupleGetItem(out, k)) for k in range(len(everything))]
     return values[:len(params)], values[len(params):]
@@ -338,11 +338,12 @@ def _param(name: str, t) -> Var:
 
 
 def _append(ctx, acc, y, counter):
-    """`acc` (the outputs so far, on axis 0) with `y` after them. An element shape not
-    static at import starts as an empty (0, 1, ...) tensor, broadcast to the first
-    element's shape (TVM's converter does the same)."""
-    if ANY in ctx.shape_of(y):
-        shape = _call(ctx, "concatenate", Tuple([_call(ctx, "reshape", counter, newshape=(1,)),
-                                                 _call(ctx, "shape_of", y, dtype="int64")]), axis=0)
-        acc = _call(ctx, "dyn.broadcast_to", acc, shape)
-    return _call(ctx, "concatenate", Tuple([acc, _call(ctx, "expand_dims", y, axis=0)]), axis=0)
+    """`acc` (the outputs so far, on axis 0) with `y` after them. When y's shape is not
+    static, the empty start has 0 for the unknown sizes (as onnxruntime gives a loop that
+    runs no iteration) and the first iteration starts afresh from y."""
+    row = _call(ctx, "expand_dims", y, axis=0)
+    grown = _call(ctx, "concatenate", Tuple([acc, row]), axis=0)
+    if ANY not in ctx.shape_of(y):
+        return grown
+    first = _call(ctx, "equal", counter, ctx.const(0, ctx.type_of(counter).dtype))
+    return ctx.typed(If(first, row, grown))
