@@ -191,3 +191,110 @@ def test_broadcast_of_two_symbolic_dims_is_not_assumed_equal_to_either():
         got = irtool.interpret(mod, feeds)
         assert got.shape == want.shape
         np.testing.assert_array_equal(got, want)
+
+
+# ----------------------------------------------------------------------------- random reshape chains
+
+
+def _random_chain(seed: int):
+    """x (N, S, 12), then 2-6 random steps: a transpose, a broadcast Add, or a Reshape that
+    regroups the dims' factors (12 as 3 * 4 too) into a target built as torch builds it:
+    Concat of Shape(t)[axis] of random earlier tensors t holding a factor, Mul'ed
+    together and with static factors, sometimes one -1."""
+    import random
+
+    rng = random.Random(seed)
+    nodes, inits, counter = [], [], iter(range(10 ** 6))
+
+    def fresh(prefix):
+        return f"{prefix}{next(counter)}"
+
+    def const(value, dtype=np.int64):
+        name = fresh("c")
+        inits.append(numpy_helper.from_array(np.array(value, dtype), name))
+        return name
+
+    def dim_of(t, axis):
+        shape, out = fresh("shape"), fresh("dim")
+        nodes.extend([helper.make_node("Shape", [t], [shape]), helper.make_node("Gather", [shape, const([axis])], [out])])
+        return out
+
+    factors = {"x": [("N",), ("S",), (12,)]}  # each dim as the tuple of factors it multiplies
+    order = ["x"]
+    for _ in range(rng.randint(2, 6)):
+        src, out = rng.choice(order), None
+        dims = factors[src]
+        r = rng.random()
+        if r < 0.3:
+            perm = rng.sample(range(len(dims)), len(dims))
+            out = fresh("t")
+            nodes.append(helper.make_node("Transpose", [src], [out], perm=perm))
+            factors[out] = [dims[p] for p in perm]
+        elif r < 0.45:
+            shape = [d[0] if len(d) == 1 and isinstance(d[0], int) else 1 for d in dims]
+            out = fresh("a")
+            nodes.append(helper.make_node("Add", [src, const(np.ones(shape), np.float32)], [out]))
+            factors[out] = dims
+        else:
+            flat = []
+            for f in (f for d in dims for f in d):
+                flat += [3, 4] if f == 12 and rng.random() < 0.5 else [f]
+            groups, current = [], []
+            for f in flat:
+                current.append(f)
+                if rng.random() < 0.6:
+                    groups.append(tuple(current))
+                    current = []
+            groups += [tuple(current)] if current else []
+            inferred = rng.randrange(len(groups)) if rng.random() < 0.3 else None
+            parts = []
+            for k, group in enumerate(groups):
+                static = int(np.prod([f for f in group if isinstance(f, int)]))
+                symbols = [f for f in group if not isinstance(f, int)]
+                if k == inferred or not symbols:
+                    parts.append(const([-1 if k == inferred else static]))
+                    continue
+                holders = [(t, a) for t in order for a, d in enumerate(factors[t]) if d == (symbols[0],)]
+                size = dim_of(*rng.choice(holders))
+                for sym in symbols[1:]:
+                    holders = [(t, a) for t in order for a, d in enumerate(factors[t]) if d == (sym,)]
+                    product = fresh("mul")
+                    nodes.append(helper.make_node("Mul", [size, dim_of(*rng.choice(holders))], [product]))
+                    size = product
+                if static != 1:
+                    product = fresh("mul")
+                    nodes.append(helper.make_node("Mul", [size, const([static])], [product]))
+                    size = product
+                parts.append(size)
+            target, out = fresh("target"), fresh("r")
+            nodes += [helper.make_node("Concat", parts, [target], axis=0), helper.make_node("Reshape", [src, target], [out])]
+            factors[out] = groups
+        order.append(out)
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "S", 12])],
+                              [helper.make_tensor_value_info(order[-1], TensorProto.FLOAT, None)], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_reshape_chains_against_onnxruntime(seed):
+    # the static newshapes chosen (0, -1, -3, -4 over symbolic sizes) are right for every size
+    model = _random_chain(seed)
+    mod = _import(model)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, s in ((2, 3), (1, 5), (4, 1)):
+        x = np.arange(n * s * 12, dtype=np.float32).reshape(n, s, 12)
+        want = session.run(None, {"x": x})[0]
+        got = irtool.interpret(mod, [x])
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_random_reshape_chains_mostly_stay_static():
+    # the chains above exercise the special values, and few reshapes stay dynamic
+    import re
+
+    texts = [to_text(_import(_random_chain(seed)), show_meta_data=False) for seed in range(30)]
+    codes = [v for t in texts for shape in re.findall(r"newshape=\[([^\]]*)\]", t) for v in shape.split(", ")]
+    static, dynamic = sum(t.count(" reshape(") for t in texts), sum(t.count("dyn.reshape(") for t in texts)
+    assert {"0", "-1", "-3", "-4"} <= set(codes)
+    assert dynamic * 4 < static, (static, dynamic)
