@@ -320,3 +320,28 @@ def test_loop_scan_output_of_a_symbolic_shape_and_an_if_in_the_body():
     for m, n in ((0, 3), (1, 2), (5, 4)):
         mod = _compare(model, {"M": np.array(m, np.int64), "x": np.arange(n, dtype=np.float32) + 1})
     assert to_text(mod).count("if (") == 3  # the loop test, the parity, the first iteration
+
+
+@pytest.mark.parametrize("text, message, caret", [
+    # a let inside an expression (how an imported Loop's while_loop sits in @main): reported
+    # at the let, not as the free variable its binder looked like before
+    ("def @main(%x: Tensor[(2), float32]) {\n  %0 = (let %f = fn (%y: Tensor[(2), float32]) { exp(%y) }; "
+     "(%f(%x), %x));\n  %0.0\n}",
+     "2:13: error: relay-to-relax: a let-bound function (closure; a recursive one is how an ONNX Loop", "            ^~"),
+    # symbolic sizes split by -4 must divide
+    ("def @main(%x: Tensor[(?, 6), float32]) {\n  reshape(%x, newshape=[-4, -1, 4, 0])\n}",
+     "2:3: error: relay-to-relax: `reshape`: reshape -1 of a symbolic shape that the other dimensions do not divide",
+     "  ^~~~~~~"),
+])
+def test_relay_to_relax_diagnostics_for_imported_forms(tmp_path, text, message, caret):
+    import subprocess
+    import sys
+
+    path = tmp_path / "bad.ir"
+    path.write_text(text + "\n")
+    proc = subprocess.run([sys.executable, "-m", "irtool.cli.opt", str(path), "-p", "relay-to-relax"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    first, *rest = proc.stderr.splitlines()
+    assert first.startswith(f"{path}:") and message in first, proc.stderr
+    assert rest[1] == caret, proc.stderr
