@@ -345,3 +345,26 @@ def test_relay_to_relax_diagnostics_for_imported_forms(tmp_path, text, message, 
     first, *rest = proc.stderr.splitlines()
     assert first.startswith(f"{path}:") and message in first, proc.stderr
     assert rest[1] == caret, proc.stderr
+
+
+def test_loop_over_a_symbolic_sequence_length():
+    # a scripted RNN-like loop: M = Shape(x)[0] of an input whose first dim is symbolic; the
+    # body gathers x[i] (a value of the enclosing graph) and runs h = tanh(h W + x[i])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Gather", ["x", "i"], ["x_i"], axis=0),
+         helper.make_node("MatMul", ["h_in", "W"], ["hw"]), helper.make_node("Add", ["hw", "x_i"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h_out"]), helper.make_node("Identity", ["h_out"], ["h_all"])],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("h_in", F, [1, 4])],
+        [_vi("cond_out", B, []), _vi("h_out", F, [1, 4]), _vi("h_all", F, [1, 4])])
+    w = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32) / 2
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "zero"], ["T"], axis=0),
+             helper.make_node("Loop", ["T", "", "h0"], ["h", "hs"], body=body)]
+    model = _model(nodes, [_vi("x", F, ["T", 4]), _vi("h0", F, [1, 4])],
+                   [_vi("h", F, [1, 4]), _vi("hs", F, ["T", 1, 4])],
+                   inits=[numpy_helper.from_array(w, "W"), numpy_helper.from_array(np.array(0, np.int64), "zero")])
+    for steps in (1, 3, 6):
+        x = np.random.default_rng(steps).standard_normal((steps, 4)).astype(np.float32)
+        mod = _compare(model, {"x": x, "h0": np.zeros((1, 4), np.float32)}, rtol=1e-5)
+    assert "%while_loop" in to_text(mod)
