@@ -60,7 +60,7 @@ from irtool.ir.types import ANY, TensorType, TupleType
 from irtool.ir.visitor import post_order
 from irtool.ops import registry
 from irtool.ops import relax as relax_ops
-from irtool.ops.transform import reshape_shape
+from irtool.ops.transform import reshape_like_shape, reshape_shape
 from irtool.transform import ModulePass, register
 
 # ----------------------------------------------------------------------------- building Relax
@@ -405,6 +405,20 @@ def _gather(t, c, args):
 def _reshape(t, c, args):
     return call("relax.reshape", args[0], shape_expr(_new_shape(_dims(args[0]), c.attrs["newshape"],
                                                                   c.attrs.get("allowzero", False))))
+
+
+@special("reshape_like")
+def _reshape_like(t, c, args):
+    # the target shape is the operands' (symbolic) dims; Relax has no reshape_like. The data's
+    # own dims are needed only outside [lhs_begin, lhs_end) (its shape may be unknown, as after
+    # an R.matmul of a product of symbolic sizes)
+    sinfo = args[0].struct_info
+    if isinstance(sinfo, rx.TensorStructInfo) and not isinstance(sinfo.shape, tuple) and sinfo.ndim >= 0:
+        placeholder = tuple(f"<dim {i}>" for i in range(sinfo.ndim))
+        shape = reshape_like_shape(placeholder, _dims(args[1]), c.attrs)
+        if not any(isinstance(d, str) for d in shape):
+            return call("relax.reshape", args[0], shape_expr(shape))
+    return call("relax.reshape", args[0], shape_expr(reshape_like_shape(_dims(args[0]), _dims(args[1]), c.attrs)))
 
 
 def _new_shape(dims: tuple, newshape: tuple, allowzero: bool) -> tuple:

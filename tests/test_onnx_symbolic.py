@@ -106,23 +106,28 @@ def test_attention_lowers_to_relax_with_symbolic_dims():
 
 def test_attention_with_a_flattened_projection():
     # view(N * S, E) merges two symbolic dims (-3); splitting N * S back into N and S has no
-    # static newshape (-4 needs one of the two sizes static), so that reshape stays dynamic
+    # static newshape (-4 needs one of the two sizes static), but the target was computed
+    # from Shape(x), whose dims are those sizes: reshape_like(y, x)
     model = attention_model(flatten=True)
     mod = _import(model)
     text = to_text(mod)
-    assert "newshape=[-3, 16]" in text
-    assert [op for op in _ops(mod) if op.startswith("dyn.")] == ["dyn.reshape"]
+    assert "newshape=[-3, 16]" in text and "reshape_like(%22, %x, lhs_end=2, rhs_end=3)" in text
+    assert not [op for op in _ops(mod) if op.startswith("dyn.")]
     _check_against_onnxruntime(model, lambda x: irtool.interpret(mod, [x]))
+    # (its Relax form does not run yet: R.matmul of a (d * d_1, 16) operand loses the shape
+    # in irtool's struct info, and R.reshape of an operand of unknown shape to (d, d_1, 16)
+    # then deduces wrong sizes, which the Relax interpreter reports)
 
 
 def test_torch_encoder_keeps_fewer_dynamic_reshapes():
     # TransformerEncoderLayer exported with dynamic axes: its query and output head reshapes
-    # become static; the key/value path reshapes to the traced source length 10, which no
-    # rule relates to the symbolic S, so 4 dyn.reshape remain (14 before symbolic dims)
+    # become static (one a reshape_like of the input); the key/value path reshapes to the
+    # traced source length 10, which no rule relates to the symbolic S, so 3 dyn.reshape
+    # remain (14 before symbolic dims)
     from pathlib import Path
 
     mod = _import(onnx.load(Path(__file__).parent / "data" / "onnx" / "dynamic_enc.onnx"))
-    assert _ops(mod).count("dyn.reshape") == 4
+    assert _ops(mod).count("dyn.reshape") == 3 and _ops(mod).count("reshape_like") == 1
 
 
 # ----------------------------------------------------------------------------- symbolic sizes

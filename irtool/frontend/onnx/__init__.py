@@ -284,7 +284,37 @@ class Context:
             newshape = newshape_for(src, target) if target is not None else None
             if newshape is not None:
                 return self.call("reshape", data, newshape=newshape)
+            like = self._reshape_like(data, shape, src, target) if target is not None else None
+            if like is not None:
+                return like
         return self.call("dyn.reshape", data, shape, allowzero=allowzero)
+
+    def _reshape_like(self, data: Expr, shape: Expr, src: tuple, target: list) -> Expr | None:
+        """`reshape_like(data, t, ...)` for a target no newshape expresses (N * S split back
+        into N and S): t is a tensor whose `Shape` the target was computed from, holding the
+        target's sizes in a row; the rest of the target must be `data`'s own leading and
+        trailing dims."""
+        from ...ir.visitor import post_order
+        from .symbolic import UNKNOWN, sym_dims
+
+        if any(v is UNKNOWN for v in target):
+            return None
+        sources = [n.args[0] for n in post_order(shape) if isinstance(n, Call) and isinstance(n.op, Op)
+                   and n.op.name == "shape_of"]
+        n = len(target)
+        for t in sources:
+            like = sym_dims(self, t)
+            for lb in range(len(src) + 1):
+                for le in range(len(src), lb - 1, -1):
+                    tail = len(src) - le
+                    if list(src[:lb]) != target[:lb] or tail > n - lb or list(src[le:]) != target[n - tail:]:
+                        continue
+                    middle = target[lb:n - tail]
+                    for rb in range(len(like) - len(middle) + 1):
+                        if middle and list(like[rb:rb + len(middle)]) == middle:
+                            return self.call("reshape_like", data, t, lhs_begin=lb, lhs_end=le, rhs_begin=rb,
+                                             rhs_end=rb + len(middle))
+        return None
 
     def broadcast_to(self, data: Expr, shape: Expr) -> Expr:
         """`data` broadcast to a shape computed at run time: `data` itself when the shape

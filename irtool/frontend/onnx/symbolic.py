@@ -211,6 +211,10 @@ def _derive(ctx, call: Call, rank: int):
     if name == "reshape":
         newshape = tuple(attr("newshape"))
         return None if attr("allowzero") and 0 in newshape else symbolic_reshape(dims(0), newshape)
+    if name == "reshape_like":
+        from ...ops.transform import reshape_like_shape
+
+        return reshape_like_shape(dims(0), dims(1), attrs)
     if name == "transpose":
         d = dims(0)
         axes = attr("axes")
