@@ -303,3 +303,20 @@ def test_random_reshape_chains_mostly_stay_static():
     static, dynamic = sum(t.count(" reshape(") for t in texts), sum(t.count("dyn.reshape(") for t in texts)
     assert {"0", "-1", "-3", "-4"} <= set(codes)
     assert dynamic * 4 < static, (static, dynamic)
+
+
+def test_sizes_of_a_deep_chain_do_not_recurse():
+    # regression: the sizes of a tensor 3,000 ops after the input were derived recursively
+    # (RecursionError); Shape(x) of the input then reshapes the chain's end statically
+    node = helper.make_node
+    nodes, prev = [], "x"
+    for i in range(3000):
+        nodes.append(node("Relu" if i % 2 else "Neg", [prev], [f"h{i}"]))
+        prev = f"h{i}"
+    nodes += [node("Shape", ["x"], ["s"]), node("Gather", ["s", "i0"], ["n"]), node("Unsqueeze", ["n", "ax"], ["n1"]),
+              node("Concat", ["n1", "m1"], ["target"], axis=0), node("Reshape", [prev, "target"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("i0", 0), ("ax", [0]), ("m1", [-1]))]
+    graph = helper.make_graph(nodes, "deep", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    mod = _import(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8))
+    assert "reshape(%2999, newshape=[0, -1])" in to_text(mod)

@@ -1,4 +1,4 @@
-"""ONNX control flow: If as Relay's `if`; Loop and Scan unrolled at import.
+"""ONNX control flow: If as Relay's `if`; Loop and Scan unrolled at import, or recursive functions.
 
     If     a condition known at import picks its branch; otherwise both branches are
            converted (in a scope over the enclosing graph, as ONNX's subgraphs see it) and
@@ -32,6 +32,7 @@ from . import converter
 from .tensor import _call, _static
 
 MAX_UNROLL = 4096
+MAX_WIDENING = 8  # rounds of widening a recursive loop's parameter types (each makes a dim `?`)
 
 
 def _as_condition(ctx, cond):
@@ -326,9 +327,6 @@ def _while(ctx, initial: list, step) -> tuple[list, list]:
     out = ctx.typed(Let(loop_var, fn, ctx.typed(Call(loop_var, initial + empties))))
     values = [ctx.typed(TupleGetItem(out, k)) for k in range(len(everything))]
     return values[:len(params)], values[len(params):]
-
-
-MAX_WIDENING = 8
 
 
 def _param(name: str, t) -> Var:

@@ -163,11 +163,40 @@ _BATCHED = frozenset({"nn.conv1d", "nn.conv2d", "nn.conv2d_transpose", "nn.conv1
 
 def sym_dims(ctx, expr) -> tuple:
     """The sizes of `expr`'s axes: ints where static, Monos for `?` (fresh symbols where
-    no rule applies, so they equal nothing else)."""
+    no rule applies, so they equal nothing else). The tensors it depends on get theirs
+    first, in an explicit post-order: a 3,000-op chain does not recurse."""
     cache = ctx.sym_cache
     hit = cache.get(id(expr))
     if hit is not None:
         return hit[1]
+    stack = [(expr, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in cache:
+            continue
+        if ready:
+            cache[id(node)] = (node, _sizes(ctx, node))  # the node is kept alive so its id stays its own
+            continue
+        stack.append((node, True))
+        stack.extend((dep, False) for dep in _dependencies(ctx, node) if id(dep) not in cache)
+    return cache[id(expr)][1]
+
+
+def _dependencies(ctx, node) -> list:
+    """The tensors `_derive` reads the sizes of: a call's tensor arguments (and a tuple
+    argument's fields), when the call has `?` dims to explain."""
+    t = ctx.type_of(node)
+    if not (isinstance(t, TensorType) and ANY in t.shape and isinstance(node, Call) and isinstance(node.op, Op)):
+        return []
+    deps = []
+    for a in node.args:
+        for x in (a.fields if isinstance(a, Tuple) else (a,)):
+            if isinstance(ctx.type_of(x), TensorType):
+                deps.append(x)
+    return deps
+
+
+def _sizes(ctx, expr) -> tuple:
     t = ctx.type_of(expr)
     shape = t.shape if isinstance(t, TensorType) else ()
     derived = None
@@ -188,9 +217,7 @@ def sym_dims(ctx, expr) -> tuple:
             dims.append(int(derived[i]))
         else:
             dims.append(Mono.fresh())
-    dims = tuple(dims)
-    cache[id(expr)] = (expr, dims)  # the expr is kept alive so that its id stays its own
-    return dims
+    return tuple(dims)
 
 
 def _derive(ctx, call: Call, rank: int):
