@@ -320,3 +320,13 @@ def test_sizes_of_a_deep_chain_do_not_recurse():
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
     mod = _import(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8))
     assert "reshape(%2999, newshape=[0, -1])" in to_text(mod)
+
+
+def test_shape_arithmetic_on_symbolic_sizes():
+    from irtool.frontend.onnx.symbolic import arithmetic
+
+    assert list(arithmetic("multiply", [N, 3], 2)) == [mul(N, 2), 6]
+    assert list(arithmetic("divide", [mul(N, 8), -7, 7], [4, 2, -2])) == [mul(N, 2), -3, -3]  # truncated, as Relay
+    assert list(arithmetic("floor_divide", [-7, mul(N, 3)], [2, 2])) == [-4, UNKNOWN]  # 3N / 2 is not a size
+    assert list(arithmetic("maximum", [N, N, 1], [1, N, S])) == [N, N, S]  # broadcasting: 1 stretches
+    assert list(arithmetic("add", [N, 2], [1, 3])) == [UNKNOWN, 5]  # sums are not tracked

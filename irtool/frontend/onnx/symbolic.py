@@ -120,8 +120,12 @@ def _maximum(a, b):
     return b if a == 1 else UNKNOWN
 
 
-def _trunc_div(a, b):
-    return int(a / b) if b else UNKNOWN
+def _trunc_div(a: int, b: int):
+    """Relay's integer divide: truncated towards 0."""
+    if not b:
+        return UNKNOWN
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
 
 
 # arithmetic on shape values, elementwise over ints, Monos and UNKNOWN
