@@ -168,7 +168,7 @@ _BATCHED = frozenset({"nn.conv1d", "nn.conv2d", "nn.conv2d_transpose", "nn.conv1
 def sym_dims(ctx, expr) -> tuple:
     """The sizes of `expr`'s axes: ints where static, Monos for `?` (fresh symbols where
     no rule applies, so they equal nothing else). The tensors it depends on get theirs
-    first, in an explicit post-order: a 3,000-op chain does not recurse."""
+    first, in an explicit post-order: a long chain does not recurse."""
     cache = ctx.sym_cache
     hit = cache.get(id(expr))
     if hit is not None:
