@@ -60,7 +60,7 @@ from irtool.ir.types import ANY, TensorType, TupleType
 from irtool.ir.visitor import post_order
 from irtool.ops import registry
 from irtool.ops import relax as relax_ops
-from irtool.ops.transform import reshape_shape
+from irtool.ops.transform import reshape_like_shape, reshape_shape
 from irtool.transform import ModulePass, register
 
 # ----------------------------------------------------------------------------- building Relax
@@ -407,17 +407,32 @@ def _reshape(t, c, args):
                                                                   c.attrs.get("allowzero", False))))
 
 
+@special("reshape_like")
+def _reshape_like(t, c, args):
+    # the target shape is the operands' (symbolic) dims; Relax has no reshape_like. The data's
+    # own dims are needed only outside [lhs_begin, lhs_end) (its shape may be unknown, as after
+    # an R.matmul of a product of symbolic sizes)
+    sinfo = args[0].struct_info
+    if isinstance(sinfo, rx.TensorStructInfo) and not isinstance(sinfo.shape, tuple) and sinfo.ndim >= 0:
+        placeholder = tuple(f"<dim {i}>" for i in range(sinfo.ndim))
+        shape = reshape_like_shape(placeholder, _dims(args[1]), c.attrs)
+        if not any(isinstance(d, str) for d in shape):
+            return call("relax.reshape", args[0], shape_expr(shape))
+    return call("relax.reshape", args[0], shape_expr(reshape_like_shape(_dims(args[0]), _dims(args[1]), c.attrs)))
+
+
 def _new_shape(dims: tuple, newshape: tuple, allowzero: bool) -> tuple:
-    """Relay's newshape codes resolved against the input dimensions (ints or symbolic)."""
+    """Relay's newshape codes resolved against the input dimensions (ints or symbolic).
+    Symbolic sizes are products of symbols with an integer factor (`_factors`), so -3's
+    merge, -4's split and -1's quotient stay exact (n * 2 split by 2 is n)."""
     if all(isinstance(d, int) for d in dims):
         try:
             return reshape_shape(dims, tuple(newshape), allowzero)
         except registry.TypeRelError as err:
             raise _Unsupported(str(err)) from None
-    if any(v < -2 for v in newshape):
-        raise _Unsupported(f"newshape {list(newshape)}: -3 and -4 need a static input shape")
-    out, src, infer = [], 0, None
-    for v in newshape:
+    out, src, infer, i = [], 0, None, 0
+    while i < len(newshape):
+        v = newshape[i]
         if v > 0 or (v == 0 and allowzero):
             out.append(v)
             src += 1
@@ -428,34 +443,72 @@ def _new_shape(dims: tuple, newshape: tuple, allowzero: bool) -> tuple:
             infer = len(out)
             out.append(1)
             src += 1
-        else:  # -2
+        elif v == -2:
             out.extend(dims[src:])
             src = len(dims)
+        elif v == -3:
+            out.append(_product([dims[src], dims[src + 1]]))
+            src += 2
+        elif v == -4:
+            d1, d2 = newshape[i + 1], newshape[i + 2]
+            if d1 == -1:
+                d1 = _quotient([dims[src]], [d2])
+            elif d2 == -1:
+                d2 = _quotient([dims[src]], [d1])
+            out += [d1, d2]
+            src += 1
+            i += 2
+        else:
+            raise _Unsupported(f"newshape {list(newshape)}: unsupported special value {v}")
+        i += 1
     if infer is not None:
-        out[infer] = _quotient(dims, [d for i, d in enumerate(out) if i != infer])
+        out[infer] = _quotient(dims, [d for k, d in enumerate(out) if k != infer])
     return tuple(out)
 
 
-def _quotient(dims, known) -> tir.PrimExpr:
-    """prod(dims) / prod(known) when it is a product of dims with an integer factor."""
-    syms = [d for d in dims if not isinstance(d, int)]
-    for k in known:
-        if not isinstance(k, int):
-            if any(k is s for s in syms):
-                syms = [s for s in syms if s is not k]
-                continue
-            raise _Unsupported("reshape -1 next to a symbolic dimension that is not copied")
-    factor = int(np.prod([d for d in dims if isinstance(d, int)]))
-    divisor = int(np.prod([k for k in known if isinstance(k, int)]))
-    if divisor == 0 or factor % divisor:
-        raise _Unsupported("reshape -1 of a symbolic shape that the other dimensions do not divide")
-    factor //= divisor
+def _factors(d) -> tuple[int, list]:
+    """A dimension as (integer factor, symbols it multiplies)."""
+    if isinstance(d, int):
+        return d, []
+    if isinstance(d, tir.IntImm):
+        return d.value, []
+    if isinstance(d, tir.BinOp) and d.op == "mul":
+        fa, sa = _factors(d.a)
+        fb, sb = _factors(d.b)
+        return fa * fb, sa + sb
+    return 1, [d]
+
+
+def _rebuild(factor: int, syms: list):
     if not syms:
         return factor
     e = syms[0]
     for s in syms[1:]:
         e = tir.BinOp("mul", e, s)
     return e if factor == 1 else tir.BinOp("mul", e, tir.IntImm(factor, "int64"))
+
+
+def _product(dims):
+    factor, syms = 1, []
+    for d in dims:
+        f, s = _factors(d)
+        factor *= f
+        syms += s
+    return _rebuild(factor, syms)
+
+
+def _quotient(dims, known) -> tir.PrimExpr | int:
+    """prod(dims) / prod(known) when it is a product of symbols with an integer factor."""
+    factor, syms = _factors(_product(dims)) if dims else (1, [])
+    divisor, known_syms = _factors(_product(known)) if known else (1, [])
+    for k in known_syms:
+        match = next((j for j, s in enumerate(syms) if s is k), None)
+        if match is None:
+            raise _Unsupported("reshape -1 next to a symbolic dimension that is not copied")
+        del syms[match]
+    if divisor == 0 or factor % divisor:
+        raise _Unsupported("reshape -1 of a symbolic shape that the other dimensions do not divide")
+    return _rebuild(factor // divisor, syms)
 
 
 @special("expand_dims")
@@ -657,7 +710,13 @@ class _Translator:
     def graph(self, root: relay.Expr, is_root: bool):
         """Convert the dataflow graph under `root` in post-DFS order. The root's value is
         returned unbound when `is_root` (the caller emits it as the output)."""
-        for node in post_order(root, enter_functions=False):
+        nodes = post_order(root, enter_functions=False)
+        for node in nodes:  # reported as the let, not as its variable (which comes first)
+            if isinstance(node, relay.Let) and isinstance(node.value, relay.Function):
+                raise DiagnosticError("relay-to-relax: a let-bound function (closure; a recursive one is how an "
+                                      "ONNX Loop or Scan of run-time length imports) has no Relax dataflow "
+                                      "counterpart", node.var.span or node.span)
+        for node in nodes:
             if id(node) in self.env or type(node) in (Op, relay.GlobalVar):  # callees: see `call`
                 continue
             value = self.node(node)

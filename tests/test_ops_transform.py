@@ -318,6 +318,27 @@ def test_reshape_onnx(ishape, newshape, allowzero):
     np.testing.assert_array_equal(out, want)
 
 
+@pytest.mark.parametrize("lshape, rshape, attrs, oshape", [
+    ((6, 4), (2, 3, 4), {}, (2, 3, 4)),                                   # TVM's default: all of both
+    ((1, 2, 3, 4), (6, 2, 2, 3), {"lhs_begin": 1, "rhs_end": 3}, (1, 6, 2, 2)),  # TVM's docstring example
+    ((6, 4), (2, 3, 5), {"lhs_end": 1, "rhs_end": 2}, (2, 3, 4)),
+    ((6, 4), (5, 2, 3), {"lhs_end": -1, "rhs_begin": -2}, (2, 3, 4)),    # negative positions
+    ((Q, 16), (Q, Q, 16), {}, (Q, Q, 16)),                                # symbolic: not checked
+])
+def test_reshape_like(lshape, rshape, attrs, oshape):
+    assert rel("reshape_like", T(lshape, "int8"), T(rshape), **attrs).shape == oshape
+    if Q not in lshape:
+        x, like = rand(lshape, "int8"), rand(rshape)
+        np.testing.assert_array_equal(run("reshape_like", x, like, **attrs), np.reshape(x, oshape))
+
+
+def test_reshape_like_errors():
+    fails("reshape_like", T((6, 4)), T((2, 3)), match=r"cannot reshape a tensor of shape \(6, 4\) \(24 elements\) "
+          r"into \(2, 3\) \(6 elements\)")
+    fails("reshape_like", T((6, 4)), T((2, 3)), lhs_end=5, match="lhs_end 5 is out of range for rank 2")
+    fails("reshape_like", T((6, 4)), U(T((2,))), match="argument `shape_like` must be a tensor")
+
+
 # ------------------------------------------------------------------ transpose
 
 

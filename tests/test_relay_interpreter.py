@@ -92,6 +92,70 @@ def test_recursive_let_bound_function():
       %loop(%n, 1)
     }"""
     assert int(run(text, np.array(5, dtype="int32"))) == 32
+    # without the variable's annotation, the function's declared signature types it
+    unannotated = text.replace("let %loop: fn (int32, int32) -> int32 =", "let %loop =")
+    assert "let %loop = fn" in unannotated
+    assert int(run(unannotated, np.array(5, dtype="int32"))) == 32
+    with pytest.raises(DiagnosticError, match="`%loop` is used in its own definition"):
+        run(unannotated.replace("-> int32 {", "{"), np.array(5, dtype="int32"))
+
+
+def test_tail_calls_run_in_place():
+    # 5,000 iterations of a let-bound loop and of a global one, at a recursion limit of
+    # 1,000: a call in tail position (through lets and ifs) reuses the frame
+    let_loop = """
+    def @main(%n: int64, %x: Tensor[(2), float32]) {
+      let %loop: fn (int64, Tensor[(2), float32]) -> Tensor[(2), float32] =
+        fn (%i: int64, %acc: Tensor[(2), float32]) -> Tensor[(2), float32] {
+          if (less(%i, %n)) { let %next = add(%acc, %x); %loop(add(%i, 1i64), %next) } else { %acc }
+        };
+      %loop(0i64, %x)
+    }"""
+    global_loop = """
+    def @count(%i: int64, %acc: int64) -> int64 {
+      if (greater(%i, 0i64)) { @count(subtract(%i, 1i64), add(%acc, %i)) } else { %acc }
+    }
+    def @main(%n: int64) { @count(%n, 0i64) }"""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        x = np.array([1, 0.5], "float32")
+        np.testing.assert_array_equal(run(let_loop, np.array(5000, "int64"), x), 5001 * x)
+        assert int(run(global_loop, np.array(5000, "int64"))) == 5000 * 5001 // 2
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def test_tail_call_results_are_checked_against_types():
+    # the value a tail call returns is still checked against the types of the `if` and the
+    # call it passed through
+    mod = irtool.parse("""
+    def @f(%x: Tensor[(2), float32]) -> Tensor[(2), float32] { exp(%x) }
+    def @main(%c: bool, %x: Tensor[(2), float32]) {
+      if (%c) { @f(%x) } else { %x }
+    }""")
+    irtool.infer_types(mod)
+    from irtool.ir.types import TensorType
+
+    mod["main"].body.checked_type = TensorType((3,), "float32")  # deliberately wrong
+    with pytest.raises(InterpreterError, match="produced array\\[2\\] float32 but its type is"):
+        Interpreter(mod).run("main", [np.array(True), np.ones(2, "float32")])
+
+
+def test_if_type_admits_both_branches():
+    # regression: the `if` took its true branch's type, (2, 3), and the interpreter then
+    # rejected the (4, 3) of the false branch
+    text = """
+    def @main(%c: bool, %x: Tensor[(2, 3), float32], %y: Tensor[(?, 3), float32]) {
+      if (%c) { %x } else { %y }
+    }"""
+    mod = irtool.parse(text)
+    irtool.infer_types(mod)
+    from irtool.text.relay_printer import format_type
+
+    assert format_type(mod["main"].body.checked_type) == "Tensor[(?, 3), float32]"
+    y = np.ones((4, 3), "float32")
+    np.testing.assert_array_equal(run(text, np.array(False), np.zeros((2, 3), "float32"), y), y)
 
 
 def test_inputs_by_name_and_errors():

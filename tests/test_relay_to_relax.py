@@ -93,6 +93,7 @@ CASES = [
     ("reshape", "reshape(%x, newshape=[0, -1])", "x=2,3,4", "R.reshape(x, (2, 12))"),
     ("reshape-merge", "reshape(%x, newshape=[-3, -2])", "x=2,3,4", "R.reshape(x, (6, 4))"),
     ("reshape-split", "reshape(%x, newshape=[-4, 1, 2, -2])", "x=2,3,4", "R.reshape(x, (1, 2, 3, 4))"),
+    ("reshape_like", "reshape_like(%x, %y, lhs_end=1, rhs_end=2)", "x=6,2,2 y=2,3,5", "R.reshape(x, (2, 3, 2, 2))"),
     ("expand_dims", "expand_dims(%x, axis=1, num_newaxis=2)", "x=2,3", "R.expand_dims(x, [1, 2])"),
     ("expand_dims-negative", "expand_dims(%x, axis=-1)", "x=2,3", "R.expand_dims(x, [2])"),
     ("strided_slice", "strided_slice(%x, begin=[0, 1], end=[2, 3], strides=[1], axes=None)", "x=2,4",

@@ -9,7 +9,9 @@ annotation instead, with a diagnostic at the parameter):
     Call of an op  the op's type relation over the argument types and attributes
     Call of f      f's FuncType: argument types must match, result is the return type
     Tuple, .i      TupleType / the field's type
-    Let, If        the body's type / both branches' (equal) type; the condition is `bool`
+    Let, If        the body's type / both branches' (equal) type; the condition is `bool`;
+                   a let-bound function's variable has the function's declared signature
+                   inside its own body (so it can recurse) unless the variable is annotated
     Function       FuncType(parameter types, body type); a declared return type must match
     GlobalVar      the FuncType of that global function (callees first; recursion needs
                    the callee's return type declared)
@@ -65,6 +67,16 @@ def types_match(a: Type, b: Type) -> bool:
     return True  # IncompleteType
 
 
+def _less_specific(a: Type, b: Type) -> Type:
+    """Of two matching types, the one that admits both: `?` wherever either has it (the
+    type of an `if` whose branches are (2, ?) and (?, 3) is (?, ?))."""
+    if type(a) is TensorType and a.shape != b.shape:
+        return TensorType([x if y is not ANY else y for x, y in zip(a.shape, b.shape)], a.dtype)
+    if type(a) is TupleType:
+        return TupleType([_less_specific(x, y) for x, y in zip(a.fields, b.fields)])
+    return a
+
+
 def _type_key(t: Type | None):
     """A hashable value of a type (None for a function type: those are not cached)."""
     cls = type(t)
@@ -95,6 +107,7 @@ class TypeInferencer:
         # same op on the same shapes thousands of times, and a relation costs more than the key.
         # The attrs object is held in the key, so its id is not reused while the cache lives.
         self.relation_cache: dict[tuple, tuple[Attrs | None, Type]] = {}
+        self.undeclared_functions: set[Var] = set()  # let-bound functions without a declared signature
 
     # ------------------------------------------------------------------ module
 
@@ -134,7 +147,18 @@ class TypeInferencer:
     # ------------------------------------------------------------------ expressions
 
     def infer_expr(self, root: Expr) -> Type:
-        for item in evaluation_order(root):
+        order = evaluation_order(root)
+        for item in order:
+            # a let-bound function may call itself (TVM's while_loop): its variable is
+            # used inside its value, before the binding, so it takes the signature the
+            # function declares when the variable itself is not annotated
+            if type(item) is tuple and item[0] == "bind" and type(item[1].value) is Function:
+                var = item[1].var
+                if not _complete(var.type_annotation):
+                    var.checked_type = self.declared_type(item[1].value)
+                    if var.checked_type is None:
+                        self.undeclared_functions.add(var)
+        for item in order:
             if type(item) is tuple:
                 kind, node = item
                 if kind == "bind":
@@ -170,6 +194,9 @@ class TypeInferencer:
                 return e.checked_type
             if _complete(e.type_annotation):
                 return e.type_annotation
+            if e in self.undeclared_functions:
+                raise MissingTypeInfo(f"`%{e.name_hint}` is used in its own definition: a recursive function "
+                                      "needs its parameter and return types declared", e.span)
             raise MissingTypeInfo(f"cannot infer the type of `%{e.name_hint}`: annotate it", e.span)
         if cls is Constant:
             if e.data is None:
@@ -198,7 +225,7 @@ class TypeInferencer:
             if not types_match(a, b):
                 raise DiagnosticError(f"the branches of `if` have different types: {format_type(a)} and "
                                       f"{format_type(b)}", e.span)
-            return a
+            return _less_specific(a, b)
         if cls is Function:
             body = e.body.checked_type
             if e.ret_type is not None and _complete(e.ret_type):

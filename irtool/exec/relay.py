@@ -6,7 +6,10 @@ it is simple and strict rather than fast:
     values     NumPy arrays (0-d for scalars), tuples of values, closures
     a call     of an operator: its reference, with the call's attributes as keywords;
                of a function or closure: a new frame binding the parameters;
-               of a global: that function (recursion allowed)
+               of a global: that function (recursion allowed). A call in tail position
+               (a function's result, through lets and ifs) reuses the caller's Python
+               frame, so a loop written as a recursive function (an imported ONNX Loop)
+               runs any number of iterations
     let, if    evaluate the value / the condition, then the body / one branch
     check      when an expression has a checked type, the value must match it exactly
                (shape and dtype): a reference that disagrees with its type relation is
@@ -38,6 +41,16 @@ class Closure:
 
     def __repr__(self) -> str:
         return f"<closure of {len(self.fn.params)} parameters>"
+
+
+class _TailCall:
+    """A call left for `Interpreter.apply` to make in place of returning its value."""
+
+    __slots__ = ("closure", "args")
+
+    def __init__(self, closure: Closure, args: list) -> None:
+        self.closure = closure
+        self.args = args
 
 
 def value_matches(value, t: Type | None) -> bool:
@@ -74,13 +87,55 @@ class Interpreter:
         return self.apply(Closure(fn, {}), args)
 
     def apply(self, closure: Closure, args: list):
-        fn = closure.fn
-        if len(args) != len(fn.params):
-            raise InterpreterError(f"function of {len(fn.params)} parameters called with {len(args)} arguments")
-        env = dict(closure.env)
-        for p, a in zip(fn.params, args):
-            env[p] = a
-        return self.eval(fn.body, env)
+        # the tail positions passed through (ifs, calls) are checked against the final
+        # value once, by node: a loop repeats the same few nodes
+        tail_nodes: dict[int, Expr] = {}
+        while True:
+            fn = closure.fn
+            if len(args) != len(fn.params):
+                raise InterpreterError(f"function of {len(fn.params)} parameters called with {len(args)} arguments")
+            env = dict(closure.env)
+            for p, a in zip(fn.params, args):
+                env[p] = a
+            result = self.eval_tail(fn.body, env, tail_nodes)
+            if type(result) is not _TailCall:
+                break
+            closure, args = result.closure, result.args
+        if self.check_types:
+            for node in tail_nodes.values():
+                self.check(node, result)
+        return result
+
+    def eval_tail(self, expr: Expr, env: dict, tail_nodes: dict):
+        """`expr`'s value, or the call it ends in (through lets and ifs) as a _TailCall."""
+        while True:
+            cls = type(expr)
+            if cls is Let:
+                env = dict(env)  # a let-bound function captures this dict, so it sees itself
+                while type(expr) is Let:
+                    tail_nodes[id(expr)] = expr
+                    env[expr.var] = self.eval(expr.value, env)
+                    expr = expr.body
+                continue
+            if cls is If:
+                tail_nodes[id(expr)] = expr
+                expr = expr.true_branch if bool(np.asarray(self.eval(expr.cond, env))) else expr.false_branch
+                continue
+            if cls is Call and type(expr.op) is not Op:
+                tail_nodes[id(expr)] = expr
+                # callee and arguments in one evaluation, so sub-expressions they share run once
+                callee, *args = self.eval(Tuple((expr.op, *expr.args)), env)
+                if not isinstance(callee, Closure):
+                    raise InterpreterError(f"cannot call {describe(callee)}")
+                return _TailCall(callee, args)
+            return self.eval(expr, env)
+
+    def check(self, node: Expr, value) -> None:
+        if node.checked_type is not None and not value_matches(value, node.checked_type):
+            from ..text.relay_printer import format_type
+
+            raise InterpreterError(f"{node!r} produced {describe(value)} but its type is "
+                                   f"{format_type(node.checked_type)}")
 
     def call_op(self, call: Call, args: list):
         opdef = lookup(call.op.name)
@@ -123,11 +178,8 @@ class Interpreter:
                 continue
             stack.pop()
             value = self.eval_node(node, env, memo)
-            if self.check_types and node.checked_type is not None and not value_matches(value, node.checked_type):
-                from ..text.relay_printer import format_type
-
-                raise InterpreterError(f"{node!r} produced {describe(value)} but its type is "
-                                       f"{format_type(node.checked_type)}")
+            if self.check_types:
+                self.check(node, value)
             memo[key] = value
         return memo[id(root)]
 

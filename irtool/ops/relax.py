@@ -53,6 +53,7 @@ R.vision.roi_align, R.vision.roi_pool, R.vision.all_class_non_max_suppression,
 R.image.grid_sample and R.unique (whose outputs have the unique count's length, not N);
 this table does not declare them yet. TVM 0.27's Relax has no random-number generator: only
 R.multinomial_from_uniform, which samples at given uniform values.)
+So is reshape_like (relay-to-relax writes it as R.reshape to the operands' dims).
 `RELAY_ONLY` lists them; a test keeps it in step with the registry.
 
 Where Relax's semantics differ from the Relay operator it maps to, `convert` bridges them:
@@ -128,6 +129,7 @@ from .relax_bridge import (
 ARG_KINDS = ("tensor", "tensors", "shape", "prim", "prims")
 
 RELAY_ONLY = ("reinterpret", "copy", "annotation.stop_fusion", "nn.bias_add", "nn.dense", "nn.matmul",
+              "reshape_like",  # relay-to-relax: R.reshape to the operands' dims
               "nn.batch_matmul", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
               "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile",
               "argwhere", "one_hot", "vision.roi_align", "vision.roi_pool", "vision.all_class_non_max_suppression",

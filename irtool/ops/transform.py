@@ -150,6 +150,38 @@ def _reshape(x, newshape, allowzero=False):
     return x.reshape(reshape_shape(x.shape, newshape, allowzero))
 
 
+def reshape_like_shape(lhs: tuple, rhs: tuple, attrs) -> tuple:
+    """TVM's infer_reshape_like: lhs[:lhs_begin] + rhs[rhs_begin:rhs_end] + lhs[lhs_end:]
+    (negative positions count from the end, an end of None is the rank)."""
+    def position(value, rank, name):
+        if value is None:
+            return rank
+        if not -rank <= value <= rank:
+            raise TypeRelError(f"reshape_like {name} {value} is out of range for rank {rank}")
+        return value + rank if value < 0 else value
+
+    lb = position(attrs["lhs_begin"], len(lhs), "lhs_begin")
+    le = position(attrs["lhs_end"], len(lhs), "lhs_end")
+    rb = position(attrs["rhs_begin"], len(rhs), "rhs_begin")
+    re = position(attrs["rhs_end"], len(rhs), "rhs_end")
+    return tuple(lhs[:lb]) + tuple(rhs[rb:re]) + tuple(lhs[le:])
+
+
+def reshape_like_rel(args, attrs):
+    data, like = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "shape_like")
+    out = reshape_like_shape(data.shape, like.shape, attrs)
+    n_in, n_out = numel(data.shape), numel(out)
+    if n_in is not None and n_out is not None and n_in != n_out:
+        raise TypeRelError(f"reshape_like cannot reshape a tensor of shape {fmt_shape(data.shape)} ({n_in} "
+                           f"elements) into {fmt_shape(out)} ({n_out} elements)")
+    return TensorType(out, data.dtype)
+
+
+def _reshape_like(x, like, lhs_begin=0, lhs_end=None, rhs_begin=0, rhs_end=None):
+    attrs = {"lhs_begin": lhs_begin, "lhs_end": lhs_end, "rhs_begin": rhs_begin, "rhs_end": rhs_end}
+    return x.reshape(reshape_like_shape(x.shape, like.shape, attrs))
+
+
 # ------------------------------------------------------------------ transpose, squeeze, expand_dims
 
 
@@ -577,6 +609,10 @@ INIT_ATTRS = (AttrSpec("shape", "ints?"), AttrSpec("dtype", "dtype", ""))
 register(
     OpDef("reshape", ("data",), reshape_rel, I, _reshape,
           attrs=(AttrSpec("newshape", "ints"), AttrSpec("allowzero", "bool", False)), reshape_op=True),
+    # kInjective in TVM, not a TReshapeOp
+    OpDef("reshape_like", ("data", "shape_like"), reshape_like_rel, I, _reshape_like,
+          attrs=(AttrSpec("lhs_begin", "int", 0), AttrSpec("lhs_end", "int?", None), AttrSpec("rhs_begin", "int", 0),
+                 AttrSpec("rhs_end", "int?", None))),
     OpDef("transpose", ("data",), transpose_rel, I,
           lambda x, axes: np.transpose(x, transpose_perm(x.ndim, axes)),
           attrs=(AttrSpec("axes", "ints?"),), relax_name="relax.permute_dims"),

@@ -100,21 +100,8 @@ def supported_ops() -> list[str]:
 # ----------------------------------------------------------------------------- conversion context
 
 
-class Dim:
-    """The size of axis `axis` of `tensor`, unknown until the program runs: an element of
-    a partially known shape value (see `Context.partial`)."""
-
-    __slots__ = ("tensor", "axis")
-
-    def __init__(self, tensor: Expr, axis: int) -> None:
-        self.tensor, self.axis = tensor, axis
-
-    def __repr__(self) -> str:
-        return f"Dim({self.axis})"
-
-
 # ops that only move the elements of a shape value: their NumPy references run on
-# object arrays holding ints and Dims (cast keeps the elements)
+# object arrays holding ints and symbolic sizes (cast keeps the elements)
 _SHAPE_MOVES = frozenset({"take", "expand_dims", "concatenate", "strided_slice", "squeeze", "reshape", "cast"})
 
 
@@ -127,6 +114,7 @@ class Context:
         self.env: dict = {}  # name -> expression, of the graph being converted
         self.table: dict = {}
         self._partial: dict[int, object] = {}
+        self.sym_cache: dict[int, tuple] = {}  # id -> (expr, the sizes of its axes), symbolic.sym_dims
         self.optionals: dict[int, Expr] = {}  # id -> the tuples that are ONNX optionals (sequence.py)
         self.unseeded_random_nodes = 0  # the seed of the next random node without one (sampling.py)
         from ...analysis.type_infer import TypeInferencer
@@ -232,12 +220,14 @@ class Context:
 
     def partial(self, expr: Expr | None):
         """The value of an integer shape computation as a NumPy object array of ints and
-        `Dim`s (sizes known only at run time), or None. `Shape -> Gather -> Unsqueeze ->
-        Concat` of a tensor with a `?` batch gives `[Dim(0), -1]`, say, which lets a
-        Reshape stay static (`newshape=[0, -1]`) where TVM would build `dyn.reshape`."""
+        symbolic sizes (`symbolic.Mono`: known only at run time, but known to equal other
+        dims; `symbolic.UNKNOWN`), or None. `Shape -> Gather -> Unsqueeze -> Concat` of a
+        tensor with a `?` batch N gives `[N, -1]`, say, and `Mul(N, 4)` gives `4*N`, which
+        lets a Reshape stay static (`newshape=[0, -1]`) where TVM would build `dyn.reshape`."""
         import numpy as np
 
         from ...ops.registry import call_attrs, lookup
+        from .symbolic import ARITHMETIC, arithmetic, sym_dims
 
         if expr is None:
             return None
@@ -250,17 +240,16 @@ class Context:
         elif isinstance(expr, Call) and isinstance(expr.op, Op):
             name = expr.op.name
             if name == "shape_of":
-                x = expr.args[0]
-                value = np.array([d if d is not ANY else Dim(x, i) for i, d in enumerate(self.shape_of(x))],
-                                 dtype=object)
-            elif name in _SHAPE_MOVES:
+                value = np.array(sym_dims(self, expr.args[0]), dtype=object)
+            elif name in _SHAPE_MOVES or name in ARITHMETIC:
                 args = [self._partial_arg(a) for a in expr.args]
                 if all(a is not None for a in args):
                     opdef = lookup(name)
                     attrs = call_attrs(opdef, expr.attrs)
                     attrs = dict(attrs.items()) if attrs else {}
                     try:
-                        value = args[0] if name == "cast" else opdef.ref(*args, **attrs)
+                        value = args[0] if name == "cast" else arithmetic(name, *args) if name in ARITHMETIC \
+                            else opdef.ref(*args, **attrs)
                     except (ValueError, TypeError, IndexError):
                         value = None
         self._partial[key] = (expr, value)  # the expr is kept alive so that its id stays its own
@@ -268,23 +257,79 @@ class Context:
 
     def reshape_to(self, data: Expr, shape: Expr, allowzero: bool = False) -> Expr:
         """`data` reshaped to a shape computed at run time: a static `reshape` when the
-        shape is known in part, else TVM's `dyn.reshape`. In a partly known shape, the
-        size of `data`'s own axis i at position i is Relay's 0 (copy), and one unknown
-        element is -1 (inferred); more unknowns need the run-time shape."""
+        shape is known well enough, else TVM's `dyn.reshape`. Known well enough: every
+        size an int, a symbolic size that `symbolic.newshape_for` finds among `data`'s
+        dims (Relay's 0 copies, -3 merges two, -4 splits one), or the one size left to
+        infer (-1)."""
+        from .symbolic import UNKNOWN, Mono, newshape_for, sym_dims
+
         value = self.partial(shape)
         if value is not None and value.ndim == 1:
-            out, unknown = [], 0
+            if all(not isinstance(v, Mono) and v is not UNKNOWN for v in value):
+                return self.call("reshape", data, newshape=tuple(int(v) for v in value), allowzero=allowzero)
+            src = sym_dims(self, data)
+            target = []
             for i, v in enumerate(value):
-                if isinstance(v, Dim) and v.tensor is data and v.axis == i and not allowzero:
-                    out.append(0)
-                elif isinstance(v, Dim):
-                    out.append(-1)
-                    unknown += 1
+                if isinstance(v, Mono) or v is UNKNOWN:
+                    target.append(v)
+                elif int(v) == -1:
+                    target.append(UNKNOWN)
+                elif int(v) == 0 and not allowzero and i < len(src):
+                    target.append(src[i])  # ONNX's 0 copies the dim at the same index
+                elif int(v) > 0:
+                    target.append(int(v))
                 else:
-                    out.append(int(v))
-            if unknown == 0 or (unknown == 1 and out.count(-1) == 1):
-                return self.call("reshape", data, newshape=tuple(out), allowzero=allowzero)
+                    target = None
+                    break
+            newshape = newshape_for(src, target) if target is not None else None
+            if newshape is not None:
+                return self.call("reshape", data, newshape=newshape)
+            like = self._reshape_like(data, shape, src, target) if target is not None else None
+            if like is not None:
+                return like
         return self.call("dyn.reshape", data, shape, allowzero=allowzero)
+
+    def _reshape_like(self, data: Expr, shape: Expr, src: tuple, target: list) -> Expr | None:
+        """`reshape_like(data, t, ...)` for a target no newshape expresses (N * S split back
+        into N and S): t is a tensor whose `Shape` the target was computed from, holding the
+        target's sizes in a row; the rest of the target must be `data`'s own leading and
+        trailing dims."""
+        from ...ir.visitor import post_order
+        from .symbolic import UNKNOWN, sym_dims
+
+        if any(v is UNKNOWN for v in target):
+            return None
+        sources = [n.args[0] for n in post_order(shape) if isinstance(n, Call) and isinstance(n.op, Op)
+                   and n.op.name == "shape_of"]
+        n = len(target)
+        for t in sources:
+            like = sym_dims(self, t)
+            for lb in range(len(src) + 1):
+                for le in range(len(src), lb - 1, -1):
+                    tail = len(src) - le
+                    if list(src[:lb]) != target[:lb] or tail > n - lb or list(src[le:]) != target[n - tail:]:
+                        continue
+                    middle = target[lb:n - tail]
+                    for rb in range(len(like) - len(middle) + 1):
+                        if middle and list(like[rb:rb + len(middle)]) == middle:
+                            return self.call("reshape_like", data, t, lhs_begin=lb, lhs_end=le, rhs_begin=rb,
+                                             rhs_end=rb + len(middle))
+        return None
+
+    def broadcast_to(self, data: Expr, shape: Expr) -> Expr:
+        """`data` broadcast to a shape computed at run time: `data` itself when the shape
+        is known to be its own (symbolic sizes included), a static `broadcast_to` when
+        every size is an int, else TVM's `dyn.broadcast_to`."""
+        from .symbolic import sym_dims
+
+        value = self.partial(shape)
+        if value is not None and value.ndim == 1:
+            have = sym_dims(self, data)
+            if len(have) == len(value) and all(h == v for h, v in zip(have, value)):
+                return data
+            if all(isinstance(v, int) for v in value):
+                return self.call("broadcast_to", data, shape=tuple(value), dtype="")
+        return self.call("dyn.broadcast_to", data, shape)
 
     def _partial_arg(self, arg):
         import numpy as np
@@ -535,5 +580,5 @@ def load_model(path: str):
     return model
 
 
-__all__ = ["CONTRIB_DOMAINS", "CONVERTERS", "Context", "Dim", "OnnxImportError", "converter", "converters",
+__all__ = ["CONTRIB_DOMAINS", "CONVERTERS", "Context", "OnnxImportError", "converter", "converters",
            "from_onnx", "load_model", "qualified_name", "supported_ops"]

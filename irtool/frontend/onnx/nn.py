@@ -233,7 +233,7 @@ def _dynamic_batch_matmul(ctx, a, b):
     flat = []
     for x, s in ((a, sa), (b, sb)):
         target = _call(ctx, "concatenate", Tuple([batch, part(s, rank - 2, rank)]), axis=0)
-        x = _call(ctx, "dyn.broadcast_to", x, target)
+        x = ctx.broadcast_to(x, target)
         flat.append(ctx.reshape_to(x, _call(ctx, "concatenate", Tuple([minus_one, part(s, rank - 2, rank)]), axis=0)))
     y = _call(ctx, "nn.batch_matmul", *flat, transpose_a=False, transpose_b=False)
     out = _call(ctx, "concatenate", Tuple([batch, part(sa, rank - 2, rank - 1), part(sb, rank - 1, rank)]), axis=0)

@@ -241,7 +241,7 @@ def _unsqueeze(ctx, inputs, attrs):
 @converter("Expand", 8)
 def _expand(ctx, inputs, attrs):
     if ctx.value(inputs[1]) is None:
-        return _call(ctx, "dyn.broadcast_to", inputs[0], _expand_shape(ctx, inputs[0], inputs[1]))
+        return ctx.broadcast_to(inputs[0], _expand_shape(ctx, inputs[0], inputs[1]))
     target = _ints(ctx, inputs[1], "the shape")
     shape = ctx.shape_of(inputs[0])
     n = max(len(shape), len(target))
