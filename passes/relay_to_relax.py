@@ -236,25 +236,24 @@ DIRECT: dict[str, Direct] = {
     "reverse":                Direct("relax.flip"),
     "scatter_elements":       Direct("relax.scatter_elements"),
     "einsum":                 Direct("relax.einsum",               (("subscripts", "equation"),)),
+    "image.grid_sample":      Direct("relax.image.grid_sample"),
+    "vision.roi_align":       Direct("relax.vision.roi_align"),
+    "vision.roi_pool":        Direct("relax.vision.roi_pool"),
+    "vision.all_class_non_max_suppression": Direct("relax.vision.all_class_non_max_suppression"),
 }
 
-# Relay operators with no Relax operator and no exact composition of Relax operators.
+# Relay operators with no Relax operator and no exact composition of Relax operators (TVM 0.27).
 NO_COUNTERPART = {
-    "reinterpret": "Relax has no reinterpret operator",
-    "nn.lrn": "Relax has no LRN operator (TVM's ONNX frontend composes it from R.nn.avg_pool3d, which irtool's "
-              "Relax table lacks)",
+    "reinterpret": "TVM 0.27's Relax has no reinterpret operator (R.memory.view changes a tensor's dtype "
+                   "only as a VM builtin on its storage, which LegalizeOps leaves alone)",
+    "nn.lrn": "TVM 0.27's Relax has no LRN operator (its ONNX frontend composes it from R.nn.avg_pool3d, "
+              "which irtool's Relax table lacks)",
     **{op: "a shape computed at run time (Relax would take it as R.tensor_to_shape, which irtool's Relax table "
            "lacks)" for op in ("dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones",
                                "dyn.strided_slice", "dyn.tile")},
-    "argwhere": "an output length known only at run time (TVM 0.27's R.nonzero gives the transposed int64 "
-                "indices with a data-dependent shape, which irtool's Relax table lacks)",
-    "one_hot": "TVM 0.27's R.one_hot takes on/off values as PrimValues, which irtool's Relax table does not "
-               "declare yet",
-    **{op: f"TVM 0.27 has R.{op[len('vision.'):]} in R.vision, which irtool's Relax table does not declare yet"
-       for op in ("vision.roi_align", "vision.roi_pool", "vision.all_class_non_max_suppression")},
-    "image.grid_sample": "TVM 0.27 has R.image.grid_sample, which irtool's Relax table does not declare yet",
-    "unique": "TVM 0.27's R.unique returns outputs as long as the unique count (Relay's: as the input, with "
-              "num_unique), which irtool's Relax table does not declare yet",
+    "unique": "Relay's outputs are as long as the input, the tail past num_unique unspecified; TVM 0.27's "
+              "R.unique gives outputs of the unique count's length, known only at run time, and Relax "
+              "cannot pad them back to a static length",
     **{op: "TVM 0.27's Relax has no random-number generator (only R.multinomial_from_uniform, which samples "
            "at given uniform values)" for op in ("random.uniform", "random.normal", "random.multinomial")},
 }
@@ -620,6 +619,24 @@ def _resize2d(t, c, args):
                 rounding_method=at["rounding_method"], cubic_alpha=at["cubic_alpha"],
                 cubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"],
                 out_dtype=at["out_dtype"])
+
+
+@special("one_hot")
+def _one_hot(t, c, args):
+    # Relax takes the on/off values as PrimValues of the result's dtype (Relay: scalar tensors and a dtype)
+    dtype = c.attrs["dtype"] or _dtype(args[1])
+    values = []
+    for arg, what in ((c.args[1], "one_hot's on_value"), (c.args[2], "one_hot's off_value")):
+        v = _scalar_constant(arg, what)
+        values.append(rx.PrimValue(tir.FloatImm(float(v), dtype) if dtype.startswith(("float", "bfloat"))
+                                   else tir.IntImm(int(v), dtype)))
+    return call("relax.one_hot", args[0], *values, depth=c.attrs["depth"], axis=c.attrs["axis"])
+
+
+@special("argwhere")
+def _argwhere(t, c, args):
+    # R.nonzero is argwhere transposed, int64 (Relay's: int32)
+    return call("relax.astype", call("relax.permute_dims", call("relax.nonzero", args[0])), dtype="int32")
 
 
 def translated_ops() -> list[str]:

@@ -192,7 +192,7 @@ class RelaxInterpreter:
             try:
                 if op.name in relax_memory.MEMORY_OPS:
                     return relax_memory.evaluate(op.name, args, self.poison)
-                return relax_ops.evaluate(op.name, args, call.attrs)
+                return relax_ops.evaluate(op.name, args, call.attrs, [_dtype_of(a) for a in call.args])
             except (ValueError, TypeError, IndexError) as err:
                 raise DiagnosticError(f"`{op.name}` failed: {err}", call.span) from None
         callee = self.eval(op, env, shape_env) if not isinstance(op, GlobalVar) else FunctionValue(op.name_hint)
@@ -292,3 +292,10 @@ def random_input(sinfo, rng, span=None):
     if sinfo.dtype.startswith(("int", "uint")):
         return rng.integers(0, 10, size=shape).astype(sinfo.dtype)
     return rng.standard_normal(shape).astype(sinfo.dtype)
+
+
+def _dtype_of(e) -> str | None:
+    """The dtype of a prim or tensor argument (R.one_hot's result takes its on_value's)."""
+    if isinstance(e, rx.PrimValue):
+        return getattr(e.value, "dtype", None)
+    return getattr(getattr(e, "struct_info", None), "dtype", None)
