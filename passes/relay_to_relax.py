@@ -55,13 +55,15 @@ from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.expr import Op
 from irtool.ir.module import IRModule
-from irtool.ir.relax_visitor import deduce_struct_info
 from irtool.ir.types import ANY, TensorType, TupleType
-from irtool.ir.visitor import post_order
+from irtool.ir.visitor import free_vars, post_order
 from irtool.ops import registry
 from irtool.ops import relax as relax_ops
 from irtool.ops.transform import reshape_shape
 from irtool.transform import ModulePass, register
+
+from ._relax_block_builder import _LEAVES, BlockBuilder, _Unsupported
+from .to_a_normal_form import to_a_normal_form
 
 # ----------------------------------------------------------------------------- building Relax
 
@@ -88,72 +90,6 @@ def prims(values) -> rx.Tuple:
 def f64(value: float) -> rx.PrimValue:
     """A Python float as TVM's Python API makes it a prim value: float64."""
     return rx.PrimValue(tir.FloatImm(float(value), "float64"))
-
-
-_LEAVES = (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.ExternFunc, Op, relay.GlobalVar)
-
-
-class _Unsupported(Exception):
-    """A Relay call Relax cannot express; becomes a diagnostic at the call."""
-
-
-class BlockBuilder:
-    """The part of TVM's relax.BlockBuilder the translator uses: one dataflow block,
-    `emit` / `emit_output` with TVM's normalisation (nested calls and projections in
-    arguments are bound first, left to right) and TVM's names (lv, lv1, ...; gv)."""
-
-    def __init__(self) -> None:
-        self.bindings: list[rx.VarBinding] = []
-        self._used: dict[str, int] = {}
-
-    def _name(self, base: str) -> str:
-        n = self._used.get(base, 0)
-        self._used[base] = n + 1
-        return base if n == 0 else f"{base}{n}"
-
-    def _deduce(self, e):
-        sinfo = deduce_struct_info(e, None)
-        if sinfo is None:
-            try:  # ask again for the message
-                si.deduce_call(e.op.name, [a.struct_info for a in e.args], e.attrs, list(e.args))
-            except si.StructInfoError as err:
-                raise _Unsupported(f"R.{e.op.name[len('relax.'):]}: {err}") from None
-            raise _Unsupported("cannot deduce the struct info of the Relax expression")
-        return sinfo
-
-    def normalize_arg(self, e):
-        if isinstance(e, _LEAVES):
-            return e
-        if isinstance(e, rx.Tuple):
-            return self.tuple_of([self.normalize_arg(f) for f in e.fields_])
-        return self.emit(e)
-
-    def tuple_of(self, fields) -> rx.Tuple:
-        t = rx.Tuple(fields)
-        t.struct_info = rx.TupleStructInfo([f.struct_info for f in fields])
-        return t
-
-    def normalize(self, e):
-        """Bind what must be bound inside `e` and give `e` its struct info."""
-        if isinstance(e, _LEAVES):
-            return e
-        if isinstance(e, rx.Call):
-            e = rx.Call(e.op, [self.normalize_arg(a) for a in e.args], e.attrs, e.sinfo_args)
-        elif isinstance(e, rx.TupleGetItem):
-            e = rx.TupleGetItem(self.normalize_arg(e.tuple_value), e.index)
-        elif isinstance(e, rx.Tuple):
-            return self.normalize_arg(e)
-        e.struct_info = self._deduce(e)
-        return e
-
-    def emit(self, e, output: bool = False) -> rx.Var:
-        e = self.normalize(e)
-        if output:
-            var = rx.Var(self._name("gv"), e.struct_info)
-        else:
-            var = rx.DataflowVar(self._name("lv"), e.struct_info)
-        self.bindings.append(rx.VarBinding(var, e))
-        return var
 
 
 # ----------------------------------------------------------------------------- types
@@ -659,6 +595,8 @@ class _Translator:
             var = rx.Var(p.name_hint, struct_info_of_type(p.type_annotation or p.checked_type, p.span))
             self.env[id(p)] = var
             params.append(var)
+        if any(isinstance(n, relay.If) for n in post_order(fn.body, enter_functions=False)):
+            return self.function_with_ifs(to_a_normal_form(fn).body, params)
         body = fn.body
         while isinstance(body, relay.Let):  # let chains: value by value, in program order
             if isinstance(body.value, relay.Function):
@@ -670,6 +608,79 @@ class _Translator:
         seq = rx.SeqExpr([rx.DataflowBlock(self.bb.bindings)], gv)
         seq.struct_info = gv.struct_info
         return rx.Function(params, seq, gv.struct_info)
+
+    # -- Relay `if`: the function in A-normal form (each value in the innermost scope of its
+    # uses), its top-level bindings in dataflow blocks, each `if` an R.If in a block of its own
+    # with its branches' bindings outside dataflow; a value used outside its dataflow block is
+    # an output (gv)
+
+    def function_with_ifs(self, body: relay.Expr, params: list) -> rx.Function:
+        lets, result = _let_chain(body)
+        segment, k = [], 0
+        for i, (_, value) in enumerate(lets):  # runs of non-if bindings; each if on its own
+            k += isinstance(value, relay.If) or (i > 0 and isinstance(lets[i - 1][1], relay.If))
+            segment.append(k)
+        used_in = {}  # id(var) -> the segments (len(lets): the result) using it
+        for j, expr in enumerate([v for _, v in lets] + [result]):
+            for v in free_vars(expr):
+                used_in.setdefault(id(v), set()).add(segment[j] if j < len(lets) else -1)
+        blocks = []
+        for i, (var, value) in enumerate(lets):
+            if isinstance(value, relay.Function):
+                raise DiagnosticError("relay-to-relax: a let-bound function (closure) has no Relax counterpart",
+                                      value.span)
+            if isinstance(value, relay.If):
+                self._close_block(blocks, dataflow=False)
+                self.env[id(var)] = self.bb.emit(self.if_(value))
+                self._close_block(blocks, dataflow=True)
+                continue
+            escapes = bool(used_in.get(id(var), set()) - {segment[i]})
+            out = self.graph(value, is_root=escapes)
+            if escapes and (not isinstance(out, _LEAVES) or isinstance(out, rx.DataflowVar)):
+                out = self.bb.emit(out, output=True)  # constants and parameters need no binding
+            self.env[id(var)] = out
+        out = self.env[id(result)] if id(result) in self.env else self.graph(result, is_root=True)
+        if not isinstance(out, rx.Var) or isinstance(out, rx.DataflowVar):
+            out = self.bb.emit(out, output=True)
+        self._close_block(blocks, dataflow=True)
+        seq = rx.SeqExpr(blocks, out)
+        seq.struct_info = out.struct_info
+        return rx.Function(params, seq, out.struct_info)
+
+    def _close_block(self, blocks: list, dataflow: bool) -> None:
+        block = self.bb.take_block()
+        if block is not None and blocks and type(block) is rx.BindingBlock and type(blocks[-1]) is rx.BindingBlock:
+            blocks[-1] = rx.BindingBlock(list(blocks[-1].bindings) + list(block.bindings))  # ifs in a row
+        elif block is not None:
+            blocks.append(block)
+        self.bb.dataflow = dataflow
+
+    def if_(self, e: relay.If) -> rx.If:
+        cond = self.env.get(id(e.cond))
+        if cond is None:
+            cond = self.graph(e.cond, is_root=False)
+        branches = [self.branch(b) for b in (e.true_branch, e.false_branch)]
+        out = rx.If(cond, *branches, span=e.span)
+        out.struct_info = si.lca(branches[0].struct_info, branches[1].struct_info)
+        return out
+
+    def branch(self, e: relay.Expr) -> rx.SeqExpr:
+        """A branch (in A-normal form) as a SeqExpr of one non-dataflow block."""
+        outer, self.bb.bindings = self.bb.bindings, []
+        lets, result = _let_chain(e)
+        for var, value in lets:
+            if isinstance(value, relay.Function):
+                raise DiagnosticError("relay-to-relax: a let-bound function (closure) has no Relax counterpart",
+                                      value.span)
+            self.env[id(var)] = self.bb.emit(self.if_(value)) if isinstance(value, relay.If) else \
+                self.graph(value, is_root=False)
+        out = self.env[id(result)] if id(result) in self.env else self.graph(result, is_root=False)
+        if not isinstance(out, rx.Var):
+            out = self.bb.emit(out)
+        bindings, self.bb.bindings = self.bb.bindings, outer
+        seq = rx.SeqExpr([rx.BindingBlock(bindings)] if bindings else [], out)
+        seq.struct_info = out.struct_info
+        return seq
 
     def graph(self, root: relay.Expr, is_root: bool):
         """Convert the dataflow graph under `root` in post-DFS order. The root's value is
@@ -728,6 +739,14 @@ class _Translator:
             raise _Unsupported("no Relax counterpart is known for this operator")
         except _Unsupported as err:
             raise DiagnosticError(f"relay-to-relax: `{name}`: {err}", c.span) from None
+
+
+def _let_chain(e: relay.Expr) -> tuple[list, relay.Expr]:
+    lets = []
+    while isinstance(e, relay.Let):
+        lets.append((e.var, e.value))
+        e = e.body
+    return lets, e
 
 
 def translate_function(fn: relay.Function, name: str = "main") -> rx.Function:

@@ -84,6 +84,8 @@ class RelaxInterpreter:
         env: dict[int, object] = {}
         shape_env: dict[int, int] = {}
         for p, a in zip(fn.params, args, strict=True):
+            if isinstance(a, np.generic):  # a NumPy scalar (a Relay bool condition) is a 0-d tensor
+                a = np.asarray(a)
             self.match(a, p.struct_info, shape_env, f"argument `{p.name_hint}` of `{name}`", bind=True)
             env[id(p)] = a
         result = self.seq(fn.body, env, shape_env)
