@@ -171,9 +171,26 @@ def test_vision_ops_are_left_to_the_runtime():
     assert "R.vision.roi_pool" in to_text(legalize(parse(text)))
 
 
+NONZERO = [("nonzero", f"x: {T((3, 4))}", "R.nonzero(x)"),
+           ("nonzero-ndim-only", 'x: R.Tensor(dtype="int32", ndim=3)', "R.nonzero(x)")]
+
+
+@pytest.mark.parametrize("case", NONZERO, ids=[c[0] for c in NONZERO])
+def test_nonzero_becomes_tvms_runtime_function(case):
+    """TVM 0.27 legalizes R.nonzero (FCallPacked) to R.call_pure_packed("relax.run.nonzero"),
+    whatever the shapes; the interpreter has that function."""
+    mod = parse(_text(case))
+    out = legalize(mod)
+    assert 'R.call_pure_packed("relax.run.nonzero", x, ty_args=(R.Tensor(dtype="int64", ndim=2),))' in to_text(out)
+    x = (np.random.default_rng(1).random((3, 4) if "ndim-only" not in case[0] else (2, 2, 3)) < 0.4)
+    x = x.astype("float32" if "ndim-only" not in case[0] else "int32")
+    got = run_relax(out, [x])
+    assert got.dtype == np.int64 and got.tolist() == np.argwhere(x).T.tolist()
+
+
 @pytest.mark.tvm
 def test_legalized_text_matches_tvm(tvm_python, tmp_path):
-    assert_legalized_like_tvm(tvm_python, tmp_path, [(c[0], _text(c)) for c in CASES])
+    assert_legalized_like_tvm(tvm_python, tmp_path, [(c[0], _text(c)) for c in CASES + NONZERO])
 
 
 @pytest.mark.tvm

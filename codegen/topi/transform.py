@@ -522,3 +522,14 @@ def _one_hot(bb, call):
         return call
     on, off = (a.value for a in call.args[1:3])
     return bb.call_te(one_hot, call.args[0], on, off, int(call.attrs["depth"]), int(call.attrs["axis"]), on.dtype)
+
+
+@register_legalize("relax.nonzero")
+def _nonzero(bb, call):
+    # TVM 0.27: a packed runtime function (the result's length is known only at run time)
+    from irtool.ir.expr import Op
+
+    out = rx.Call(Op.get("relax.call_pure_packed"), [rx.ExternFunc("relax.run.nonzero"), call.args[0]], None,
+                  [call.struct_info])
+    out.struct_info = call.struct_info
+    return out

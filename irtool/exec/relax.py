@@ -70,7 +70,7 @@ def eval_prim(e, env: dict):
 class RelaxInterpreter:
     def __init__(self, mod: IRModule, packed_funcs: dict | None = None, poison: bool = False) -> None:
         self.mod = mod
-        self.packed_funcs = packed_funcs or {}
+        self.packed_funcs = {**_RUNTIME_FUNCS, **(packed_funcs or {})}
         # checking mode of the memory operators: storage handed out again or killed is poisoned
         self.poison = poison
 
@@ -252,6 +252,16 @@ class RelaxInterpreter:
             impl(*inputs, *(out if isinstance(out, tuple) else (out,)))
             return out
         return impl(*[self.eval(a, env, shape_env) for a in call.args[1:]])
+
+
+def _nonzero(x):
+    from ..ops.relax_bridge import _nonzero as nonzero
+
+    return nonzero(x)
+
+
+# TVM's runtime functions that its LegalizeOps calls with R.call_pure_packed (R.nonzero's)
+_RUNTIME_FUNCS = {"relax.run.nonzero": _nonzero}
 
 
 def _describe(value) -> str:
