@@ -37,7 +37,6 @@ from irtool.ir.module import IRModule
 from irtool.ir.relax_visitor import ExprMutator
 from irtool.transform import ModulePass, register
 
-
 # Operators TVM 0.27 legalizes to `R.call_pure_packed` of a runtime function (FCallPacked), which
 # needs no known shapes (R.nonzero's result has a data-dependent length).
 CALL_PACKED = frozenset({"relax.nonzero"})
