@@ -43,7 +43,7 @@ KINDS = {
     "unary_more": 2, "bin_more": 1, "logic": 1, "activation": 1, "conv_forms": 2, "conv_strided": 1,
     "conv_transpose": 1, "pool_forms": 2, "pad_conv": 1, "resize": 1, "expand_squeeze": 1, "stack": 1,
     "tile_slice": 1, "take": 1, "gather": 1, "arg_reduce": 1, "min_prod": 1, "broadcast": 1, "creation": 1,
-    "like": 1, "one_hot": 1, "grid_sample": 1, "norm_forms": 1, "flatten": 1, "dropout": 1, "int_math": 1, "pad_reflect_symbolic": 1,
+    "like": 1, "one_hot": 1, "grid_sample": 1, "norm_forms": 1, "flatten": 1, "dropout": 1, "int_math": 1, "pad_reflect": 1,
 }
 
 
@@ -209,10 +209,8 @@ def random_module(seed):
                         else:
                             small.append(bb.emit(R.nn.adaptive_avg_pool2d(a, output_size=[2, 3])))
                             continue
-                    elif kind in ("pad_conv", "pad_reflect_symbolic"):
-                        # reflect with a symbolic batch is a known gap: a kind of its own
-                        modes = ["constant", "reflect", "replicate"] if B == 1 else ["constant", "replicate"]
-                        mode = "reflect" if kind == "pad_reflect_symbolic" else rng.choice(modes)
+                    elif kind in ("pad_conv", "pad_reflect"):  # pad_reflect: the mode TOPI writes branchless
+                        mode = "reflect" if kind == "pad_reflect" else rng.choice(["constant", "reflect", "replicate"])
                         p_ = bb.emit(R.nn.pad(a, [0, 0, 0, 0, 1, 1, 1, 1], pad_mode=mode, pad_value=0.5 if mode == "constant" else 0.0))
                         v = R.nn.conv2d(p_, const((C, C, 3, 3)))
                     elif kind == "resize":

@@ -457,7 +457,8 @@ _op("relax.nn.softmax",         "data",                          (_A("axis", "in
 _op("relax.nn.log_softmax",     "data",                          (_A("axis", "int", -1),), "nn.log_softmax",
     float_only=True)
 _op("relax.nn.dropout",         "data",                          (_A("rate", "float", 0.5),), "nn.dropout")
-_op("relax.nn.pad",             "data",                          PAD,          "nn.pad",           convert=_pad)
+_op("relax.nn.pad",             "data",                          PAD,          "nn.pad",           convert=_pad,
+    positional_attrs=("pad_width", "pad_mode", "pad_value"))
 _op("relax.nn.prelu",           "data alpha",                    (_A("axis", "int", 1),), "nn.prelu")
 _op("relax.nn.batch_flatten",   "data",                          (),           "nn.batch_flatten")
 _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d,
