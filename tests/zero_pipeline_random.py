@@ -68,7 +68,7 @@ def random_module(seed):
         with bb.function(name, params):
             with bb.dataflow():
                 pool = [p for p in params if p is not w]
-                small, flat = [], []
+                small, flat, other = [], [], []  # (B, C, 1, 1); 2-D; other shapes (outputs only)
                 n = rng.randint(3, 14)
                 for step in range(n):
                     kind = rng.choices(kinds, weights)[0]
@@ -207,7 +207,7 @@ def random_module(seed):
                         elif form == "max_dilated":
                             v = R.nn.max_pool2d(a, pool_size=3, dilation=2, padding=2)
                         else:
-                            small.append(bb.emit(R.nn.adaptive_avg_pool2d(a, output_size=[2, 3])))
+                            other.append(bb.emit(R.nn.adaptive_avg_pool2d(a, output_size=[2, 3])))
                             continue
                     elif kind in ("pad_conv", "pad_reflect"):  # pad_reflect: the mode TOPI writes branchless
                         mode = "reflect" if kind == "pad_reflect" else rng.choice(["constant", "reflect", "replicate"])
@@ -287,7 +287,7 @@ def random_module(seed):
                 for v in rng.sample(pool[1:-1], max(0, min(len(pool) - 2, rng.randint(0, 2)))):
                     if v not in outs:
                         outs.append(v)
-                for extra in (small, flat):
+                for extra in (small, flat, other):
                     if extra and rng.random() < 0.5:
                         outs.append(extra[-1])
                 outs = [o if not isinstance(o, relax.DataflowVar) else bb.emit_output(o) for o in outs]

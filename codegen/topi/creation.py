@@ -155,7 +155,8 @@ def _reflect_index_symbolic(v: tir.Var, n: tir.Var) -> tuple:
     one, zero = tb.const(1, v.dtype), tb.const(0, v.dtype)
     neg = bop("sub", zero, v)
     a = tir.Select(bop("le", zero, v), v, neg)
-    b = tir.Select(bop("le", one, bop("sub", n, a)), bop("sub", bop("sub", n, a), one), bop("sub", bop("add", a, one), n))
+    b = tir.Select(bop("le", one, bop("sub", n, a)), bop("sub", bop("sub", n, a), one),
+                   bop("sub", bop("add", a, one), n))
     return bop("sub", bop("sub", n, b), one), bop("min", neg, v), bop("max", neg, v)
 
 
