@@ -36,8 +36,14 @@ to broadcast, Relay's reshape codes (0, -1, -2, -3, -4) resolved to the result s
 reductions with `exclude`, argmax's int32 result, clip's bounds as prim values, ... as
 TVM's relay_translator and Relax frontends write them. A Relay operator without a Relax
 counterpart (`NO_COUNTERPART`), an attribute value Relax cannot express, and constructs
-Relax dataflow blocks cannot hold (if, closures, calls of functions, references to
-global functions) are diagnostics at the offending expression.
+Relax cannot hold here (closures, calls of functions, references to global functions) are
+diagnostics at the offending expression.
+
+A function with `if` is taken in A-normal form (passes/to_a_normal_form.py: each value in the
+innermost scope of its uses): runs of top-level bindings become dataflow blocks, each `if` an
+R.If bound in a block of its own, its branches SeqExprs of non-dataflow bindings (named gv...,
+as TVM's BlockBuilder names bindings outside dataflow); a value used outside its dataflow block
+is emitted as an output.
 """
 
 from __future__ import annotations
