@@ -3,9 +3,13 @@
     python benchmarks/random_pipeline_compare.py [--modules 500] [--first 0]
         [--tvm-python PATH (default: $IRTOOL_TVM_PYTHON)] [--exclude kind,kind] [--workdir DIR] [--show 3]
 
-TVM generates each module (tests/zero_pipeline_random.py: conv2d, pooling, softmax,
-layer_norm, batch_norm, reductions, matmul, broadcasts of several ranks, reshape,
-transpose, split/concat, strided_slice, metadata and R.const constants, constant
+TVM generates each module (tests/zero_pipeline_random.py: conv2d (dilated, grouped,
+depthwise, NHWC, strided, transposed), pooling (strided, ceil_mode, count_include_pad,
+dilated, adaptive), softmax, layer_norm, batch_norm, reductions (argmax/argmin, min, prod),
+matmul, unary and binary math, comparisons and logic, integer bitwise ops, broadcasts of
+several ranks, reshape, transpose, split/concat, stack, expand_dims/squeeze, tile/repeat,
+take, gather_elements, strided_slice, pad (all modes), resize2d, one_hot, grid_sample,
+creation ops and *_like, dropout, batch_flatten, metadata and R.const constants, constant
 subexpressions, tuple outputs, symbolic batch for one module in four, a second function
 sometimes) and prints it; both sides run LegalizeOps, AnnotateTIROpPattern,
 FoldConstant, FuseOps, FuseTIR on that text. For each module the report gives the first

@@ -15,7 +15,8 @@ TVM 0.27's relax.transform.LegalizeOps (src/relax/transform/legalize_ops.cc), de
      (`irtool.codegen.call_te`): a PrimFunc built by `te.create_prim_func` from TOPI-like
      compute definitions, added to the module under TVM's name (`add`, `add1`, ...; a
      PrimFunc structurally equal to one already there is shared), and called with the
-     call's arguments and `out_ty` the computed shape.
+     call's arguments and `out_ty` the computed shape. `CALL_PACKED` operators (R.nonzero)
+     become `R.call_pure_packed` of TVM's runtime function whatever the shapes (FCallPacked).
   2. Calls of operators without a legalization (R.call_tir itself, R.shape_of, ...) or with
      unknown shapes stay as they are; bindings keep their variables (a variable changes only
      if its value's struct info does, TVM's ReEmitBinding).
@@ -35,6 +36,10 @@ from irtool.ir.expr import Op
 from irtool.ir.module import IRModule
 from irtool.ir.relax_visitor import ExprMutator
 from irtool.transform import ModulePass, register
+
+# Operators TVM 0.27 legalizes to `R.call_pure_packed` of a runtime function (FCallPacked), which
+# needs no known shapes (R.nonzero's result has a data-dependent length).
+CALL_PACKED = frozenset({"relax.nonzero"})
 
 
 def know_all_shape_values(sinfo) -> bool:
@@ -75,6 +80,8 @@ class _Legalizer(ExprMutator):
         if legalize is None:
             return call
         call = self._complete_metadata_constants(call)
+        if call.op.name in CALL_PACKED:  # TVM's FCallPacked: a runtime function, whatever the shapes
+            return legalize(self.bb, call)
         if not all(know_all_shape_values(a.struct_info) for a in call.args if not isinstance(a, Op)) or \
                 not know_all_shape_values(call.struct_info):
             return call

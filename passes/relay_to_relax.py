@@ -36,8 +36,14 @@ to broadcast, Relay's reshape codes (0, -1, -2, -3, -4) resolved to the result s
 reductions with `exclude`, argmax's int32 result, clip's bounds as prim values, ... as
 TVM's relay_translator and Relax frontends write them. A Relay operator without a Relax
 counterpart (`NO_COUNTERPART`), an attribute value Relax cannot express, and constructs
-Relax dataflow blocks cannot hold (if, closures, calls of functions, references to
-global functions) are diagnostics at the offending expression.
+Relax cannot hold here (closures, calls of functions, references to global functions) are
+diagnostics at the offending expression.
+
+A function with `if` is taken in A-normal form (passes/to_a_normal_form.py: each value in the
+innermost scope of its uses): runs of top-level bindings become dataflow blocks, each `if` an
+R.If bound in a block of its own, its branches SeqExprs of non-dataflow bindings (named gv...,
+as TVM's BlockBuilder names bindings outside dataflow); a value used outside its dataflow block
+is emitted as an output.
 """
 
 from __future__ import annotations
@@ -55,13 +61,15 @@ from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.expr import Op
 from irtool.ir.module import IRModule
-from irtool.ir.relax_visitor import deduce_struct_info
 from irtool.ir.types import ANY, TensorType, TupleType
-from irtool.ir.visitor import post_order
+from irtool.ir.visitor import free_vars, post_order
 from irtool.ops import registry
 from irtool.ops import relax as relax_ops
 from irtool.ops.transform import reshape_like_shape, reshape_shape
 from irtool.transform import ModulePass, register
+
+from ._relax_block_builder import _LEAVES, BlockBuilder, _Unsupported
+from .to_a_normal_form import to_a_normal_form
 
 # ----------------------------------------------------------------------------- building Relax
 
@@ -88,72 +96,6 @@ def prims(values) -> rx.Tuple:
 def f64(value: float) -> rx.PrimValue:
     """A Python float as TVM's Python API makes it a prim value: float64."""
     return rx.PrimValue(tir.FloatImm(float(value), "float64"))
-
-
-_LEAVES = (rx.Var, rx.Constant, rx.ShapeExpr, rx.PrimValue, rx.StringImm, rx.ExternFunc, Op, relay.GlobalVar)
-
-
-class _Unsupported(Exception):
-    """A Relay call Relax cannot express; becomes a diagnostic at the call."""
-
-
-class BlockBuilder:
-    """The part of TVM's relax.BlockBuilder the translator uses: one dataflow block,
-    `emit` / `emit_output` with TVM's normalisation (nested calls and projections in
-    arguments are bound first, left to right) and TVM's names (lv, lv1, ...; gv)."""
-
-    def __init__(self) -> None:
-        self.bindings: list[rx.VarBinding] = []
-        self._used: dict[str, int] = {}
-
-    def _name(self, base: str) -> str:
-        n = self._used.get(base, 0)
-        self._used[base] = n + 1
-        return base if n == 0 else f"{base}{n}"
-
-    def _deduce(self, e):
-        sinfo = deduce_struct_info(e, None)
-        if sinfo is None:
-            try:  # ask again for the message
-                si.deduce_call(e.op.name, [a.struct_info for a in e.args], e.attrs, list(e.args))
-            except si.StructInfoError as err:
-                raise _Unsupported(f"R.{e.op.name[len('relax.'):]}: {err}") from None
-            raise _Unsupported("cannot deduce the struct info of the Relax expression")
-        return sinfo
-
-    def normalize_arg(self, e):
-        if isinstance(e, _LEAVES):
-            return e
-        if isinstance(e, rx.Tuple):
-            return self.tuple_of([self.normalize_arg(f) for f in e.fields_])
-        return self.emit(e)
-
-    def tuple_of(self, fields) -> rx.Tuple:
-        t = rx.Tuple(fields)
-        t.struct_info = rx.TupleStructInfo([f.struct_info for f in fields])
-        return t
-
-    def normalize(self, e):
-        """Bind what must be bound inside `e` and give `e` its struct info."""
-        if isinstance(e, _LEAVES):
-            return e
-        if isinstance(e, rx.Call):
-            e = rx.Call(e.op, [self.normalize_arg(a) for a in e.args], e.attrs, e.sinfo_args)
-        elif isinstance(e, rx.TupleGetItem):
-            e = rx.TupleGetItem(self.normalize_arg(e.tuple_value), e.index)
-        elif isinstance(e, rx.Tuple):
-            return self.normalize_arg(e)
-        e.struct_info = self._deduce(e)
-        return e
-
-    def emit(self, e, output: bool = False) -> rx.Var:
-        e = self.normalize(e)
-        if output:
-            var = rx.Var(self._name("gv"), e.struct_info)
-        else:
-            var = rx.DataflowVar(self._name("lv"), e.struct_info)
-        self.bindings.append(rx.VarBinding(var, e))
-        return var
 
 
 # ----------------------------------------------------------------------------- types
@@ -236,25 +178,24 @@ DIRECT: dict[str, Direct] = {
     "reverse":                Direct("relax.flip"),
     "scatter_elements":       Direct("relax.scatter_elements"),
     "einsum":                 Direct("relax.einsum",               (("subscripts", "equation"),)),
+    "image.grid_sample":      Direct("relax.image.grid_sample"),
+    "vision.roi_align":       Direct("relax.vision.roi_align"),
+    "vision.roi_pool":        Direct("relax.vision.roi_pool"),
+    "vision.all_class_non_max_suppression": Direct("relax.vision.all_class_non_max_suppression"),
 }
 
-# Relay operators with no Relax operator and no exact composition of Relax operators.
+# Relay operators with no Relax operator and no exact composition of Relax operators (TVM 0.27).
 NO_COUNTERPART = {
-    "reinterpret": "Relax has no reinterpret operator",
-    "nn.lrn": "Relax has no LRN operator (TVM's ONNX frontend composes it from R.nn.avg_pool3d, which irtool's "
-              "Relax table lacks)",
+    "reinterpret": "TVM 0.27's Relax has no reinterpret operator (R.memory.view changes a tensor's dtype "
+                   "only as a VM builtin on its storage, which LegalizeOps leaves alone)",
+    "nn.lrn": "TVM 0.27's Relax has no LRN operator (its ONNX frontend composes it from R.nn.avg_pool3d, "
+              "which irtool's Relax table lacks)",
     **{op: "a shape computed at run time (Relax would take it as R.tensor_to_shape, which irtool's Relax table "
            "lacks)" for op in ("dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones",
                                "dyn.strided_slice", "dyn.tile")},
-    "argwhere": "an output length known only at run time (TVM 0.27's R.nonzero gives the transposed int64 "
-                "indices with a data-dependent shape, which irtool's Relax table lacks)",
-    "one_hot": "TVM 0.27's R.one_hot takes on/off values as PrimValues, which irtool's Relax table does not "
-               "declare yet",
-    **{op: f"TVM 0.27 has R.{op[len('vision.'):]} in R.vision, which irtool's Relax table does not declare yet"
-       for op in ("vision.roi_align", "vision.roi_pool", "vision.all_class_non_max_suppression")},
-    "image.grid_sample": "TVM 0.27 has R.image.grid_sample, which irtool's Relax table does not declare yet",
-    "unique": "TVM 0.27's R.unique returns outputs as long as the unique count (Relay's: as the input, with "
-              "num_unique), which irtool's Relax table does not declare yet",
+    "unique": "Relay's outputs are as long as the input, the tail past num_unique unspecified; TVM 0.27's "
+              "R.unique gives outputs of the unique count's length, known only at run time, and Relax "
+              "cannot pad them back to a static length",
     **{op: "TVM 0.27's Relax has no random-number generator (only R.multinomial_from_uniform, which samples "
            "at given uniform values)" for op in ("random.uniform", "random.normal", "random.multinomial")},
 }
@@ -675,6 +616,24 @@ def _resize2d(t, c, args):
                 out_dtype=at["out_dtype"])
 
 
+@special("one_hot")
+def _one_hot(t, c, args):
+    # Relax takes the on/off values as PrimValues of the result's dtype (Relay: scalar tensors and a dtype)
+    dtype = c.attrs["dtype"] or _dtype(args[1])
+    values = []
+    for arg, what in ((c.args[1], "one_hot's on_value"), (c.args[2], "one_hot's off_value")):
+        v = _scalar_constant(arg, what)
+        values.append(rx.PrimValue(tir.FloatImm(float(v), dtype) if dtype.startswith(("float", "bfloat"))
+                                   else tir.IntImm(int(v), dtype)))
+    return call("relax.one_hot", args[0], *values, depth=c.attrs["depth"], axis=c.attrs["axis"])
+
+
+@special("argwhere")
+def _argwhere(t, c, args):
+    # R.nonzero is argwhere transposed, int64 (Relay's: int32)
+    return call("relax.astype", call("relax.permute_dims", call("relax.nonzero", args[0])), dtype="int32")
+
+
 def translated_ops() -> list[str]:
     """The Relay operators this pass translates."""
     return sorted(set(DIRECT) | set(SPECIAL))
@@ -695,6 +654,8 @@ class _Translator:
             var = rx.Var(p.name_hint, struct_info_of_type(p.type_annotation or p.checked_type, p.span))
             self.env[id(p)] = var
             params.append(var)
+        if any(isinstance(n, relay.If) for n in post_order(fn.body, enter_functions=False)):
+            return self.function_with_ifs(to_a_normal_form(fn).body, params)
         body = fn.body
         while isinstance(body, relay.Let):  # let chains: value by value, in program order
             if isinstance(body.value, relay.Function):
@@ -706,6 +667,79 @@ class _Translator:
         seq = rx.SeqExpr([rx.DataflowBlock(self.bb.bindings)], gv)
         seq.struct_info = gv.struct_info
         return rx.Function(params, seq, gv.struct_info)
+
+    # -- Relay `if`: the function in A-normal form (each value in the innermost scope of its
+    # uses), its top-level bindings in dataflow blocks, each `if` an R.If in a block of its own
+    # with its branches' bindings outside dataflow; a value used outside its dataflow block is
+    # an output (gv)
+
+    def function_with_ifs(self, body: relay.Expr, params: list) -> rx.Function:
+        lets, result = _let_chain(body)
+        segment, k = [], 0
+        for i, (_, value) in enumerate(lets):  # runs of non-if bindings; each if on its own
+            k += isinstance(value, relay.If) or (i > 0 and isinstance(lets[i - 1][1], relay.If))
+            segment.append(k)
+        used_in = {}  # id(var) -> the segments (len(lets): the result) using it
+        for j, expr in enumerate([v for _, v in lets] + [result]):
+            for v in free_vars(expr):
+                used_in.setdefault(id(v), set()).add(segment[j] if j < len(lets) else -1)
+        blocks = []
+        for i, (var, value) in enumerate(lets):
+            if isinstance(value, relay.Function):
+                raise DiagnosticError("relay-to-relax: a let-bound function (closure) has no Relax counterpart",
+                                      value.span)
+            if isinstance(value, relay.If):
+                self._close_block(blocks, dataflow=False)
+                self.env[id(var)] = self.bb.emit(self.if_(value))
+                self._close_block(blocks, dataflow=True)
+                continue
+            escapes = bool(used_in.get(id(var), set()) - {segment[i]})
+            out = self.graph(value, is_root=escapes)
+            if escapes and (not isinstance(out, _LEAVES) or isinstance(out, rx.DataflowVar)):
+                out = self.bb.emit(out, output=True)  # constants and parameters need no binding
+            self.env[id(var)] = out
+        out = self.env[id(result)] if id(result) in self.env else self.graph(result, is_root=True)
+        if not isinstance(out, rx.Var) or isinstance(out, rx.DataflowVar):
+            out = self.bb.emit(out, output=True)
+        self._close_block(blocks, dataflow=True)
+        seq = rx.SeqExpr(blocks, out)
+        seq.struct_info = out.struct_info
+        return rx.Function(params, seq, out.struct_info)
+
+    def _close_block(self, blocks: list, dataflow: bool) -> None:
+        block = self.bb.take_block()
+        if block is not None and blocks and type(block) is rx.BindingBlock and type(blocks[-1]) is rx.BindingBlock:
+            blocks[-1] = rx.BindingBlock(list(blocks[-1].bindings) + list(block.bindings))  # ifs in a row
+        elif block is not None:
+            blocks.append(block)
+        self.bb.dataflow = dataflow
+
+    def if_(self, e: relay.If) -> rx.If:
+        cond = self.env.get(id(e.cond))
+        if cond is None:
+            cond = self.graph(e.cond, is_root=False)
+        branches = [self.branch(b) for b in (e.true_branch, e.false_branch)]
+        out = rx.If(cond, *branches, span=e.span)
+        out.struct_info = si.lca(branches[0].struct_info, branches[1].struct_info)
+        return out
+
+    def branch(self, e: relay.Expr) -> rx.SeqExpr:
+        """A branch (in A-normal form) as a SeqExpr of one non-dataflow block."""
+        outer, self.bb.bindings = self.bb.bindings, []
+        lets, result = _let_chain(e)
+        for var, value in lets:
+            if isinstance(value, relay.Function):
+                raise DiagnosticError("relay-to-relax: a let-bound function (closure) has no Relax counterpart",
+                                      value.span)
+            self.env[id(var)] = self.bb.emit(self.if_(value)) if isinstance(value, relay.If) else \
+                self.graph(value, is_root=False)
+        out = self.env[id(result)] if id(result) in self.env else self.graph(result, is_root=False)
+        if not isinstance(out, rx.Var):
+            out = self.bb.emit(out)
+        bindings, self.bb.bindings = self.bb.bindings, outer
+        seq = rx.SeqExpr([rx.BindingBlock(bindings)] if bindings else [], out)
+        seq.struct_info = out.struct_info
+        return seq
 
     def graph(self, root: relay.Expr, is_root: bool):
         """Convert the dataflow graph under `root` in post-DFS order. The root's value is
@@ -770,6 +804,14 @@ class _Translator:
             raise _Unsupported("no Relax counterpart is known for this operator")
         except _Unsupported as err:
             raise DiagnosticError(f"relay-to-relax: `{name}`: {err}", c.span) from None
+
+
+def _let_chain(e: relay.Expr) -> tuple[list, relay.Expr]:
+    lets = []
+    while isinstance(e, relay.Let):
+        lets.append((e.var, e.value))
+        e = e.body
+    return lets, e
 
 
 def translate_function(fn: relay.Function, name: str = "main") -> rx.Function:

@@ -103,6 +103,15 @@ CASES: list[tuple[str, str, str]] = [
     ("conv2d_transpose-out-dtype", "x:1x2x3x3:float16 w:2x2x3x3:float16",
      'R.nn.conv2d_transpose(x, w, out_dtype="float32")'),
     ("batch_flatten-sym", "x:nx3x2:float32", "R.nn.batch_flatten(x)"),
+    # regression (random zero-pipeline run): a dilation above the stride puts the kernel term first,
+    # `v_ry * 2 + v_yy`, as TVM's canonical form orders terms by descending scale
+    *[(f"conv2d-s{s}-d{d}", "x:1x2x9x9:float32 w:3x2x3x3:float32",
+       f"R.nn.conv2d(x, w, strides=[{s[0]}, {s[1]}], dilation=[{d[0]}, {d[1]}])")
+      for s, d in (((1, 1), (2, 3)), ((2, 1), (2, 2)), ((2, 3), (3, 2)), ((3, 1), (1, 3)))],
+    ("conv2d-dilated-sym", "x:nx2x6x6:float32 w:2x2x3x3:float32",
+     "R.nn.conv2d(x, w, padding=[2, 2, 2, 2], dilation=[2, 2])"),
+    ("conv2d-dilated-groups-nhwc", "x:1x6x6x4:float32 w:3x3x2x4:float32",
+     'R.nn.conv2d(x, w, dilation=[2, 1], groups=2, data_layout="NHWC", kernel_layout="HWIO")'),
 ]
 
 # Known gaps: TVM legalizes these, we leave the call as it is (none at the moment; avg_pool2d's

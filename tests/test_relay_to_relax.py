@@ -180,6 +180,24 @@ CASES = [
     ("scatter_nd", 'scatter_nd(%x, %i, %u, mode="add")', "x=4,3 i=1,2:int64 u=2,3",
      'p = R.permute_dims(i, [1, 0]); R.scatter_nd(x, p, u, reduction="add")'),
     ("einsum", 'einsum((%x, %y), equation="ij,jk->ik")', "x=2,3 y=3,4", 'R.einsum((x, y), subscripts="ij,jk->ik")'),
+    ("one_hot", "one_hot(%i, 1f, 0f, depth=4)", "i=2,3:int32",
+     'R.one_hot(i, relax.prim_value(tvm.tirx.FloatImm("float32", 1.0)), '
+     'relax.prim_value(tvm.tirx.FloatImm("float32", 0.0)), 4, -1)'),
+    ("one_hot-int", 'one_hot(%i, 5f, -1f, depth=3, axis=0, dtype="int64")', "i=3:int64",
+     'R.one_hot(i, relax.prim_value(tvm.tirx.IntImm("int64", 5)), relax.prim_value(tvm.tirx.IntImm("int64", -1)), '
+     '3, 0)'),
+    ("argwhere", "argwhere(%c)", "c=2,3:bool", 'R.astype(R.permute_dims(R.nonzero(c)), "int32")'),
+    ("image.grid_sample", "image.grid_sample(%x, %g)", "x=1,2,4,4 g=1,2,3,3",
+     "R.image.grid_sample(x, g, align_corners=True)"),
+    ("vision.roi_align", "vision.roi_align(%x, clip(%r, a_min=0f, a_max=0.9f), pooled_size=[2, 2], spatial_scale=4f, "
+     "sample_ratio=2)", "x=1,2,5,5 r=3,5",
+     "c = R.clip(r, 0.0, 0.9); R.vision.roi_align(x, c, (2, 2), 4.0, sample_ratio=2)"),
+    ("vision.roi_pool", 'vision.roi_pool(%x, clip(%r, a_min=0f, a_max=0.9f), pooled_size=[2, 3], spatial_scale=5f)',
+     "x=1,2,5,5 r=3,5", "c = R.clip(r, 0.0, 0.9); R.vision.roi_pool(x, c, (2, 3), 5.0)"),
+    ("vision.all_class_non_max_suppression", "%0 = vision.all_class_non_max_suppression(%b, %s, 2i64, 0.5f, 0f); "
+     "%0.0", "b=1,4,4 s=1,2,4",
+     't = R.vision.all_class_non_max_suppression(b, s, relax.const(2, "int64"), relax.const(0.5, "float32"), '
+     'relax.const(0.0, "float32")); t[0]'),
 ]
 
 CASE_IDS = [c[0] for c in CASES]
@@ -269,7 +287,7 @@ for case in json.load(open(sys.argv[1])):
         dims = [tvm.tirx.Var("d", "int64") if d == "?" else d for d in shape]
         params.append(relax.Var(name, relax.TensorType(dims, dtype)))
         env[name] = params[-1]
-    env.update(R=R, relax=relax, np=np)
+    env.update(R=R, relax=relax, np=np, tvm=tvm)
     bb = relax.BlockBuilder()
     with bb.function("main", params):
         with bb.dataflow():
@@ -490,17 +508,20 @@ ERRORS = [
     # (Relay function, message, caret line text)
     ("def @main(%x: Tensor[(1, 4, 2, 2), float32]) {\n  nn.lrn(%x, size=3)\n}",
      "2:3: error: relay-to-relax: `nn.lrn`: no Relax counterpart", "  ^~~~~~"),
-    ("def @main(%x: Tensor[(2, 3), float32]) {\n  argwhere(%x)\n}",
-     "2:3: error: relay-to-relax: `argwhere`: no Relax counterpart: an output length known only at run time",
-     "  ^~~~~~~~"),
-    ("def @main(%i: Tensor[(3), int32]) {\n  one_hot(%i, 1f, 0f, depth=4)\n}",
-     "2:3: error: relay-to-relax: `one_hot`: no Relax counterpart: TVM 0.27's R.one_hot", "  ^~~~~~~"),
+    ("def @main(%x: Tensor[(4), float32]) {\n  %0 = unique(%x);\n  %0.0\n}",
+     "2:8: error: relay-to-relax: `unique`: no Relax counterpart: Relay's outputs are as long as the input",
+     "       ^~~~~~"),
+    ("def @main() {\n  random.uniform(shape=[2], seed=3)\n}",
+     "2:3: error: relay-to-relax: `random.uniform`: no Relax counterpart: TVM 0.27's Relax has no random-number",
+     "  ^~~~~~~~~~~~~~"),
+    ("def @main(%i: Tensor[(3), int32], %on: float32) {\n  one_hot(%i, %on, 0f, depth=4)\n}",
+     "2:3: error: relay-to-relax: `one_hot`: one_hot's on_value must be scalar constants", "  ^~~~~~~"),
     ("def @main(%x: Tensor[(2, 3), float32]) {\n  argmax(%x, axis=[1], select_last_index=True)\n}",
      "2:3: error: relay-to-relax: `argmax`: `select_last_index=True` has no Relax counterpart", "  ^~~~~~"),
     ("def @main(%x: Tensor[(2, 3), float32], %i: Tensor[(2, 1), int32]) {\n  take(%x, %i, batch_dims=1, axis=1)\n}",
      "2:3: error: relay-to-relax: `take`: `batch_dims=1` has no Relax counterpart", "  ^~~~"),
-    ("def @main(%c: bool, %x: Tensor[(2), float32]) {\n  if (%c) { %x } else { negative(%x) }\n}",
-     "2:3: error: relay-to-relax: `if` has no Relax dataflow counterpart", "  ^~"),
+    ("def @main(%c: bool, %x: Tensor[(1, 4, 2, 2), float32]) {\n  if (%c) { nn.lrn(%x, size=3) } else { %x }\n}",
+     "2:13: error: relay-to-relax: `nn.lrn`: no Relax counterpart", "            ^~~~~~"),
     ("def @main(%x: Tensor[(2), float32]) {\n  let %f = fn (%y: Tensor[(2), float32]) { exp(%y) };\n  %f(%x)\n}",
      "2:7: error: relay-to-relax: a let-bound function (closure) has no Relax dataflow counterpart", "      ^~"),
     ("def @main(%x: Tensor[(2), float32]) {\n  %0 = fn (%y: Tensor[(2), float32]) { exp(%y) };\n  %0(%x)\n}",

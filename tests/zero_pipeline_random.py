@@ -39,6 +39,11 @@ KINDS = {
     "bin_0d": 1, "matmul": 2, "max_pool": 1, "avg_pool": 1, "adaptive_pool": 1, "softmax": 2, "layer_norm": 1, "batch_norm": 1,
     "reduce_keep": 2, "reduce_axis1": 1, "reshape": 2, "transpose": 1, "split_concat": 2, "slice_concat": 1,
     "concat_conv": 1, "const_fold": 2, "const_fold_exp": 1, "astype": 1, "where": 1, "clip": 1, "mlp_head": 1, "variance": 1,
+    # the wider set: more of what legalize-ops handles, and attribute forms
+    "unary_more": 2, "bin_more": 1, "logic": 1, "activation": 1, "conv_forms": 2, "conv_strided": 1,
+    "conv_transpose": 1, "pool_forms": 2, "pad_conv": 1, "resize": 1, "expand_squeeze": 1, "stack": 1,
+    "tile_slice": 1, "take": 1, "gather": 1, "arg_reduce": 1, "min_prod": 1, "broadcast": 1, "creation": 1,
+    "like": 1, "one_hot": 1, "grid_sample": 1, "norm_forms": 1, "flatten": 1, "dropout": 1, "int_math": 1, "pad_reflect": 1,
 }
 
 
@@ -63,7 +68,7 @@ def random_module(seed):
         with bb.function(name, params):
             with bb.dataflow():
                 pool = [p for p in params if p is not w]
-                small, flat = [], []
+                small, flat, other = [], [], []  # (B, C, 1, 1); 2-D; other shapes (outputs only)
                 n = rng.randint(3, 14)
                 for step in range(n):
                     kind = rng.choices(kinds, weights)[0]
@@ -152,13 +157,137 @@ def random_module(seed):
                         if rng.random() < 0.5:
                             flat.append(bb.emit(R.nn.softmax(flat[-1], axis=-1)))
                         continue
+                    elif kind == "unary_more":
+                        f = rng.choice([R.sin, R.cos, R.round, R.ceil, R.trunc, R.sign, R.square, R.sinh,
+                                        lambda x: R.rsqrt(R.add(R.abs(x), relax.const(1.0, "float32"))),
+                                        lambda x: R.log(R.add(R.abs(x), relax.const(1.0, "float32"))),
+                                        R.atan, lambda x: R.where(R.logical_not(R.isnan(x)), x,
+                                                                  relax.const(0.0, "float32"))])
+                        v = f(a)
+                    elif kind == "bin_more":
+                        f = rng.choice([R.floor_divide, R.floor_mod, R.power, R.mod])
+                        b = R.add(R.abs(rng.choice(pool)), relax.const(1.0, "float32"))
+                        v = f(R.abs(a), b) if f is R.power else f(a, b)
+                    elif kind == "logic":
+                        c1 = R.greater_equal(a, rng.choice(pool))
+                        c2 = rng.choice([R.less, R.not_equal, R.equal, R.less_equal])(a, const((H,)))
+                        v = R.where(rng.choice([R.logical_and, R.logical_or, R.logical_xor])(c1, c2), a, rng.choice(pool))
+                    elif kind == "activation":
+                        v = R.nn.leakyrelu(a, rng.choice([0.01, 0.2])) if rng.random() < 0.5 else R.nn.prelu(a, const((C,)))
+                    elif kind == "conv_forms":  # same size: dilation with padding, groups, NHWC
+                        form = rng.choice(["dilated", "groups", "depthwise", "nhwc", "rect"])
+                        if form == "dilated":
+                            v = R.nn.conv2d(a, const((C, C, 3, 3)), padding=2, dilation=2)
+                        elif form == "groups":
+                            v = R.nn.conv2d(a, const((C, C // 2, 3, 3)), padding=[1, 1, 1, 1], groups=2)
+                        elif form == "depthwise":
+                            v = R.nn.conv2d(a, const((C, 1, 3, 3)), padding=1, groups=C)
+                        elif form == "rect":
+                            v = R.nn.conv2d(a, const((C, C, 1, 3)), padding=[0, 1, 0, 1])
+                        else:
+                            t_ = bb.emit(R.permute_dims(a, [0, 2, 3, 1]))
+                            c = bb.emit(R.nn.conv2d(t_, const((3, 3, C, C)), padding=1, data_layout="NHWC",
+                                                    kernel_layout="HWIO"))
+                            v = R.permute_dims(c, [0, 3, 1, 2])
+                    elif kind == "conv_strided":  # half size, then back up by conv2d_transpose
+                        c = bb.emit(R.nn.conv2d(a, const((C, C, 3, 3)), strides=2, padding=1))
+                        v = R.nn.conv2d_transpose(c, const((C, C, 3, 3)), strides=2, padding=1, output_padding=1)
+                    elif kind == "conv_transpose":
+                        v = R.nn.conv2d_transpose(a, const((C, C, 3, 3)), padding=1)
+                    elif kind == "pool_forms":
+                        form = rng.choice(["stride", "ceil", "include", "max_dilated", "adaptive"])
+                        if form == "stride":
+                            p_ = bb.emit(R.nn.max_pool2d(a, pool_size=2, strides=2))
+                            v = R.image.resize2d(p_, (H, H), method="nearest_neighbor")
+                        elif form == "ceil":
+                            p_ = bb.emit(R.nn.avg_pool2d(a, pool_size=[3, 3], strides=[2, 2], ceil_mode=True))
+                            v = R.image.resize2d(p_, (H, H))
+                        elif form == "include":
+                            v = R.nn.avg_pool2d(a, pool_size=3, padding=1, count_include_pad=True)
+                        elif form == "max_dilated":
+                            v = R.nn.max_pool2d(a, pool_size=3, dilation=2, padding=2)
+                        else:
+                            other.append(bb.emit(R.nn.adaptive_avg_pool2d(a, output_size=[2, 3])))
+                            continue
+                    elif kind in ("pad_conv", "pad_reflect"):  # pad_reflect: the mode TOPI writes branchless
+                        mode = "reflect" if kind == "pad_reflect" else rng.choice(["constant", "reflect", "replicate"])
+                        p_ = bb.emit(R.nn.pad(a, [0, 0, 0, 0, 1, 1, 1, 1], pad_mode=mode, pad_value=0.5 if mode == "constant" else 0.0))
+                        v = R.nn.conv2d(p_, const((C, C, 3, 3)))
+                    elif kind == "resize":
+                        method = rng.choice(["linear", "nearest_neighbor", "cubic"])
+                        mode = rng.choice(["half_pixel", "align_corners", "asymmetric"])
+                        r_ = bb.emit(R.image.resize2d(a, (2 * H, 2 * H), method=method,
+                                                      coordinate_transformation_mode=mode))
+                        v = R.nn.max_pool2d(r_, pool_size=2, strides=2)
+                    elif kind == "expand_squeeze":
+                        ax = rng.choice([1, -1])
+                        e_ = bb.emit(R.expand_dims(a, [ax]))
+                        v = R.squeeze(R.exp(e_), [1 if ax == 1 else 4])
+                    elif kind == "stack":
+                        ax = rng.choice([1, 4])
+                        v = R.sum(R.stack([a, rng.choice(pool)], axis=ax), axis=[ax])
+                    elif kind == "tile_slice":
+                        if rng.random() < 0.5:
+                            t_ = bb.emit(R.tile(a, [1, 1, 1, 2]))
+                        else:
+                            t_ = bb.emit(R.repeat(a, 2, axis=3))
+                        v = R.strided_slice(t_, axes=[3], begin=[0], end=[2 * H], strides=[2])
+                    elif kind == "take":
+                        idx = relax.const(nrng.randint(0, H, (H,)).astype(rng.choice(["int64", "int32"])))
+                        v = R.take(a, idx, axis=rng.choice([2, 3]))
+                    elif kind == "gather":
+                        if B != 1:
+                            continue
+                        idx = relax.const(nrng.randint(0, H, full).astype("int64"))
+                        v = R.gather_elements(a, idx, axis=rng.choice([2, 3]))
+                    elif kind == "arg_reduce":
+                        f = rng.choice([R.argmax, R.argmin])
+                        v = R.add(a, R.astype(f(a, axis=1, keepdims=True), "float32"))
+                    elif kind == "min_prod":
+                        small.append(bb.emit(rng.choice([R.min, R.prod])(a, axis=[2, 3], keepdims=True)))
+                        continue
+                    elif kind == "broadcast":
+                        v = R.multiply(a, R.broadcast_to(const((1, C, 1, H)), full))
+                    elif kind == "creation":
+                        c = rng.choice([R.zeros((C, 1, 1), "float32"), R.ones((1, H), "float32"),
+                                        R.full((C, 1, H), relax.const(0.25, "float32"), "float32"),
+                                        R.arange(0, H, 1, "float32")])
+                        v = R.add(a, c)
+                    elif kind == "like":
+                        f = rng.choice([lambda x: R.zeros_like(x), lambda x: R.ones_like(x),
+                                        lambda x: R.full_like(x, relax.const(0.5, "float32"))])
+                        v = R.add(a, f(a))
+                    elif kind == "one_hot":
+                        i_ = bb.emit(R.argmax(a, axis=3))
+                        v = R.multiply(a, R.one_hot(i_, relax.prim_value(tvm.tirx.FloatImm("float32", 1.0)),
+                                                    relax.prim_value(tvm.tirx.FloatImm("float32", 0.0)), H, -1))
+                    elif kind == "grid_sample":
+                        g_ = bb.emit(R.tanh(R.strided_slice(a, axes=[1], begin=[0], end=[2])))
+                        method, pad = rng.choice([("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros")])
+                        v = R.image.grid_sample(a, g_, method=method, padding_mode=pad, align_corners=rng.random() < 0.5)
+                    elif kind == "norm_forms":
+                        if rng.random() < 0.5:
+                            v = R.nn.layer_norm(a, const((H, H)), const((H, H)), axes=[2, 3], epsilon=1e-3)
+                        else:
+                            v = R.nn.softmax(a, axis=1)
+                    elif kind == "flatten":
+                        flat.append(bb.emit(R.nn.batch_flatten(a)))
+                        continue
+                    elif kind == "dropout":
+                        d_ = bb.emit(R.nn.dropout(a, 0.3))
+                        v = relax.TupleGetItem(d_, 0)
+                    elif kind == "int_math":
+                        i_ = bb.emit(R.astype(R.multiply(a, relax.const(4.0, "float32")), "int32"))
+                        j_ = bb.emit(rng.choice([R.bitwise_and, R.bitwise_or, R.bitwise_xor, R.maximum])(
+                            i_, relax.const(np.array(3, "int32"))))
+                        v = R.astype(j_, "float32")
                     direct = step == n - 1 and rng.random() < 0.5
                     pool.append((bb.emit_output if direct else bb.emit)(v))
                 outs = [pool[-1]]
                 for v in rng.sample(pool[1:-1], max(0, min(len(pool) - 2, rng.randint(0, 2)))):
                     if v not in outs:
                         outs.append(v)
-                for extra in (small, flat):
+                for extra in (small, flat, other):
                     if extra and rng.random() < 0.5:
                         outs.append(extra[-1])
                 outs = [o if not isinstance(o, relax.DataflowVar) else bb.emit_output(o) for o in outs]

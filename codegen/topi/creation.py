@@ -146,6 +146,34 @@ def _reflect_index(v: tir.Var, before: int, m: int) -> tuple:
     return sub(c(m), b), tir.BinOp("min", neg, o), tir.BinOp("max", neg, o)
 
 
+def _reflect_index_symbolic(v: tir.Var, n: tir.Var) -> tuple:
+    """`_reflect_index` on an unpadded axis of symbolic size n (m = n - 1), as TVM's simplifier
+    writes it: `n - Select(1 <= n - A, n - A - 1, A + 1 - n) - 1` with A = abs(v)."""
+    def bop(op, a, b):
+        return tir.BinOp(op, a, b)
+
+    one, zero = tb.const(1, v.dtype), tb.const(0, v.dtype)
+    neg = bop("sub", zero, v)
+    a = tir.Select(bop("le", zero, v), v, neg)
+    b = tir.Select(bop("le", one, bop("sub", n, a)), bop("sub", bop("sub", n, a), one),
+                   bop("sub", bop("add", a, one), n))
+    return bop("sub", bop("sub", n, b), one), bop("min", neg, v), bop("max", neg, v)
+
+
+def _reflect_range_symbolic(v: tir.Var, n: tir.Var) -> tir.Range:
+    """The read region of `_reflect_index_symbolic` (TVM's: B's bounds with m = n - 1 folded,
+    the extent's + 1 moved into the max)."""
+    def bop(op, a, b):
+        return tir.BinOp(op, a, b)
+
+    _, lo, hi = _reflect_index_symbolic(v, n)
+    one, two = tb.const(1, v.dtype), tb.const(2, v.dtype)
+    b_max = bop("max", bop("sub", bop("add", hi, one), n), bop("sub", bop("sub", n, lo), one))
+    b_min = bop("min", bop("sub", bop("add", lo, one), n), bop("sub", bop("sub", n, hi), one))
+    top = bop("max", bop("sub", bop("add", hi, two), n), bop("sub", n, lo))
+    return tir.Range(bop("sub", bop("sub", n, b_max), one), bop("sub", top, b_min))
+
+
 def reflect_pad(data: te.Tensor, pad_before, pad_after) -> te.Tensor:
     """TOPI's reflect_pad (constant sizes, every pad below its size). The read region is TVM's
     IntSet of the index, each Select relaxed to both branches: with A = abs(v - before) in
@@ -158,11 +186,15 @@ def reflect_pad(data: te.Tensor, pad_before, pad_after) -> te.Tensor:
         return a if isinstance(b, tir.IntImm) and b.value == 0 else tir.BinOp("sub", a, b)
 
     def element(*idx):
-        return data(*[_reflect_index(v, int(b), s - 1)[0] for v, b, s in zip(idx, pad_before, sizes)])
+        return data(*[_reflect_index(v, int(b), s - 1)[0] if s is not None else _reflect_index_symbolic(v, d)[0]
+                      for v, b, s, d in zip(idx, pad_before, sizes, data.shape)])
 
     out = te.compute(_padded_shape(data, pad_before, pad_after), element, name="ReflectPadInput")
     ranges = []
-    for iv, b, s in zip(out.op.axis, pad_before, sizes):
+    for iv, b, s, d in zip(out.op.axis, pad_before, sizes, data.shape):
+        if s is None:
+            ranges.append(_reflect_range_symbolic(iv.var, d))
+            continue
         m = tb.const(s - 1, iv.var.dtype)
         _, lo, hi = _reflect_index(iv.var, int(b), s - 1)
         b_max = tir.BinOp("max", sub(hi, m), sub(m, lo))
@@ -198,5 +230,10 @@ def _nn_pad(bb, call):
 
 
 def _reflect_in_range(shape, before, after) -> bool:
-    sizes = [const_int(d) for d in shape]
-    return all(s is not None and 0 <= int(b) < s and 0 <= int(a) < s for s, b, a in zip(sizes, before, after))
+    """Every pad below its size; an axis of symbolic size (a bare variable) only unpadded."""
+    def ok(d, b, a) -> bool:
+        s = const_int(d)
+        if s is None:
+            return isinstance(d, tir.Var) and int(b) == 0 and int(a) == 0
+        return 0 <= int(b) < s and 0 <= int(a) < s
+    return all(ok(d, b, a) for d, b, a in zip(shape, before, after))

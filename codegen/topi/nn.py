@@ -105,7 +105,9 @@ def conv(inp: te.Tensor, filt: te.Tensor, stride, padding, dilation, groups: int
             channel = rc.var
         else:
             channel = tb.add(tb.mul(tb.floordiv(ff, num_filter.value // groups), in_per_group.value), rc.var)
-        data_idx = [nn, channel] + [tb.add(tb.mul(di, s), tb.mul(r.var, d))
+        # TVM's canonical form orders the terms by descending scale (stable): `ry * 2 + yy`
+        data_idx = [nn, channel] + [tb.add(tb.mul(r.var, d), tb.mul(di, s)) if d > s else
+                                    tb.add(tb.mul(di, s), tb.mul(r.var, d))
                                     for di, s, r, d in zip(spatial, strides, rs, dilations)]
         kern_idx = [ff, rc.var] + [r.var for r in rs]
         return te.sum(tb.mul(tb.cast(out_dtype, temp(*[data_idx[i] for i in data_from])),

@@ -19,6 +19,7 @@ the input at indices that TVM's simplifier prints in canonical form (`canonical.
     tile           T_tile                    x[ax % dim]
     repeat         T_repeat                  x[ax // repeats] (after a T_reshape without an axis)
     where          T_where                   Select(0 < cast(int, c), x, y), broadcast
+    one_hot        T_one_hot                 Select(indices[ax without axis] == ax[axis], on, off)
 """
 
 from __future__ import annotations
@@ -499,3 +500,36 @@ def _repeat(bb, call):
 
 
 register_legalize("relax.where", lambda bb, call: bb.call_te(where, *call.args))
+
+
+def one_hot(indices: te.Tensor, on_value, off_value, depth: int, axis: int, dtype: str) -> te.Tensor:
+    """TOPI's one_hot: the output has `depth` inserted at `axis` (-1: last)."""
+    true_axis = len(indices.shape) if axis == -1 else axis
+    oshape = list(indices.shape)
+    oshape.insert(true_axis, depth)
+    on, off = tb.cast(dtype, on_value), tb.cast(dtype, off_value)
+
+    def element(ax):
+        index = indices(*[a for i, a in enumerate(ax) if i != true_axis])
+        return tb.select(tb.eq(index, ax[true_axis]), on, off)
+
+    return te.compute_ax(oshape, element, name="T_one_hot", tag="injective")
+
+
+@register_legalize("relax.one_hot")
+def _one_hot(bb, call):
+    if int(call.attrs["axis"]) < -1:  # TOPI reads only -1 as "last" (TVM 0.27 builds a wrong shape)
+        return call
+    on, off = (a.value for a in call.args[1:3])
+    return bb.call_te(one_hot, call.args[0], on, off, int(call.attrs["depth"]), int(call.attrs["axis"]), on.dtype)
+
+
+@register_legalize("relax.nonzero")
+def _nonzero(bb, call):
+    # TVM 0.27: a packed runtime function (the result's length is known only at run time)
+    from irtool.ir.expr import Op
+
+    out = rx.Call(Op.get("relax.call_pure_packed"), [rx.ExternFunc("relax.run.nonzero"), call.args[0]], None,
+                  [call.struct_info])
+    out.struct_info = call.struct_info
+    return out

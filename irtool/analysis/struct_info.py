@@ -21,6 +21,7 @@ from ..ir.relax import (
     FuncStructInfo,
     ObjectStructInfo,
     PrimStructInfo,
+    PrimValue,
     ShapeStructInfo,
     StructInfo,
     TensorStructInfo,
@@ -165,9 +166,17 @@ def _deduce_fresh(op, op_name: str, args_sinfo: list, attrs, arg_exprs) -> Struc
         raise StructInfoError(f"{op_name} takes {want} arguments ({', '.join(op.arg_names)}), "
                               f"got {len(args_sinfo)}")
     try:
-        return _deduce_call(op, args_sinfo, arg_exprs, attr_dict)
+        out = _deduce_call(op, args_sinfo, arg_exprs, attr_dict)
     except (OverflowError, ValueError) as err:  # attribute values no shape can hold (inf, 1e400...)
         raise StructInfoError(f"invalid attribute value ({err})") from None
+    if op.dtype_from_prim is not None:  # R.one_hot: the result has the on_value's dtype
+        i = op.dtype_from_prim
+        sinfo = args_sinfo[i]
+        dtype = sinfo.dtype if isinstance(sinfo, PrimStructInfo) else ""
+        if not dtype and arg_exprs is not None and isinstance(arg_exprs[i], PrimValue):
+            dtype = arg_exprs[i].value.dtype
+        out = _with_dtypes(out, iter([dtype] * len(_dtypes(out, []))))
+    return out
 
 
 def _deduce_call(op, args_sinfo: list, arg_exprs, attr_dict: dict) -> StructInfo:

@@ -70,7 +70,7 @@ def eval_prim(e, env: dict):
 class RelaxInterpreter:
     def __init__(self, mod: IRModule, packed_funcs: dict | None = None, poison: bool = False) -> None:
         self.mod = mod
-        self.packed_funcs = packed_funcs or {}
+        self.packed_funcs = {**_RUNTIME_FUNCS, **(packed_funcs or {})}
         # checking mode of the memory operators: storage handed out again or killed is poisoned
         self.poison = poison
 
@@ -84,6 +84,8 @@ class RelaxInterpreter:
         env: dict[int, object] = {}
         shape_env: dict[int, int] = {}
         for p, a in zip(fn.params, args, strict=True):
+            if isinstance(a, np.generic):  # a NumPy scalar (a Relay bool condition) is a 0-d tensor
+                a = np.asarray(a)
             self.match(a, p.struct_info, shape_env, f"argument `{p.name_hint}` of `{name}`", bind=True)
             env[id(p)] = a
         result = self.seq(fn.body, env, shape_env)
@@ -192,7 +194,7 @@ class RelaxInterpreter:
             try:
                 if op.name in relax_memory.MEMORY_OPS:
                     return relax_memory.evaluate(op.name, args, self.poison)
-                return relax_ops.evaluate(op.name, args, call.attrs)
+                return relax_ops.evaluate(op.name, args, call.attrs, [_dtype_of(a) for a in call.args])
             except (ValueError, TypeError, IndexError) as err:
                 raise DiagnosticError(f"`{op.name}` failed: {err}", call.span) from None
         callee = self.eval(op, env, shape_env) if not isinstance(op, GlobalVar) else FunctionValue(op.name_hint)
@@ -252,6 +254,16 @@ class RelaxInterpreter:
         return impl(*[self.eval(a, env, shape_env) for a in call.args[1:]])
 
 
+def _nonzero(x):
+    from ..ops.relax_bridge import _nonzero as nonzero
+
+    return nonzero(x)
+
+
+# TVM's runtime functions that its LegalizeOps calls with R.call_pure_packed (R.nonzero's)
+_RUNTIME_FUNCS = {"relax.run.nonzero": _nonzero}
+
+
 def _describe(value) -> str:
     if isinstance(value, np.ndarray):
         return f"array{list(value.shape)} {value.dtype}"
@@ -292,3 +304,10 @@ def random_input(sinfo, rng, span=None):
     if sinfo.dtype.startswith(("int", "uint")):
         return rng.integers(0, 10, size=shape).astype(sinfo.dtype)
     return rng.standard_normal(shape).astype(sinfo.dtype)
+
+
+def _dtype_of(e) -> str | None:
+    """The dtype of a prim or tensor argument (R.one_hot's result takes its on_value's)."""
+    if isinstance(e, rx.PrimValue):
+        return getattr(e.value, "dtype", None)
+    return getattr(getattr(e, "struct_info", None), "dtype", None)

@@ -31,6 +31,9 @@ Each `RelaxOp` says how a Relax call is written and what it means:
                 from Relay's v0.19 (resize2d's integer division only where it floors).
     positional_attrs  attributes TVM's Python API also takes positionally after the arguments,
                 in its parameter order (`R.astype(x, "float16")`, `R.cumsum(x, 1)`).
+    dtype_from_prim  the index of the prim argument whose dtype is the result's (R.one_hot's on_value): the
+                relation sees the prim as a float32 scalar and the dtype is set afterwards; the reference
+                gets that argument (and the other prims) as 0-d arrays of their dtypes.
     sym_rel     a relation on symbolic values, for results no sentinel fit can express: it
                 takes dims and prim values as ints or TIR expressions (None: unknown) and returns
                 the result type with TIR dims, or None to leave the call to the generic way.
@@ -40,19 +43,21 @@ Each `RelaxOp` says how a Relax call is written and what it means:
 works on and back (symbolic dimensions included); `evaluate` runs the reference for the Relax
 interpreter.
 
-Registry (Relay) operators with no Relax counterpart in TVM 0.27, Relay-only:
+Registry (Relay) operators with no Relax operator of their own, Relay-only:
     reinterpret, copy, annotation.stop_fusion, nn.bias_add, nn.dense, nn.matmul, nn.batch_matmul,
     nn.global_avg_pool2d, nn.global_max_pool2d, nn.lrn,
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile,
-    argwhere, one_hot, vision.roi_align, vision.roi_pool, vision.all_class_non_max_suppression,
-    image.grid_sample, unique, random.uniform, random.normal, random.multinomial
+    argwhere, unique, random.uniform, random.normal, random.multinomial
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
-R.max over the spatial axes ...; the dyn.* ops' shapes would be R.tensor_to_shape values. TVM 0.27
-has R.nonzero (argwhere transposed, int64), R.one_hot (on/off values as PrimValues),
-R.vision.roi_align, R.vision.roi_pool, R.vision.all_class_non_max_suppression,
-R.image.grid_sample and R.unique (whose outputs have the unique count's length, not N);
-this table does not declare them yet. TVM 0.27's Relax has no random-number generator: only
-R.multinomial_from_uniform, which samples at given uniform values.)
+R.max over the spatial axes, argwhere as R.nonzero transposed and cast ...; the dyn.* ops' shapes
+would be R.tensor_to_shape values. TVM 0.27's R.unique gives outputs of the unique count's length
+(Relay's: of the input's) and its Relax has no random-number generator: only
+R.multinomial_from_uniform, which samples at given uniform values. passes/relay_to_relax.py
+says, per operator, why it has no translation.)
+R.one_hot, R.image.grid_sample and R.vision.roi_align / roi_pool / all_class_non_max_suppression
+reuse their Relay operators' relations and references; TVM 0.27's Relax differs in: one_hot's
+on/off values are PrimValues giving the result's dtype and any negative axis counts from the end;
+roi_align's `aligned` (no 1x1 minimum roi size); roi_pool takes NCHW only.
 So is reshape_like (relay-to-relax writes it as R.reshape to the operands' dims).
 `RELAY_ONLY` lists them; a test keeps it in step with the registry.
 
@@ -78,7 +83,7 @@ from typing import Any
 
 from ..ir.expr import Attrs, TypedScalar
 from ..ir.types import ANY, TensorType
-from . import registry
+from . import registry, vision
 from . import relax_scan_sort as scan_sort
 from .common import np, tensor_arg
 from .nn import _pad4, _pair
@@ -105,12 +110,16 @@ from .relax_bridge import (
     _layer_norm_rel,
     _matmul,
     _matmul_rel,
+    _nonzero,
+    _nonzero_rel,
+    _one_hot,
     _pad,
     _reduce,
     _repeat,
     _reshape,
     _reshape_sym,
     _resize2d,
+    _roi_pool_rel,
     _scatter_nd,
     _shape_of,
     _shape_of_rel,
@@ -132,8 +141,7 @@ RELAY_ONLY = ("reinterpret", "copy", "annotation.stop_fusion", "nn.bias_add", "n
               "reshape_like",  # relay-to-relax: R.reshape to the operands' dims
               "nn.batch_matmul", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
               "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile",
-              "argwhere", "one_hot", "vision.roi_align", "vision.roi_pool", "vision.all_class_non_max_suppression",
-              "image.grid_sample", "unique", "random.uniform", "random.normal", "random.multinomial")
+              "argwhere", "unique", "random.uniform", "random.normal", "random.multinomial")
 
 
 # ----------------------------------------------------------------------------- the declaration
@@ -155,6 +163,7 @@ class RelaxOp:
     sym_rel: Callable | None = None
     positional_attrs: tuple[str, ...] = ()
     ref_options: tuple[tuple[str, Any], ...] = ()
+    dtype_from_prim: int | None = None
     _specs: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -451,7 +460,8 @@ _op("relax.nn.softmax",         "data",                          (_A("axis", "in
 _op("relax.nn.log_softmax",     "data",                          (_A("axis", "int", -1),), "nn.log_softmax",
     float_only=True)
 _op("relax.nn.dropout",         "data",                          (_A("rate", "float", 0.5),), "nn.dropout")
-_op("relax.nn.pad",             "data",                          PAD,          "nn.pad",           convert=_pad)
+_op("relax.nn.pad",             "data",                          PAD,          "nn.pad",           convert=_pad,
+    positional_attrs=("pad_width", "pad_mode", "pad_value"))
 _op("relax.nn.prelu",           "data alpha",                    (_A("axis", "int", 1),), "nn.prelu")
 _op("relax.nn.batch_flatten",   "data",                          (),           "nn.batch_flatten")
 _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d,
@@ -486,6 +496,25 @@ _op("relax.argsort",            "data",                          SORT + (_A("dty
 _op("relax.topk",               "data",                          TOPK,         "topk",  rel=scan_sort._topk_rel,
     ref=scan_sort._topk, sym_rel=scan_sort._topk_sym,
     positional_attrs=("k", "axis", "ret_type", "largest", "dtype"))
+# TVM 0.27's counterparts of Relay's one_hot, argwhere, image.grid_sample and the vision ops (relay-to-relax
+# maps them): one_hot's on/off values are PrimValues whose dtype is the result's; R.nonzero is argwhere
+# transposed, int64, of a length known only at run time (its struct info keeps the rank only)
+GRID_SAMPLE = (_A("method", "str", "bilinear"), _A("layout", "str", "NCHW"), _A("padding_mode", "str", "zeros"),
+               _A("align_corners", "bool", False))
+ROI_ALIGN = (_A("pooled_size", "ints", REQUIRED, _pair), _A("spatial_scale", "float"), _A("sample_ratio", "int", -1),
+             _A("aligned", "bool", False), _A("layout", "str", "NCHW"), _A("mode", "str", "avg"))
+ROI_POOL = (_A("pooled_size", "ints", REQUIRED, _pair), _A("spatial_scale", "float"), _A("layout", "str", "NCHW"))
+_op("relax.one_hot",            "indices on_value:prim off_value:prim", (_A("depth", "int"), _A("axis", "int", -1)),
+    "one_hot", convert=_one_hot, dtype_from_prim=1)
+_op("relax.nonzero",            "x",                             (),           None,  rel=_nonzero_rel, ref=_nonzero)
+_op("relax.image.grid_sample",  "data grid",                     GRID_SAMPLE,  "image.grid_sample")
+_op("relax.vision.roi_align",   "data rois",                     ROI_ALIGN,    "vision.roi_align",
+    ref=lambda data, rois, **at: vision._roi_align(data, rois, **at))
+_op("relax.vision.roi_pool",    "data rois",                     ROI_POOL,     "vision.roi_pool",
+    rel=_roi_pool_rel, ref=lambda data, rois, **at: vision._roi_pool(data, rois, **at))
+_op("relax.vision.all_class_non_max_suppression",
+    "boxes scores max_output_boxes_per_class iou_threshold score_threshold",
+    (_A("output_format", "str", "onnx"),),                     "vision.all_class_non_max_suppression")
 
 
 # ----------------------------------------------------------------------------- API
@@ -570,13 +599,14 @@ def _as_number(v):
     return v
 
 
-def evaluate(call_op_name: str, arg_values: list, attrs) -> Any:
+def evaluate(call_op_name: str, arg_values: list, attrs, arg_dtypes: list | None = None) -> Any:
     """Run the reference of a Relax call: tensors are NumPy arrays, tuples of tensors tuples of
-    arrays, shapes tuples of ints, prim values numbers. Returns an array, a tuple of arrays,
-    or (R.shape_of) a tuple of ints."""
+    arrays, shapes tuples of ints, prim values numbers (with `arg_dtypes`, the arguments' dtypes,
+    0-d arrays of their dtype for an op whose result dtype is a prim's). Returns an array, a
+    tuple of arrays, or (R.shape_of) a tuple of ints."""
     op = get(call_op_name)
     args = []
-    for kind, v in zip(op.arg_kinds, arg_values):
+    for i, (kind, v) in enumerate(zip(op.arg_kinds, arg_values)):
         if kind == "tensor":
             v = np.asarray(v)
         elif kind == "tensors":
@@ -585,6 +615,10 @@ def evaluate(call_op_name: str, arg_values: list, attrs) -> Any:
             v = tuple(int(_as_number(x)) for x in v)
         elif kind == "prim":
             v = _as_number(v)
+            if op.dtype_from_prim is not None:
+                if not arg_dtypes or not arg_dtypes[i]:
+                    raise ValueError(f"{call_op_name} needs the dtypes of its prim arguments")
+                v = np.asarray(v, dtype=arg_dtypes[i])
         args.append(v)
     with np.errstate(all="ignore"):
         return op.run(args, _attr_dict(op, attrs))

@@ -6,6 +6,7 @@ counterpart to reuse (matmul, expand_dims, split, variance, layer_norm, batch_no
 from __future__ import annotations
 
 from ..ir import tir
+from ..ir.expr import Attrs
 from ..ir.types import ANY, TensorType, TupleType
 from . import registry
 from .common import broadcast_shapes, fmt_shape, fmt_type, np, same_dtype, tensor_arg
@@ -539,3 +540,44 @@ def _shape_of_rel(args, attrs):
 
 def _shape_of(x):
     return ShapeResult(tuple(int(d) for d in x.shape))
+
+
+# ----------------------------------------------------------------------------- one_hot, nonzero
+
+
+def _one_hot(args, at, ctx):
+    """R.one_hot's on/off PrimValues as Relay's scalar tensors: in evaluation they come as 0-d
+    arrays of their dtype; in inference as numbers, typed float32 until `dtype_from_prim` sets
+    the result's dtype from the on_value's struct info."""
+    def scalar(v):
+        return v if isinstance(v, (np.ndarray, TensorType)) else ctx.scalar(v, "float32")
+    dtype = ctx.dtype(args[0])
+    if dtype and not dtype.startswith(("int", "uint")):
+        raise TypeRelError(f"one_hot needs integer indices, got dtype {dtype}")
+    ndim = len(ctx.shape(args[0])) + 1
+    axis = at["axis"]
+    if -ndim <= axis < -1:  # Relax counts any negative axis from the end (Relay only -1)
+        axis += ndim
+    return [args[0], scalar(args[1]), scalar(args[2])], {"depth": at["depth"], "axis": axis, "dtype": ""}
+
+
+def _roi_pool_rel(args, at):
+    """TVM 0.27's InferTypeROIPool: NCHW only (Relay's roi_pool takes NHWC too)."""
+    if at["layout"] != "NCHW":
+        raise TypeRelError(f'ROIPool only supports NCHW layout, got "{at["layout"]}"')
+    relay_def = registry.get("vision.roi_pool")
+    return relay_def.type_rel(args, relay_def.make_attrs(Attrs(dict(at))))
+
+
+def _nonzero_rel(args, at):
+    """TVM's InferStructInfoNonzero: int64, (ndim, count), the count known only at run time."""
+    x = tensor_arg(args, 0, "x")
+    return TensorType((len(x.shape), ANY), "int64")
+
+
+def _nonzero(x):
+    """NumPy's nonzero stacked: one row per axis (argwhere transposed), int64."""
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return np.zeros((0, int(bool(x))), np.int64)
+    return np.stack(np.nonzero(x)).astype(np.int64).reshape(x.ndim, -1)

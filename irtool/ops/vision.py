@@ -66,16 +66,23 @@ def _bilinear(image, ys, xs):
     return np.where(outside, 0.0, (1 - ly) * bottom + ly * top)
 
 
-def _roi_align(data, rois, pooled_size, spatial_scale, sample_ratio=-1, layout="NCHW", mode="avg"):
+def _roi_align(data, rois, pooled_size, spatial_scale, sample_ratio=-1, layout="NCHW", mode="avg", aligned=False):
+    """`aligned` is Relax's (TVM 0.27's TOPI): the roi keeps its size, even below one pixel (no
+    half-pixel shift); a bin without samples is 0 (avg) or the dtype's lowest value (max)."""
     image = data.transpose(0, 3, 1, 2) if layout == "NHWC" else data
     ph, pw = pooled_size
     out = np.zeros((rois.shape[0], image.shape[1], ph, pw), np.float64)
     for r, roi in enumerate(rois.astype(np.float64)):
         x0, y0, x1, y1 = roi[1:5] * spatial_scale
-        roi_h, roi_w = max(y1 - y0, 1.0), max(x1 - x0, 1.0)  # malformed rois become 1x1
+        roi_h, roi_w = y1 - y0, x1 - x0
+        if not aligned:  # malformed rois become 1x1
+            roi_h, roi_w = max(roi_h, 1.0), max(roi_w, 1.0)
         bin_h, bin_w = roi_h / ph, roi_w / pw
         gh = sample_ratio if sample_ratio > 0 else math.ceil(roi_h / ph)
         gw = sample_ratio if sample_ratio > 0 else math.ceil(roi_w / pw)
+        if gh <= 0 or gw <= 0:
+            out[r] = 0.0 if mode == "avg" else np.finfo(data.dtype).min
+            continue
         sub_y, sub_x = (np.arange(gh) + 0.5) * bin_h / gh, (np.arange(gw) + 0.5) * bin_w / gw
         for i in range(ph):
             for j in range(pw):
