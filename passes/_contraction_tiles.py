@@ -42,6 +42,9 @@ from irtool.ir.tir_visitor import StmtExprMutator, substitute
 # panels are read this many times or more (the packing is one pass over W)
 RUNTIME_PACK_STRIDE = 1024
 RUNTIME_PACK_REUSE = 16
+# the reduction length up to which a contraction whose output rows are contiguous in one operand
+# takes its lanes along them (stores whole vectors) rather than along the weight's panels
+DATA_VECTOR_MAX_REDUCTION = 64
 # the A rows one chunk of row tiles reads: a share of the L2 cache, beside a W panel
 A_CHUNK_BYTES = 512 * 1024
 
@@ -154,43 +157,50 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     if not (isinstance(product, tir.BinOp) and product.op == "mul" and product.dtype == dtype):
         return False
     params = {buf: k for k, (_, buf) in enumerate(sch.func.buffer_map)}
-    for weight, other in ((product.b, product.a), (product.a, product.b)):
-        if isinstance(weight, tir.BufferLoad) and weight.buffer in params and weight.buffer.dtype == dtype \
-                and all(isinstance(i, tir.Var) for i in weight.indices) \
-                and len(set(weight.indices)) == len(weight.indices) \
-                and not any(ld.buffer is weight.buffer for ld in _loads(other)):
-            break
-    else:
-        return False
-    w_buf = weight.buffer
-    # another block reading W as it is: W's layout cannot change
-    shared = any(r.block is not block and _mentions(r.block, w_buf) for r, _ in _realizes(sch.func.body)
-                 if r is not sch.func.body)
-    vs = [s for s in spatial if s in weight.indices and not _uses(other, s)]
-    rs = [s for s in spatial if s not in weight.indices and _uses(other, s)]
-    if not vs or any(not isinstance(i, tir.Var) or (i not in spatial and i not in reduce) for i in weight.indices):
-        return False
-    v = vs[-1]
-    r = rs[-1] if rs else None
     lanes = max(config.vector_bits // _dtype_bits(dtype), 1)
     registers = 32 if config.vector_bits >= 512 else 16
+    data_vector = _data_vector_roles(product, spatial, reduce, extent_of, lanes)
+    if data_vector is not None:
+        weight, other, v, r = data_vector
+    else:
+        for weight, other in ((product.b, product.a), (product.a, product.b)):
+            if isinstance(weight, tir.BufferLoad) and weight.buffer in params and weight.buffer.dtype == dtype \
+                    and all(isinstance(i, tir.Var) for i in weight.indices) \
+                    and len(set(weight.indices)) == len(weight.indices) \
+                    and not any(ld.buffer is weight.buffer for ld in _loads(other)):
+                break
+        else:
+            return False
+        vs = [s for s in spatial if s in weight.indices and not _uses(other, s)]
+        rs = [s for s in spatial if s not in weight.indices and _uses(other, s)]
+        if not vs or any(not isinstance(i, tir.Var) or (i not in spatial and i not in reduce) for i in weight.indices):
+            return False
+        v = vs[-1]
+        r = rs[-1] if rs else None
+    w_buf = weight.buffer
+    # another block reading W as it is: W's layout cannot change
+    shared = any(r_.block is not block and _mentions(r_.block, w_buf) for r_, _ in _realizes(sch.func.body)
+                 if r_ is not sch.func.body)
     v_ext = extent_of[v]
     r_ext = extent_of[r] if r is not None else 1
-    w_param = params[w_buf]
-    packable = w_param in config.constant_params and not shared
-    axis = list(weight.indices).index(v)
-    row_stride = math.prod(d.value if isinstance(d, tir.IntImm) else 1 << 20 for d in w_buf.shape[axis:])
-    # how many times the tiles read W over: the rows, and the spatial indices W does not use
-    reuse = r_ext * math.prod(extent_of[s] for s in spatial if s not in weight.indices and s is not r)
-    in_place = weight.indices[-1] is v and (row_stride < RUNTIME_PACK_STRIDE or reuse < RUNTIME_PACK_REUSE)
-    if not packable and not in_place and reuse < RUNTIME_PACK_REUSE:
-        return False
-    tile = _choose_tile(r_ext, v_ext, lanes, registers, exact=in_place and not packable)
+    w_param = params.get(w_buf)
+    packable = w_param in config.constant_params and not shared and data_vector is None
+    if data_vector is not None:  # lanes read in place; vectors past the end start earlier
+        axis, in_place = len(weight.indices) - 1, True
+    else:
+        axis = list(weight.indices).index(v)
+        row_stride = math.prod(d.value if isinstance(d, tir.IntImm) else 1 << 20 for d in w_buf.shape[axis:])
+        # how many times the tiles read W over: the rows, and the spatial indices W does not use
+        reuse = r_ext * math.prod(extent_of[s] for s in spatial if s not in weight.indices and s is not r)
+        in_place = weight.indices[-1] is v and (row_stride < RUNTIME_PACK_STRIDE or reuse < RUNTIME_PACK_REUSE)
+        if not packable and not in_place and reuse < RUNTIME_PACK_REUSE:
+            return False
+    tile = _choose_tile(r_ext, v_ext, lanes, registers, exact=in_place and not packable and data_vector is None)
     if tile is None:
         return False
     rows, vectors = tile
     width = vectors * lanes
-    contiguous = in_place and v_ext % width == 0
+    contiguous = in_place and (v_ext % width == 0 or data_vector is not None)
     pack_at_runtime = not contiguous and not packable
     if v_ext < lanes and r_ext < 2:
         return False  # nothing to gain: a handful of outputs
@@ -231,6 +241,12 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     def v_expr(k: tir.PrimExpr) -> tir.PrimExpr:
         return tir.BinOp("add", tir.BinOp("mul", v_o, _const(width, idx)), k) if v_panels > 1 else k
 
+    def vector_start(vector: tir.PrimExpr) -> tir.PrimExpr:
+        """Where vector `vector` of the tile starts along v, moved back to end at v's end (a
+        vector past the end recomputes outputs another one has: the same values)."""
+        e = v_expr(tir.BinOp("mul", vector, _const(lanes, idx)) if vectors > 1 else _const(0, idx))
+        return tir.BinOp("min", e, _const(v_ext - lanes, idx)) if v_panels * width != v_ext else e
+
     base_map = {s: nv for s, nv in zip([s for s in spatial if s is not v and s is not r],
                                        [x for x in outer_vars if x is not v_o and x is not r_o])}
     base_map.update(zip(reduce, red_vars))
@@ -242,7 +258,11 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     if r is not None:
         a_map[r] = row_expr(ri)
     a_expr = tir.Broadcast(substitute(other, a_map), lanes)
-    if contiguous:
+    if data_vector is not None:
+        last = substitute(weight.indices[-1], {**base_map, v: vector_start(vi)})
+        w_load = tir.BufferLoad(w_buf, [substitute(i, base_map) for i in weight.indices[:-1]]
+                                + [tir.Ramp(last, _const(1, idx), lanes)])
+    elif contiguous:
         w_map = dict(base_map)
         w_map[v] = tir.Ramp(v_expr(lanes_base), _const(1, idx), lanes)
         w_load = substitute(weight, w_map)
@@ -267,9 +287,11 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     consumer = _absorbable_consumer(sch, block, out)
     out_map = dict(base_map)
     out_map[v] = v_expr(lane)
+    if data_vector is not None:
+        out_map[v] = tir.BinOp("add", vector_start(vi), lane)
     if r is not None:
         out_map[r] = row_expr(ri)
-    result = tir.BufferLoad(acc, [ri, lane])
+    result = tir.BufferLoad(acc, [ri, tir.BinOp("add", lanes_base, lane) if data_vector is not None else lane])
     if consumer is not None:
         cons_block = consumer.block
         cons_store = cons_block.body
@@ -281,10 +303,18 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     else:
         write = tir.BufferStore(out, result, [out_map[s] for s in spatial])
         dest = out
-    if v_panels * width != v_ext:
+    if v_panels * width != v_ext and data_vector is None:
         write = tir.IfThenElse(tir.BinOp("lt", v_expr(lane), _const(v_ext, idx)), write)
     vector_store = spatial[-1] is v  # contiguous lanes in the destination
-    lane_loop = tir.For(lane, _const(0, idx), _const(width, idx), "vectorized" if vector_store else "serial", write)
+    if data_vector is not None:
+        lane_loop = tir.For(lane, _const(0, idx), _const(lanes, idx), "vectorized", write)
+        if vectors > 1:
+            lane_loop = tir.For(vi, _const(0, idx), _const(vectors, idx), "unroll", lane_loop)
+        else:
+            lane_loop = substitute(lane_loop, {vi: _const(0, idx)})
+    else:
+        lane_loop = tir.For(lane, _const(0, idx), _const(width, idx), "vectorized" if vector_store else "serial",
+                            write)
     write_back = tir.For(ri, _const(0, idx), _const(rows, idx), "unroll", lane_loop) if rows > 1 else \
         substitute(lane_loop, {ri: _const(0, idx)})
 
@@ -357,6 +387,36 @@ def _row_chunks(tile, outer_vars: list, outer_ext: list, r_o, v_o, tile_bytes: i
     outer_vars.insert(first, r_oo)
     outer_ext.insert(first, r_tiles // chunk)
     return tile, outer_vars, outer_ext
+
+
+def _data_vector_roles(product: tir.BinOp, spatial: list, reduce: list, extent_of: dict, lanes: int):
+    """(vector load, broadcast side, v, r) when the lanes should run along the output's last
+    index, read contiguously from one operand (conv's input row, `x[.., xx + rx]`), the rows
+    along an index only the other operand reads (conv's output channels): a short reduction
+    (a 1x1 convolution over few channels) gains most, as its tile is stored as whole vectors
+    through the consumer instead of lane by lane. None when that does not apply."""
+    v = spatial[-1]
+    if extent_of[v] < lanes or math.prod(extent_of[x] for x in reduce) > DATA_VECTOR_MAX_REDUCTION:
+        return None
+    for vec, other in ((product.a, product.b), (product.b, product.a)):
+        if not isinstance(vec, tir.BufferLoad) or _uses(other, v) or not vec.indices:
+            continue
+        if any(_uses(i, v) for i in vec.indices[:-1]) or not _unit_stride(vec.indices[-1], v):
+            continue
+        rows = [s for s in spatial if s is not v and _uses(other, s) and not any(_uses(i, s) for i in vec.indices)]
+        if rows:
+            return vec, other, v, rows[-1]
+    return None
+
+
+def _unit_stride(e, var) -> bool:
+    """`e` is `var` plus terms without it."""
+    if e is var:
+        return True
+    if isinstance(e, tir.BinOp) and e.op == "add":
+        a, b = _uses(e.a, var), _uses(e.b, var)
+        return (a and not b and _unit_stride(e.a, var)) or (b and not a and _unit_stride(e.b, var))
+    return False
 
 
 def _tile_loops(stmt, ri, rows, vi, vectors):
