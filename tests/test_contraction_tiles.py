@@ -82,6 +82,8 @@ def test_dense_tiles_match_the_interpreter(m, k, n, epilogue):
 @pytest.mark.parametrize("c,size,oc,kernel,stride,pad", [
     (3, 9, 16, 3, 1, 1), (4, 7, 20, 3, 1, 1), (5, 13, 33, 3, 2, 1), (8, 14, 16, 1, 1, 0), (2, 11, 7, 5, 2, 2),
     (1, 1, 1, 1, 1, 0), (6, 8, 17, 3, 1, 0),
+    # short reductions over rows of 16 columns or more: lanes along the columns
+    (4, 20, 12, 1, 1, 0), (3, 35, 8, 3, 1, 1), (5, 16, 7, 1, 1, 0),
 ])
 def test_conv_tiles_match_the_interpreter(c, size, oc, kernel, stride, pad):
     exe = _check(*_conv(c, size, oc, kernel, stride, pad), tolerance=1e-5)
@@ -205,3 +207,17 @@ def test_odd_sizes_in_tir_run_like_the_interpreter():
         got = np.zeros((m, n), "float32")
         compile_tir(scheduled)["main"](x, w, got)
         np.testing.assert_array_equal(got, expected)
+
+
+def test_a_short_reduction_over_long_rows_vectorises_the_rows():
+    """A 1x1 conv over 4 channels and 40 columns: lanes along the columns (the weight stays as
+    it is, broadcast), stores of whole vectors; at 16 lanes the third vector starts at 24."""
+    from irtool.codegen.schedule import _stmts
+
+    model, inputs = _conv(4, 40, 12, 1, 1, 0)
+    exe = _check(model, inputs, tolerance=1e-5)
+    conv = next(f for name, f in exe.mod.functions.items() if isinstance(f, tir.PrimFunc) and "conv2d" in name)
+    assert [d.value for d in dict(conv.buffer_map)[conv.params[1]].shape] == [12, 4, 1, 1]
+    stores = [n for n in _stmts(conv.body) if isinstance(n, tir.For) and n.kind == "vectorized"
+              and isinstance(n.body, tir.BufferStore) and n.body.buffer.scope == "global"]
+    assert stores, "the tile is not stored as vectors"
