@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from irtool.ir import tir
 from irtool.ops import registry
-from irtool.ops.transform import reshape_shape
+from irtool.ops.transform import reshape_shape, resolve_newshape
 
 from ._relax_block_builder import _Unsupported
 
@@ -23,40 +23,10 @@ def new_shape(dims: tuple, newshape: tuple, allowzero: bool) -> tuple:
             return reshape_shape(dims, tuple(newshape), allowzero)
         except registry.TypeRelError as err:
             raise _Unsupported(str(err)) from None
-    out, src, infer, i = [], 0, None, 0
-    while i < len(newshape):
-        v = newshape[i]
-        if v > 0 or (v == 0 and allowzero):
-            out.append(v)
-            src += 1
-        elif v == 0:
-            out.append(dims[src])
-            src += 1
-        elif v == -1:
-            infer = len(out)
-            out.append(1)
-            src += 1
-        elif v == -2:
-            out.extend(dims[src:])
-            src = len(dims)
-        elif v == -3:
-            out.append(_product([dims[src], dims[src + 1]]))
-            src += 2
-        elif v == -4:
-            d1, d2 = newshape[i + 1], newshape[i + 2]
-            if d1 == -1:
-                d1 = _quotient([dims[src]], [d2])
-            elif d2 == -1:
-                d2 = _quotient([dims[src]], [d1])
-            out += [d1, d2]
-            src += 1
-            i += 2
-        else:
-            raise _Unsupported(f"newshape {list(newshape)}: unsupported special value {v}")
-        i += 1
-    if infer is not None:
-        out[infer] = _quotient(dims, [d for k, d in enumerate(out) if k != infer])
-    return tuple(out)
+    try:
+        return resolve_newshape(dims, newshape, allowzero, lambda a, b: _product([a, b]), _quotient)
+    except ValueError as err:
+        raise _Unsupported(str(err)) from None
 
 
 def _factors(d) -> tuple[int, list]:

@@ -45,6 +45,47 @@ def _static_shape(shape, op: str) -> tuple:
 # ------------------------------------------------------------------ reshape
 
 
+def resolve_newshape(dims, newshape, allowzero: bool, merge, quotient) -> tuple:
+    """Relay's newshape codes (see `reshape_shape`) resolved against dims of any kind, without
+    checks: `merge(a, b)` is the product of two dims, `quotient(dims, known)` what
+    prod(dims) / prod(known) leaves. An unknown code raises ValueError. The importer's and
+    relay-to-relax's symbolic reshapes use it with their own kinds of symbolic size."""
+    out, src, infer, i = [], 0, None, 0
+    while i < len(newshape):
+        v = newshape[i]
+        if v > 0 or (v == 0 and allowzero):
+            out.append(v)
+            src += 1
+        elif v == 0:
+            out.append(dims[src])
+            src += 1
+        elif v == -1:
+            infer = len(out)
+            out.append(1)
+            src += 1
+        elif v == -2:
+            out.extend(dims[src:])
+            src = len(dims)
+        elif v == -3:
+            out.append(merge(dims[src], dims[src + 1]))
+            src += 2
+        elif v == -4:
+            d1, d2 = newshape[i + 1], newshape[i + 2]
+            if d1 == -1:
+                d1 = quotient([dims[src]], [d2])
+            elif d2 == -1:
+                d2 = quotient([dims[src]], [d1])
+            out += [d1, d2]
+            src += 1
+            i += 2
+        else:
+            raise ValueError(f"newshape {list(newshape)}: unsupported special value {v}")
+        i += 1
+    if infer is not None:
+        out[infer] = quotient(list(dims), [d for k, d in enumerate(out) if k != infer])
+    return tuple(out)
+
+
 def reshape_shape(ishape: tuple, newshape: tuple, allowzero: bool) -> tuple:
     """TVM's InferNewShape. A positive value is taken as is; 0 copies the next input dim
     (unless `allowzero`: then it is a 0 dim); -1 is inferred from what is left; -2 copies

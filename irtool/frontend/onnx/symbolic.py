@@ -29,6 +29,7 @@ import numpy as np
 
 from ...ir.expr import Call, Op, Tuple
 from ...ir.types import ANY, TensorType
+from ...ops.transform import resolve_newshape
 
 _ids = itertools.count()
 
@@ -342,39 +343,7 @@ def _product(values):
 
 def symbolic_reshape(src: tuple, newshape: tuple) -> tuple:
     """Relay's reshape (special values 0, -1, -2, -3, -4; allowzero off) on symbolic dims."""
-    out, used, infer, s, i = [], [], None, 0, 0
-    while i < len(newshape):
-        v = newshape[i]
-        if v > 0:
-            out.append(v)
-            used.append(len(out) - 1)
-            s += 1
-        elif v == 0:
-            out.append(src[s])
-            s += 1
-        elif v == -1:
-            infer = len(out)
-            out.append(UNKNOWN)
-            s += 1
-        elif v == -2:
-            out += src[s:]
-            s = len(src)
-        elif v == -3:
-            out.append(mul(src[s], src[s + 1]))
-            s += 2
-        elif v == -4:
-            d1, d2 = newshape[i + 1], newshape[i + 2]
-            d1 = div(src[s], d2) if d1 == -1 else d1
-            d2 = div(src[s], d1) if d2 == -1 else d2
-            out += [d1, d2]
-            s += 1
-            i += 2
-        else:
-            raise ValueError(f"unsupported newshape value {v}")
-        i += 1
-    if infer is not None:
-        out[infer] = div(_product(src), _product(x for k, x in enumerate(out) if k != infer))
-    return tuple(out)
+    return resolve_newshape(src, newshape, False, mul, lambda dims, known: div(_product(dims), _product(known)))
 
 
 def newshape_for(src: tuple, target: list) -> tuple | None:
