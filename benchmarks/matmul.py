@@ -51,7 +51,6 @@ def build(shape: tuple[int, ...], weight: np.ndarray | None = None):
     from irtool.ir import relax as rx
     from irtool.ir import tir
     from irtool.ir.module import IRModule
-    from irtool.ir.relax_visitor import ExprMutator
     from irtool.text import parse
     from irtool.transform import get_pass
 
@@ -68,12 +67,13 @@ class Module:
 """
     mod = parse(text, "matmul")
     if weight is not None:
+        from zero_pipeline import _BindParams
+
         import irtool
 
         fn = mod["main"]
-        binder = ExprMutator()
-        binder.var_remap[fn.params[1]] = rx.Constant(weight)
-        exe = irtool.build(IRModule({"main": rx.Function(fn.params[:1], binder.visit_expr(fn.body),
+        body = _BindParams({fn.params[1]: rx.Constant(weight)}).visit_expr(fn.body)
+        exe = irtool.build(IRModule({"main": rx.Function(fn.params[:1], body,
                                                          fn.ret_struct_info, fn.is_pure, fn.attrs)}))
         return lambda a, b: exe(a)
     mod = get_pass("zero-pipeline")()(mod)

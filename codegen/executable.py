@@ -529,6 +529,19 @@ def _calls_tir(fn: rx.Function) -> bool:
 # ----------------------------------------------------------------------------- the executable
 
 
+def _static_signature(plan: MainPlan):
+    """((dtype, shape) per input, per output) when every size is a constant, else None:
+    a call's checks are then tuple comparisons (a 0.1 ms model pays microseconds)."""
+    if plan.size_vars:
+        return None
+    sides = []
+    for infos in ([p.struct_info for p in plan.inputs], plan.outputs):
+        if not all(isinstance(d, int) for s in infos for d in s.shape):
+            return None
+        sides.append([(np.dtype("bool" if s.dtype == "bool" else s.dtype), tuple(s.shape)) for s in infos])
+    return tuple(sides)
+
+
 class Executable:
     """A compiled module. A Relax `main` is called as a model; a TIR-only module exposes
     its PrimFuncs (`exe["f"](a, b, out)`)."""
@@ -564,6 +577,7 @@ class Executable:
             self._entry = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
                 self.lib.engine.get_function_address("irtool_main"))
             self._constants = list(self.plan.constants)
+            self._signature = _static_signature(self.plan)
             table = self.lib.engine.get_global_value_address("irtool.constants")
             for i, c in enumerate(self._constants):
                 ctypes.c_void_p.from_address(table + 8 * i).value = c.ctypes.data
@@ -598,32 +612,10 @@ class Executable:
                     raise NativeError(f"{where} dimension {axis} is {n}, but `{d.name}` is already {env[d]}")
         return env
 
-    def _static_signature(self):
-        """((dtype, shape) per input, per output) when every size is a constant, else None:
-        the per-call checks are then tuple comparisons (a 0.1 ms model pays microseconds)."""
-        plan = self.plan
-        sig = getattr(self, "_signature", False)
-        if sig is not False:
-            return sig
-        sig = None
-        if not plan.size_vars:
-            sides = []
-            for infos in ([p.struct_info for p in plan.inputs], plan.outputs):
-                side = []
-                for s in infos:
-                    if not all(isinstance(d, int) for d in s.shape):
-                        break
-                    side.append((np.dtype("bool" if s.dtype == "bool" else s.dtype), tuple(s.shape)))
-                else:
-                    sides.append(side)
-            sig = tuple(sides) if len(sides) == 2 else None
-        self._signature = sig
-        return sig
-
     def __call__(self, *arrays):
         if self.main is None:
             raise TypeError("this module has no Relax entry function; call its PrimFuncs by name")
-        sig = self._static_signature()
+        sig = self._signature
         if sig is not None and len(arrays) == len(sig[0]) and all(
                 type(a) is np.ndarray and a.dtype == dt and a.shape == shape and a.flags.c_contiguous
                 for a, (dt, shape) in zip(arrays, sig[0])):

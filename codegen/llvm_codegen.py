@@ -188,6 +188,7 @@ class _FunctionBuilder(ExprCodegen):
         self.frees: list[list[ir.Value]] = []  # heap allocations per scope
         self.builder: ir.IRBuilder | None = None
         self.fn: ir.Function | None = None
+        self.fp_contract = 0  # inside how many blocks marked FP_CONTRACT_ATTR
 
     # -------------------------------------------------------------- signature and entry
     def build(self) -> None:
@@ -506,7 +507,7 @@ class _FunctionBuilder(ExprCodegen):
         contract = any(k == FP_CONTRACT_ATTR and v for k, v in block.annotations)
 
         def run() -> None:
-            self.fp_contract = getattr(self, "fp_contract", 0) + contract
+            self.fp_contract += contract
             if block.init is not None:
                 reduce_vars = [iv for iv in block.iter_vars if iv.iter_type == tir.COMM_REDUCE]
                 cond = None

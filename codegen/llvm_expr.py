@@ -1,7 +1,7 @@
 """TIR expressions -> LLVM values: the expression half of the PrimFunc code generator.
 
 `ExprCodegen` is mixed into llvm_codegen's function builder, which provides `builder`,
-`vars`, `data`, `mb`, `address`, `fail`, `new_block` and `error`. Semantics are TVM's and
+`vars`, `data`, `mb`, `fp_contract`, `address`, `fail`, `new_block` and `error`. Semantics are TVM's and
 the TIR interpreter's: integer `/` and truncdiv truncate, floordiv/floormod round toward
 -inf (integer division by zero fails the call, INT_MIN / -1 wraps), min/max are selects,
 `!=` on floats is unordered; `if_then_else` and `and`/`or` branch when an operand may fault.
@@ -133,7 +133,7 @@ class ExprCodegen:
         b = self.builder
         if e.op in ("and", "or"):
             return self.logical(e)
-        if e.op == "add" and getattr(self, "fp_contract", 0) and _kind(e.a.dtype) == "float":
+        if e.op == "add" and self.fp_contract and _kind(e.a.dtype) == "float":
             fused = self.multiply_add(e)
             if fused is not None:
                 return fused

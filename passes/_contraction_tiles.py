@@ -33,9 +33,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from irtool.codegen.llvm_codegen import FP_CONTRACT_ATTR
-from irtool.codegen.schedule import Schedule, _is_true, _loads, _nest_top, _own_stores, _realizes, _uses
+from irtool.codegen.schedule import (
+    Schedule,
+    _is_true,
+    _LoadReplacer,
+    _loads,
+    _nest_top,
+    _reads_buffer,
+    _realizes,
+    _uses,
+    _writes_buffer,
+)
 from irtool.ir import tir
-from irtool.ir.tir_visitor import StmtExprMutator, substitute
+from irtool.ir.tir_visitor import substitute
+
+from .default_cpu_schedule import _unit_stride, dtype_bits
 
 # a weight read in place whose rows are this many elements apart or more (4 KiB of float32:
 # every row in the same cache set, a new page per row) is packed at run time when its
@@ -75,11 +87,6 @@ class TileConfig:
     # parameters whose every caller passes a constant: they may be packed
     constant_params: frozenset = frozenset()
     packings: dict = field(default_factory=dict)  # param index -> Packing, filled in
-
-
-def _dtype_bits(dtype: str) -> int:
-    digits = "".join(ch for ch in dtype if ch.isdigit())
-    return int(digits) if digits else 32
 
 
 def _const(value: int, dtype: str) -> tir.IntImm:
@@ -157,7 +164,7 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     if not (isinstance(product, tir.BinOp) and product.op == "mul" and product.dtype == dtype):
         return False
     params = {buf: k for k, (_, buf) in enumerate(sch.func.buffer_map)}
-    lanes = max(config.vector_bits // _dtype_bits(dtype), 1)
+    lanes = max(config.vector_bits // dtype_bits(dtype), 1)
     registers = 32 if config.vector_bits >= 512 else 16
     data_vector = _data_vector_roles(product, spatial, reduce, extent_of, lanes)
     if data_vector is not None:
@@ -179,8 +186,8 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
         r = rs[-1] if rs else None
     w_buf = weight.buffer
     # another block reading W as it is: W's layout cannot change
-    shared = any(r_.block is not block and _mentions(r_.block, w_buf) for r_, _ in _realizes(sch.func.body)
-                 if r_ is not sch.func.body)
+    shared = any(r_.block is not block and (_reads_buffer(r_.block, w_buf) or _writes_buffer(r_.block, w_buf))
+                 for r_, _ in _realizes(sch.func.body) if r_ is not sch.func.body)
     v_ext = extent_of[v]
     r_ext = extent_of[r] if r is not None else 1
     w_param = params.get(w_buf)
@@ -296,7 +303,7 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
         cons_block = consumer.block
         cons_store = cons_block.body
         cons_vars = [iv.var for iv in cons_block.iter_vars]
-        value_e = _LoadSwap(out, result).mutate(cons_store.value)
+        value_e = _LoadReplacer(out, lambda _: result).mutate(cons_store.value)
         cmap = {cv: out_map[s] for cv, s in zip(cons_vars, spatial)}
         write = tir.BufferStore(cons_store.buffer, substitute(value_e, cmap), [cmap[i] for i in cons_store.indices])
         dest = cons_store.buffer
@@ -328,7 +335,7 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     tile = tir.SBlockRealize([], tir.IntImm(1, "bool"), tir.SBlock(
         f"{block.name}_tile", [], reads, writes, body, alloc_buffers=[acc], annotations=annotations))
     tile, outer_vars, outer_ext = _row_chunks(tile, outer_vars, outer_ext, r_o, v_o,
-                                              rows * math.prod(extent_of[x] for x in reduce) * _dtype_bits(dtype) // 8)
+                                              rows * math.prod(extent_of[x] for x in reduce) * dtype_bits(dtype) // 8)
     nest = _outer_loops(tile, outer_vars, outer_ext, config.parallel_ok)
     if pack_at_runtime:
         nest = tir.SeqStmt([_pack_nest(w_buf, packed, axis, width, v_ext, config.parallel_ok), nest])
@@ -417,16 +424,6 @@ def _lane_use(extent: int, lanes: int) -> float:
     return extent / (-(-extent // lanes) * lanes)
 
 
-def _unit_stride(e, var) -> bool:
-    """`e` is `var` plus terms without it."""
-    if e is var:
-        return True
-    if isinstance(e, tir.BinOp) and e.op == "add":
-        a, b = _uses(e.a, var), _uses(e.b, var)
-        return (a and not b and _unit_stride(e.a, var)) or (b and not a and _unit_stride(e.b, var))
-    return False
-
-
 def _tile_loops(stmt, ri, rows, vi, vectors):
     """The unrolled row and vector loops around `stmt`, with loop variables of their own (a
     variable is bound by one loop only)."""
@@ -475,17 +472,6 @@ def _whole_regions(buffers) -> list[tir.BufferRegion]:
     return out
 
 
-class _LoadSwap(StmtExprMutator):
-    def __init__(self, buffer: tir.Buffer, replacement: tir.PrimExpr) -> None:
-        super().__init__()
-        self.buffer, self.replacement = buffer, replacement
-
-    def pre_mutate(self, node):
-        if isinstance(node, tir.BufferLoad) and node.buffer is self.buffer:
-            return self.replacement
-        return None
-
-
 def _absorbable_consumer(sch: Schedule, block: tir.SBlock, out: tir.Buffer) -> tir.SBlockRealize | None:
     """The one spatial block reading intermediate `out` elementwise (its iterators index `out`
     and its own store in order, over the same shape), reading nothing else computed inside."""
@@ -521,10 +507,6 @@ def _absorbable_consumer(sch: Schedule, block: tir.SBlock, out: tir.Buffer) -> t
     if st.buffer not in params or _loads_var_from(st.value, st.buffer):
         return None
     return cons
-
-
-def _mentions(block: tir.SBlock, buf: tir.Buffer) -> bool:
-    return any(ld.buffer is buf for ld in _loads(block.body)) or any(st.buffer is buf for st in _own_stores(block))
 
 
 def _same_int(a, b) -> bool:

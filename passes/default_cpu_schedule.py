@@ -42,7 +42,7 @@ dlight marks them.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from irtool.codegen.schedule import Schedule, ScheduleError, _compact_dataflow, _realizes
 from irtool.ir import relax as rx
@@ -50,8 +50,6 @@ from irtool.ir import tir
 from irtool.ir.module import IRModule
 from irtool.ir.relax_visitor import ExprMutator
 from irtool.transform import ModulePass, register
-
-from ._contraction_tiles import TileConfig, tile_contraction
 
 SCHEDULED_ATTR = "tirx.is_scheduled"
 
@@ -191,7 +189,8 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
     extents = [sch.loop(lv).extent for lv in loops]
     work = math.prod(e.value if isinstance(e, tir.IntImm) else 1 << 20 for e in extents)
     parallel_ok = work >= config.min_parallel_work
-    from irtool.passes import _reduction_schedule as rs  # it builds on this module's helpers
+    from irtool.passes import _reduction_schedule as rs  # they build on this module's helpers
+    from irtool.passes._contraction_tiles import TileConfig, tile_contraction
 
     if all(k == tir.DATA_PAR for k in loop_kind):
         if not rs.schedule_spatial_rows(sch, loops, block, realize, parallel_ok):
@@ -422,8 +421,6 @@ def _is_contraction(block: tir.SBlock) -> bool:
 def schedule_module(mod: IRModule, config: CpuScheduleConfig) -> tuple[IRModule, dict[str, list[str]]]:
     """Every PrimFunc of `mod` scheduled, and the trace of each one scheduled. Weights packed
     by a contraction tile are packed in the Relax callers' constants."""
-    from dataclasses import replace
-
     functions = dict(mod.functions)
     traces = {}
     constant_params = _constant_params(mod)

@@ -56,11 +56,8 @@ SIZES = [(1, 1, 1), (1, 7, 3), (3, 17, 5), (13, 31, 2), (2, 33, 9)]
 VECTOR_BITS = (128, 256, 512)
 
 
-def relax_program(name: str, a: int, b: int, c: int) -> str:
-    body, xs, ys = PROGRAMS[name]
-    xs, ys = xs.format(a=a, b=b, c=c, b1=b + 1, c1=c + 1), ys and ys.format(a=a, b=b, c=c)
-    if name == "matmul_bias":
-        body = "R.add(R.matmul(x, y), R.strided_slice(y, axes=[0], begin=[0], end=[1]))"
+def relax_main(body: str, xs: str, ys: str | None) -> str:
+    """A Relax module whose main binds `body` over x (and y) of those shapes."""
     params = f'x: R.Tensor(({xs}), dtype="float32")' + (f', y: R.Tensor(({ys}), dtype="float32")' if ys else "")
     return f"""@I.ir_module
 class Module:
@@ -73,10 +70,22 @@ class Module:
 """
 
 
-def lowered_prim_funcs(name: str, sizes) -> IRModule:
-    """The PrimFuncs the zero pipeline makes of a program (main dropped)."""
-    mod = get_pass("zero-pipeline")()(parse(relax_program(name, *sizes), name))
+def zero_pipeline_prim_funcs(text: str, name: str) -> IRModule:
+    """The PrimFuncs the zero pipeline makes of a Relax module (main dropped)."""
+    mod = get_pass("zero-pipeline")()(parse(text, name))
     return IRModule({k: f for k, f in mod.functions.items() if isinstance(f, tir.PrimFunc)})
+
+
+def relax_program(name: str, a: int, b: int, c: int) -> str:
+    body, xs, ys = PROGRAMS[name]
+    xs, ys = xs.format(a=a, b=b, c=c, b1=b + 1, c1=c + 1), ys and ys.format(a=a, b=b, c=c)
+    if name == "matmul_bias":
+        body = "R.add(R.matmul(x, y), R.strided_slice(y, axes=[0], begin=[0], end=[1]))"
+    return relax_main(body, xs, ys)
+
+
+def lowered_prim_funcs(name: str, sizes) -> IRModule:
+    return zero_pipeline_prim_funcs(relax_program(name, *sizes), name)
 
 
 def _random_args(fn: tir.PrimFunc, seed: int) -> list:

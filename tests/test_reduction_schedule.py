@@ -16,16 +16,14 @@ import json
 import subprocess
 
 import pytest
-from test_default_cpu_schedule import _TVM_REPLAY, _comparable, _random_args
+from test_default_cpu_schedule import _TVM_REPLAY, _comparable, _random_args, relax_main, zero_pipeline_prim_funcs
 from test_native import _same
 
 from irtool.codegen.native import compile_tir
 from irtool.exec.tir import run_prim_func
-from irtool.ir import tir
 from irtool.ir.module import IRModule
 from irtool.passes.default_cpu_schedule import CpuScheduleConfig, schedule_module
-from irtool.text import parse, to_text
-from irtool.transform import get_pass
+from irtool.text import to_text
 
 # name -> (Relax body over x (and y), x shape, y shape or None)
 PROGRAMS = {
@@ -52,22 +50,11 @@ CALLS_LIBM = ("softmax_rows",)
 def relax_program(name: str, a: int, b: int, c: int) -> str:
     body, xs, ys = PROGRAMS[name]
     sizes = dict(a=a, b=b, c=c, b1=b + 1, c1=c + 1, b4=b + 4, c4=c + 4)
-    body, xs, ys = body.format(**sizes), xs.format(**sizes), ys and ys.format(**sizes)
-    params = f'x: R.Tensor(({xs}), dtype="float32")' + (f', y: R.Tensor(({ys}), dtype="float32")' if ys else "")
-    return f"""@I.ir_module
-class Module:
-    @R.function
-    def main({params}):
-        with R.dataflow():
-            gv = {body}
-            R.output(gv)
-        return gv
-"""
+    return relax_main(body.format(**sizes), xs.format(**sizes), ys and ys.format(**sizes))
 
 
 def lowered(name: str, sizes) -> IRModule:
-    mod = get_pass("zero-pipeline")()(parse(relax_program(name, *sizes), name))
-    return IRModule({k: f for k, f in mod.functions.items() if isinstance(f, tir.PrimFunc)})
+    return zero_pipeline_prim_funcs(relax_program(name, *sizes), name)
 
 
 @pytest.mark.parametrize("sizes", SIZES, ids=lambda s: "x".join(map(str, s)))
