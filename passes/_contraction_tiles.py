@@ -341,8 +341,8 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
         nest = tir.SeqStmt([_pack_nest(w_buf, packed, axis, width, v_ext, config.parallel_ok), nest])
     elif not contiguous:
         _replace_param_buffer(sch, w_param, packed)
-    _replace_nests(sch, realize, path, nest, consumer, out if consumer is not None else None,
-                   packed if pack_at_runtime else None)
+    _replace_nests(sch, realize, path, nest, [consumer] if consumer is not None else [],
+                   [out] if consumer is not None else [], packed if pack_at_runtime else None)
     return True
 
 
@@ -535,25 +535,24 @@ def _replace_param_buffer(sch: Schedule, index: int, packed: tir.Buffer) -> None
     sch.func = sch.func.replace(buffer_map=tuple(pairs))
 
 
-def _replace_nests(sch: Schedule, realize, path, nest, consumer, dropped: tir.Buffer | None,
+def _replace_nests(sch: Schedule, realize, path, nest, drops: list, dropped: list,
                    added: tir.Buffer | None = None) -> None:
-    """The contraction's loop nest becomes `nest`; the absorbed consumer's nest goes, and with
-    it the intermediate buffer; `added` (a weight packed at run time) joins the root's."""
+    """The contraction's loop nest becomes `nest`; the nests of `drops` (an absorbed consumer, an
+    inlined producer) go, and with them the intermediate buffers `dropped`; `added` (a weight
+    packed at run time) joins the root's."""
     root_realize = sch.func.body
     root = root_realize.block
     top = _nest_top(realize, path)
-    drop = None
-    if consumer is not None:
-        cpath = next(p for r, p in _realizes(sch.func.body) if r is consumer)
-        drop = _nest_top(consumer, cpath)
+    gone = [_nest_top(d, next(p for r, p in _realizes(sch.func.body) if r is d)) for d in drops]
     new = []
     for s in _root_statements(sch):
         if s is top:
             new.append(nest)
-        elif s is not drop:
+        elif not any(s is g for g in gone):
             new.append(s)
     body = new[0] if len(new) == 1 else tir.SeqStmt(new)
-    allocs = tuple(b for b in root.alloc_buffers if b is not dropped) + ((added,) if added is not None else ())
+    allocs = tuple(b for b in root.alloc_buffers if not any(b is d for d in dropped)) + \
+        ((added,) if added is not None else ())
     new_root = tir.SBlock(root.name, root.iter_vars, root.reads, root.writes, body, root.init, allocs,
                           root.match_buffers, root.annotations)
     sch.func = sch.func.replace(body=tir.SBlockRealize(root_realize.iter_values, root_realize.predicate, new_root))

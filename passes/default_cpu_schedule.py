@@ -191,6 +191,7 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
     parallel_ok = work >= config.min_parallel_work
     from irtool.passes import _reduction_schedule as rs  # they build on this module's helpers
     from irtool.passes._contraction_tiles import TileConfig, tile_contraction
+    from irtool.passes._stencil_tiles import tile_stencil
 
     if all(k == tir.DATA_PAR for k in loop_kind):
         if not rs.schedule_spatial_rows(sch, loops, block, realize, parallel_ok):
@@ -207,12 +208,15 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
     if leading == 0:
         return
     inner = loops[leading - 1]
-    if rest_is_reduce and rs.is_depthwise(block, realize, loops, leading) and \
-            rs.schedule_depthwise(sch, loops, leading, block, realize, lanes, parallel_ok):
-        return
+    tile_config = TileConfig(config.vector_bits, config.fp_contract, parallel_ok, config.constant_params,
+                             sch.packings)
+    if rest_is_reduce and rs.is_depthwise(block, realize, loops, leading):
+        if tile_stencil(sch, name, tile_config):
+            sch.trace.append(f"# {name}: stencil tile over a local plane (not a TVM primitive)")
+            return
+        if rs.schedule_depthwise(sch, loops, leading, block, realize, lanes, parallel_ok):
+            return
     if rest_is_reduce and _is_contraction(block):
-        tile_config = TileConfig(config.vector_bits, config.fp_contract, parallel_ok, config.constant_params,
-                                 sch.packings)
         if tile_contraction(sch, name, tile_config):
             sch.trace.append(f"# {name}: register tile with accumulators in registers (not a TVM primitive)")
             return

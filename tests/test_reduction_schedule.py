@@ -31,6 +31,10 @@ PROGRAMS = {
     "depthwise_strided": ("R.nn.conv2d(x, y, strides=[2, 2], padding=[1, 1, 1, 1], groups={a})",
                           "1, {a}, {c1}, {b1}", "{a}, 1, 3, 3"),
     "depthwise_valid_5x5": ("R.nn.conv2d(x, y, groups={a})", "1, {a}, {c4}, {b4}", "{a}, 1, 5, 5"),
+    "depthwise_dilated_stride3": ("R.nn.conv2d(x, y, strides=[3, 3], padding=[2, 1, 0, 2], dilation=[2, 2], "
+                                  "groups={a})", "1, {a}, {c4}, {b4}", "{a}, 1, 3, 3"),
+    "depthwise_multiplier": ("R.nn.conv2d(x, y, strides=[2, 1], padding=[1, 1, 1, 1], groups={a})",
+                             "1, {a}, {c1}, {b1}", "{a2}, 1, 3, 3"),
     "depthwise_bias_clip": ("R.clip(R.add(R.nn.conv2d(x, y, padding=[1, 1, 1, 1], groups={a}), R.reshape(R.sum(y, "
                             "axis=[1, 2, 3]), [1, {a}, 1, 1])), 0, 6)", "1, {a}, {c}, {b}", "{a}, 1, 3, 3"),
     "per_channel_affine": ("R.clip(R.add(R.multiply(x, y), y), 0, 6)", "1, {a}, {c}, {b}", "{a}, 1, 1"),
@@ -49,7 +53,7 @@ CALLS_LIBM = ("softmax_rows",)
 
 def relax_program(name: str, a: int, b: int, c: int) -> str:
     body, xs, ys = PROGRAMS[name]
-    sizes = dict(a=a, b=b, c=c, b1=b + 1, c1=c + 1, b4=b + 4, c4=c + 4)
+    sizes = dict(a=a, a2=2 * a, b=b, c=c, b1=b + 1, c1=c + 1, b4=b + 4, c4=c + 4)
     return relax_main(body.format(**sizes), xs.format(**sizes), ys and ys.format(**sizes))
 
 
@@ -83,14 +87,35 @@ def _scheduled_text(name: str, sizes, bits: int = 256) -> str:
     return to_text(schedule_module(lowered(name, sizes), CpuScheduleConfig(bits, 0))[0])
 
 
-def test_depthwise_taps_are_unrolled_outside_a_vector_of_columns():
-    text = _scheduled_text("depthwise", (8, 32, 6))
+def test_depthwise_convolutions_become_stencil_tiles_over_a_padded_plane():
+    text = _scheduled_text("depthwise_bias_clip", (8, 32, 6), bits=512)
+    assert "for v_ff_fused in T.parallel(T.int64(8)):" in text  # one channel per task
+    assert 'pad_temp_plane = T.sblock_alloc_buffer((T.int64(8), T.int64(34)), scope="local")' in text
+    assert "for ry in T.unroll(T.int64(3)):" not in text and "for v_ry in T.unroll(T.int64(3)):" in text
+    # no padded input, no intermediate: the padding is the plane's border, bias and clip are
+    # applied as the tile is stored, and the copy into the plane has no condition
+    assert "pad_temp = T.sblock_alloc_buffer" not in text and "group_conv2d_nchw_intermediate = " not in text
+    assert "if_then_else" not in text
+    assert "T.max(T.min(group_conv2d_nchw_intermediate_local[" in text
+    # a stride of 2: the plane's columns in two phases, each tap reads contiguous lanes
+    text = _scheduled_text("depthwise_strided", (4, 32, 9), bits=512)
+    assert 'pad_temp_plane = T.sblock_alloc_buffer((T.int64(2), T.int64(12), T.int64(33)), scope="local")' in text
+    assert "pad_temp_plane[v_rx % T.int64(2)," in text
+
+
+def test_a_depthwise_form_the_stencil_tile_rejects_keeps_the_column_vector_schedule():
+    from irtool.codegen.schedule import Schedule
+    from irtool.passes import _reduction_schedule as rs
+
+    func = next(iter(lowered("depthwise", (8, 32, 6)).functions.values()))
+    sch = Schedule(func)
+    loops = sch.get_loops("group_conv2d_nchw")
+    realize = sch._realize("group_conv2d_nchw")[0]
+    assert rs.schedule_depthwise(sch, loops, 4, realize.block, realize, 8, True)
+    text = to_text(IRModule({"f": sch.func}))
     assert "for nn_ff_yy_fused in T.parallel(T.int64(48)):" in text
     assert "for ry in T.unroll(T.int64(3)):" in text and "for rx in T.unroll(T.int64(3)):" in text
     assert "for xx_1 in T.vectorized(T.int64(8)):" in text
-    # 56 columns at 16 lanes: 8-lane vectors divide the row, so there is no predicated tail
-    text = _scheduled_text("depthwise", (4, 56, 3), bits=512)
-    assert "for xx_1 in T.vectorized(T.int64(8)):" in text and "T.where" not in text.split("group_conv2d")[-1]
 
 
 def test_row_reductions_interleave_rows_across_the_lanes():
