@@ -233,7 +233,9 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
         else:
             outer_vars.append(tir.Var(loop_name[s], s.dtype))
             outer_ext.append(extent_of[s])
-    if r is not None and spatial.index(r) < spatial.index(v):  # panels outermost: W's panel stays in cache
+    # panels outermost: W's panel stays in cache (with lanes along the data, W is a few
+    # broadcast scalars: the tiles then go along the output's rows, stored contiguously)
+    if r is not None and spatial.index(r) < spatial.index(v) and data_vector is None:
         a, b = spatial.index(r), spatial.index(v)
         outer_vars[a], outer_vars[b] = outer_vars[b], outer_vars[a]
         outer_ext[a], outer_ext[b] = outer_ext[b], outer_ext[a]

@@ -141,7 +141,8 @@ def _costly_to_recompute(sch: Schedule, name: str) -> bool:
     from irtool.codegen.schedule import _reads_buffer, _realizes
 
     block = sch.get_block(name)
-    if isinstance(block.body, tir.BufferStore) and any(
+    # (a plain copy, a 1x1 convolution's `pad_temp` without padding, costs nothing to inline)
+    if isinstance(block.body, tir.BufferStore) and not isinstance(block.body.value, tir.BufferLoad) and any(
             _is_contraction(r.block) and _reads_buffer(r.block, block.body.buffer)
             for r, _ in _realizes(sch.func.body) if r.block is not block):
         return True

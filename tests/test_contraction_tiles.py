@@ -97,6 +97,16 @@ def test_conv_tiles_match_the_interpreter(c, size, oc, kernel, stride, pad):
         assert _tiles(exe), "the conv got no register tile"
 
 
+def test_a_1x1_conv_reads_its_input_in_place_and_writes_its_output_in_order():
+    """Without padding, `pad_temp` is a plain copy: inlined, not a pass over the input. With
+    lanes along the columns the tiles go along the output's rows (channel panels outer)."""
+    exe = _check(*_conv(16, 20, 24, 1, 1, 0), tolerance=1e-5)
+    conv = next(f for name, f in exe.mod.functions.items() if isinstance(f, tir.PrimFunc) and "conv2d" in name)
+    assert not conv.body.block.alloc_buffers, "pad_temp is still allocated"
+    parallel = next(n for n in _stmts(conv.body) if isinstance(n, tir.For) and n.kind == "parallel")
+    assert parallel.loop_var.name.startswith("ff_0_yy"), parallel.loop_var.name
+
+
 def test_constant_weights_are_packed_into_panels_once():
     model, _ = _conv(4, 7, 20, 3, 1, 1)
     exe = irtool.build(from_onnx(model)[0])
