@@ -7,6 +7,10 @@ time), `--clock wall` for elapsed time.
 
     .venv/bin/python benchmarks/native_profile.py resnet18 [--threads 1] [--top 15]
 
+`--in-situ` times each kernel call as `main` makes them, in order, on the model's own tensors
+(each in a buffer of its own: no storage sharing): the caches hold what the previous kernels
+left, as in a model run; the sum of these times is close to the model's own time.
+
 Models: those of native_models.py (mlp, resnet20, resnet18, mobilenetv2, transformer).
 """
 
@@ -81,6 +85,53 @@ def kernel_times(exe, repeat: int = 3, clock=time.perf_counter) -> list[tuple[fl
     return sorted(rows, reverse=True)
 
 
+def _shape(sinfo) -> list[int]:
+    return [int(getattr(d, "value", d)) for d in sinfo.shape]
+
+
+def in_situ_times(exe, inputs: list, repeat: int = 20, clock=time.perf_counter) -> list:
+    """(median seconds, name, calls, buffer shapes) per PrimFunc, each call timed where `main`
+    makes it, slowest first."""
+    from irtool.ir import relax as rx
+    from irtool.ir import tir
+    from irtool.ir.expr import GlobalVar
+
+    main_fn = exe.mod.functions["main"]
+    values = dict(zip(main_fn.params, inputs))
+    steps = []
+
+    def array(e):
+        if isinstance(e, rx.Constant):
+            return np.asarray(e.data)
+        return values[e]
+
+    for block in main_fn.body.blocks:
+        for b in block.bindings:
+            v = b.value
+            if not isinstance(v, rx.Call):
+                if isinstance(v, rx.Var) and v in values:
+                    values[b.var] = values[v]
+                continue
+            if isinstance(v.op, GlobalVar) and isinstance(exe.mod.functions.get(v.op.name_hint), tir.PrimFunc):
+                args = [array(a) for a in v.args]
+                steps.append((v.op.name_hint, _unchecked_call(exe[v.op.name_hint], args),
+                              [a.shape for a in args]))
+            elif getattr(v.op, "name", "") in ("relax.memory.alloc_tensor", "relax.builtin.alloc_tensor"):
+                sinfo = b.var.struct_info
+                values[b.var] = np.zeros(_shape(sinfo), sinfo.dtype)
+    samples = {k: [] for k in range(len(steps))}
+    for _ in range(repeat):
+        for k, (_, call, _) in enumerate(steps):
+            start = clock()
+            call()
+            samples[k].append(clock() - start)
+    rows = {}
+    for k, (name, _, shapes) in enumerate(steps):
+        seconds, _, calls, _ = rows.get(name, (0.0, name, 0, shapes))
+        rows[name] = (seconds + float(np.median(samples[k])), name, calls + 1, shapes)
+    return sorted(rows.values(), reverse=True)
+
+
 def main() -> None:
     import irtool
     from irtool.codegen.native import set_num_threads
@@ -92,11 +143,19 @@ def main() -> None:
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    p.add_argument("--in-situ", action="store_true", help="time each call in main's order, on its own tensors")
     args = p.parse_args()
     warnings.simplefilter("ignore")
     set_num_threads(args.threads)
     exe = irtool.build(from_onnx(onnx_model(args.model))[0])
-    rows = kernel_times(exe, args.repeat, time.process_time if args.clock == "cpu" else time.perf_counter)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.in_situ:
+        rng = np.random.default_rng(0)
+        inputs = [rng.standard_normal(_shape(p.struct_info)).astype(p.struct_info.dtype)
+                  for p in exe.mod.functions["main"].params]
+        rows = in_situ_times(exe, inputs, args.repeat, clock)
+    else:
+        rows = kernel_times(exe, args.repeat, clock)
     total = sum(r[0] for r in rows)
     print(f"{'ms':>9} {'share':>6} {'calls':>5}  kernel (buffer shapes)")
     for seconds, name, calls, shapes in rows[:args.top]:

@@ -1,5 +1,7 @@
-"""Register tiles for depthwise convolutions (default-cpu-schedule's step for a per-channel
-stencil `C[.., y, x] += P[.., y * sy + ky(r), x * sx + kx(r)] * W[.., r]`).
+"""Register tiles for stencils: depthwise convolutions and pooling (default-cpu-schedule's step
+for `C[.., y, x] += P[.., y * sy + ky(r), x * sx + kx(r)] * W[.., r]`, a per-channel weight,
+and for `C[.., y, x] = max(C[.., y, x], P[.., y * sy + ky(r), x * sx + kx(r)])` (or `min`, or a
+sum without weight: average pooling, divided in its consumer)).
 
 Each task (one channel of one image) copies its padded input plane into a local buffer once,
 with the padding producer (`pad_temp`) computed on the way, so the taps read it without
@@ -70,16 +72,19 @@ def tile_stencil(sch: Schedule, name: str, config: TileConfig) -> bool:
     if len(spatial) < 2 or not reduce or len(spatial) + len(reduce) != len(ivars) or list(store.indices) != spatial:
         return False
     value = store.value
-    if not (isinstance(value, tir.BinOp) and value.op == "add" and isinstance(value.a, tir.BufferLoad)
+    y, x = spatial[-2], spatial[-1]
+    if not (isinstance(value, tir.BinOp) and value.op in ("add", "max", "min") and isinstance(value.a, tir.BufferLoad)
             and value.a.buffer is out and list(value.a.indices) == spatial):
         return False
-    product = value.b
-    if not (isinstance(product, tir.BinOp) and product.op == "mul" and product.dtype == dtype):
+    combine, term = value.op, value.b
+    if combine == "add" and isinstance(term, tir.BinOp) and term.op == "mul" and term.dtype == dtype:
+        data, weight = (term.a, term.b) if _uses(term.a, x) else (term.b, term.a)  # depthwise: data x weight
+    else:
+        data, weight = term, None  # pooling: max / sum of the window
+    if not isinstance(data, tir.BufferLoad) or data.buffer.dtype != dtype or len(data.indices) < 2:
         return False
-    y, x = spatial[-2], spatial[-1]
-    data, weight = (product.a, product.b) if _uses(product.a, x) else (product.b, product.a)
-    if not all(isinstance(e, tir.BufferLoad) and e.buffer.dtype == dtype for e in (data, weight)) \
-            or _uses(weight, x) or _uses(weight, y) or len(data.indices) < 2:
+    if weight is not None and (not isinstance(weight, tir.BufferLoad) or weight.buffer.dtype != dtype
+                               or _uses(weight, x) or _uses(weight, y)):
         return False
     *prefix, e_y, e_x = data.indices
     if any(_uses(i, x) or _uses(i, y) for i in prefix) or _uses(e_y, x) or _uses(e_x, y):
@@ -163,10 +168,10 @@ def tile_stencil(sch: Schedule, name: str, config: TileConfig) -> bool:
         simplify(substitute(e_y, {y: row_of(ri), **red_map})),
         tir.Ramp(tir.BinOp("add", col_of(vi), tir.BinOp("floordiv", offset, _const(sx, idx)) if sx > 1 else offset),
                  _const(1, idx), lanes)]
-    w_load = substitute(weight, {**outer_map, **red_map})
-    update = tir.BufferStore(acc, tir.BinOp("add", tir.BufferLoad(acc, acc_at),
-                                            tir.BinOp("mul", tir.BufferLoad(plane, plane_at),
-                                                      tir.Broadcast(w_load, lanes))), acc_at)
+    tap = tir.BufferLoad(plane, plane_at)
+    if weight is not None:
+        tap = tir.BinOp("mul", tap, tir.Broadcast(substitute(weight, {**outer_map, **red_map}), lanes))
+    update = tir.BufferStore(acc, tir.BinOp(combine, tir.BufferLoad(acc, acc_at), tap), acc_at)
     update = _unrolled(update, ri, rows, vi, vectors)
     for rv, r in reversed(list(zip(red_vars, reduce))):
         if extent_of[r] > 1:
@@ -192,7 +197,7 @@ def tile_stencil(sch: Schedule, name: str, config: TileConfig) -> bool:
     write_back = _unrolled(write, ri, rows, vi, vectors)
 
     body = tir.SeqStmt([init, update, write_back])
-    annotations = ((FP_CONTRACT_ATTR, True),) if config.fp_contract else ()
+    annotations = ((FP_CONTRACT_ATTR, True),) if config.fp_contract and weight is not None else ()
     tile_reads = [ld.buffer for ld in _loads(tir.SeqStmt([update, write_back])) if ld.buffer not in (acc, plane)]
     tile = tir.SBlockRealize([], tir.IntImm(1, "bool"), tir.SBlock(
         f"{block.name}_tile", [], _whole_regions([plane] + tile_reads), _whole_regions([dest]), body,

@@ -217,6 +217,9 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
             return
         if rs.schedule_depthwise(sch, loops, leading, block, realize, lanes, parallel_ok):
             return
+    if rest_is_reduce and not _is_contraction(block) and tile_stencil(sch, name, tile_config):
+        sch.trace.append(f"# {name}: stencil tile over a local plane (not a TVM primitive)")
+        return
     if rest_is_reduce and _is_contraction(block):
         if tile_contraction(sch, name, tile_config):
             sch.trace.append(f"# {name}: register tile with accumulators in registers (not a TVM primitive)")

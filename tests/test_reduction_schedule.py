@@ -45,6 +45,10 @@ PROGRAMS = {
     "adaptive_avg_pool": ("R.nn.adaptive_avg_pool2d(x, output_size=[2, 3])", "1, {a}, {c1}, {b1}", None),
     "avg_pool": ("R.nn.avg_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])",
                  "1, {a}, {c1}, {b1}", None),
+    "max_pool": ("R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])",
+                 "1, {a}, {c1}, {b1}", None),
+    "max_pool_dilated": ("R.nn.max_pool2d(x, pool_size=[2, 3], strides=[1, 2], dilation=[2, 1], padding=[0, 1, 1, 0])",
+                         "1, {a}, {c4}, {b4}", None),
 }
 SIZES = [(1, 1, 1), (1, 7, 3), (3, 17, 5), (13, 31, 2), (2, 33, 9)]
 VECTOR_BITS = (128, 256, 512)
@@ -101,6 +105,17 @@ def test_depthwise_convolutions_become_stencil_tiles_over_a_padded_plane():
     text = _scheduled_text("depthwise_strided", (4, 32, 9), bits=512)
     assert 'pad_temp_plane = T.sblock_alloc_buffer((T.int64(2), T.int64(12), T.int64(33)), scope="local")' in text
     assert "pad_temp_plane[v_rx % T.int64(2)," in text
+
+
+def test_pooling_windows_are_stencil_tiles():
+    text = _scheduled_text("max_pool", (4, 32, 9), bits=512)
+    # the padding is the plane's border, filled with the lowest float; no pad_temp pass
+    assert "pad_temp = T.sblock_alloc_buffer" not in text and "pad_temp_plane = T.sblock_alloc_buffer" in text
+    assert "pad_temp_plane[ph, yy, xh] = T.float32(-340282346638528859811704183484516925440.0)" in text
+    assert "pool_max_local[v_ax2_1, v_ax3_1 * T.int64(16):v_ax3_1 * T.int64(16) + T.int64(16)] = T.max(" in text
+    # an average pool: the window's sum in the tile, the division applied as it is stored
+    text = _scheduled_text("avg_pool", (4, 32, 9), bits=512)
+    assert "pool_sum = T.sblock_alloc_buffer" not in text and "pool_sum_local" in text
 
 
 def test_a_depthwise_form_the_stencil_tile_rejects_keeps_the_column_vector_schedule():
