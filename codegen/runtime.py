@@ -10,19 +10,23 @@ then waits for the others. Workers are started once (pthreads) and then wait for
 they spin on a generation counter (cheap hand-off for models that run in 0.1 ms), and
 after a while sleep on it with a futex, so an idle process burns no CPU.
 
-    caller                                   worker
-    ------                                   ------
+    caller (thread 0)                        worker k
+    -----------------                        --------
     lock the pool (else: run serially)       spin / futex-wait until gen changes
     task, ctx, n, chunks, done = 0           read task, ctx, n (written before gen)
-    ticket = (gen+1) << 32                   claim: CAS ticket -> ticket+1, only while
-    gen += 1; futex-wake sleepers                (ticket >> 32) is the gen it saw and
-    claim and run chunks                         (ticket & 0xffffffff) < chunks
-    wait until done == chunks; unlock        run the chunk; done += 1
+    claim[c] = 2 * (gen+1), c < chunks       claim chunk k first, then any other: CAS
+    gen += 1; futex-wake sleepers                claim[c]: 2 * gen -> 2 * gen + 1
+    claim and run chunks (0 first)           run the chunk; done += 1
+    wait until done == chunks; unlock
 
-A claim carries its generation, so a worker that wakes late can never run a chunk of the
-next loop with the previous loop's task. A nested or concurrent parallel loop finds the
-pool locked and runs serially. `irtool_set_num_threads(n)` limits the threads (1: serial);
-until it is called, every online CPU is used.
+Thread k takes chunk k when it comes in time, so a loop run again (a model's next inference)
+gives each core the same part of the data as before, still in its cache (MLP weights split
+across two cores' L2 stay there); a late thread's chunk is taken by whoever is free. A claim
+word carries its generation, so a worker that wakes late can never run a chunk of the next
+loop with the previous loop's task (every chunk of a loop is claimed before the loop ends).
+A nested or concurrent parallel loop finds the pool locked and runs serially.
+`irtool_set_num_threads(n)` limits the threads (1: serial); until it is called, every online
+CPU is used.
 
 Nothing here is host-specific but the futex syscall number and the spin hint, chosen from
 the target triple.
@@ -58,7 +62,14 @@ class _Globals:
         self.started, self.want = g("started", I32), g("want", I32, 0)  # 0: every online CPU
         self.task, self.ctx = g("task", PTR, None), g("ctx", PTR, None)
         self.n, self.chunks, self.chunk = g("n", I64), g("chunks", I64), g("chunk", I64)
-        self.ticket, self.done, self.status = g("ticket", I64), g("done", I64), g("status", I32)
+        self.done, self.status = g("done", I64), g("status", I32)
+        claims_t = ir.ArrayType(I64, MAX_THREADS)
+        self.claims = ir.GlobalVariable(module, claims_t, "irtool.pool.claims")
+        self.claims.initializer = ir.Constant(claims_t, [0] * MAX_THREADS)
+        self.claims.linkage = "internal"
+
+    def claim(self, b: ir.IRBuilder, c: ir.Value) -> ir.Value:
+        return b.gep(self.claims, [I64(0), c], inbounds=True)
 
 
 def build_runtime(module: ir.Module, triple: str) -> None:
@@ -79,25 +90,33 @@ def build_runtime(module: ir.Module, triple: str) -> None:
     def atomic_load(b, ptr, t):
         return b.load_atomic(ptr, "acquire", t.width // 8 if isinstance(t, ir.IntType) else 8, typ=t)
 
-    # ---- claim and run chunks of generation `gen`; returns when none is left
-    run = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64]), "irtool.pool.run_chunks")
+    # ---- claim and run chunks of generation `gen`, chunk `me` first; returns when none is left
+    run = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64]), "irtool.pool.run_chunks")
     run.linkage = "internal"
     b = ir.IRBuilder(run.append_basic_block("entry"))
-    my_gen = run.args[0]
-    head, claim, work, out = (run.append_basic_block(n) for n in ("head", "claim", "work", "out"))
-    b.branch(head)
-    b.position_at_end(head)
-    ticket = atomic_load(b, g.ticket, I64)
-    index = b.and_(ticket, I64(0xFFFFFFFF))
-    same = b.icmp_unsigned("==", b.lshr(ticket, I64(32)), my_gen)
-    left = b.icmp_unsigned("<", index, b.load(g.chunks, typ=I64))
-    b.cbranch(b.and_(same, left), claim, out)
-    b.position_at_end(claim)
-    pair = b.cmpxchg(g.ticket, ticket, b.add(ticket, I64(1)), "acq_rel", "acquire")
-    b.cbranch(b.extract_value(pair, 1), work, head)
+    my_gen, me = run.args
+    free, taken = b.shl(my_gen, I64(1)), b.add(b.shl(my_gen, I64(1)), I64(1))
+    chunks = b.load(g.chunks, typ=I64)
+    next_c = b.alloca(I64)  # the next chunk to try after `me`: 0, 1, ... (skipping me)
+    b.store(I64(0), next_c)
+    own, scan, try_c, work, out = (run.append_basic_block(n) for n in ("own", "scan", "try", "work", "out"))
+    current = b.alloca(I64)
+    b.cbranch(b.icmp_unsigned("<", me, chunks), own, scan)
+    b.position_at_end(own)
+    b.store(me, current)
+    b.branch(try_c)
+    b.position_at_end(scan)
+    c = b.load(next_c, typ=I64)
+    b.store(b.add(c, I64(1)), next_c)
+    b.store(c, current)
+    b.cbranch(b.icmp_unsigned("<", c, chunks), try_c, out)
+    b.position_at_end(try_c)
+    c = b.load(current, typ=I64)
+    pair = b.cmpxchg(g.claim(b, c), free, taken, "acq_rel", "acquire")
+    b.cbranch(b.extract_value(pair, 1), work, scan)
     b.position_at_end(work)
     chunk = b.load(g.chunk, typ=I64)
-    begin = b.mul(index, chunk)
+    begin = b.mul(c, chunk)
     n = b.load(g.n, typ=I64)
     end = b.select(b.icmp_signed("<", b.add(begin, chunk), n), b.add(begin, chunk), n)
     status = _call_task(b, b.load(g.task, typ=PTR), [b.load(g.ctx, typ=PTR), begin, end])
@@ -105,7 +124,7 @@ def build_runtime(module: ir.Module, triple: str) -> None:
     with b.if_then(failed):
         b.cmpxchg(g.status, I32(0), status, "acq_rel", "acquire")
     b.atomic_rmw("add", g.done, I64(1), "acq_rel")
-    b.branch(head)
+    b.branch(scan)
     b.position_at_end(out)
     b.ret_void()
 
@@ -113,6 +132,7 @@ def build_runtime(module: ir.Module, triple: str) -> None:
     worker = ir.Function(module, ir.FunctionType(PTR, [PTR]), "irtool.pool.worker")
     worker.linkage = "internal"
     b = ir.IRBuilder(worker.append_basic_block("entry"))
+    my_id = b.ptrtoint(worker.args[0], I64)  # its index, 1.. (the caller is 0)
     seen = b.alloca(I32)
     count = b.alloca(I32)
     b.store(atomic_load(b, g.gen, I32), seen)
@@ -146,7 +166,7 @@ def build_runtime(module: ir.Module, triple: str) -> None:
     b.branch(wait)
     b.position_at_end(got)
     b.store(now, seen)
-    b.call(run, [b.zext(now, I64)])
+    b.call(run, [b.zext(now, I64), my_id])
     b.branch(wait)
 
     # ---- irtool_set_num_threads / irtool_get_num_threads
@@ -192,7 +212,8 @@ def build_runtime(module: ir.Module, triple: str) -> None:
     b.cbranch(b.icmp_signed("<", have, b.sub(want, I32(1))), start_one, started)
     b.position_at_end(start_one)
     tid = b.alloca(I64)
-    rc = b.call(pthread_create, [tid, ir.Constant(PTR, None), worker, ir.Constant(PTR, None)])
+    worker_id = b.inttoptr(b.zext(b.add(have, I32(1)), I64), PTR)
+    rc = b.call(pthread_create, [tid, ir.Constant(PTR, None), worker, worker_id])
     ok = b.icmp_signed("==", rc, I32(0))
     created = pfor.append_basic_block("created")
     b.cbranch(ok, created, started)  # no more threads: go with those we have
@@ -213,7 +234,19 @@ def build_runtime(module: ir.Module, triple: str) -> None:
     b.store(I32(0), g.status)
     b.store(I64(0), g.done)
     new_gen = b.add(b.load(g.gen, typ=I32), I32(1))
-    b.store_atomic(b.shl(b.zext(new_gen, I64), I64(32)), g.ticket, "release", 8)
+    free = b.shl(b.zext(new_gen, I64), I64(1))
+    reset, reset_one, reset_done = (pfor.append_basic_block(n) for n in ("reset", "reset_one", "reset_done"))
+    k = b.alloca(I64)
+    b.store(I64(0), k)
+    b.branch(reset)
+    b.position_at_end(reset)
+    kv = b.load(k, typ=I64)
+    b.cbranch(b.icmp_signed("<", kv, chunks), reset_one, reset_done)
+    b.position_at_end(reset_one)
+    b.store_atomic(free, g.claim(b, kv), "release", 8)
+    b.store(b.add(kv, I64(1)), k)
+    b.branch(reset)
+    b.position_at_end(reset_done)
     b.store_atomic(new_gen, g.gen, "seq_cst", 4)
     if futex is not None:
         sleeping = b.icmp_signed(">", b.load_atomic(g.sleepers, "seq_cst", 4, typ=I32), I32(0))
@@ -221,7 +254,7 @@ def build_runtime(module: ir.Module, triple: str) -> None:
             b.call(syscall, [I64(futex), g.gen, I32(FUTEX_WAKE_PRIVATE), I32(MAX_THREADS)])
     b.branch(go)
     b.position_at_end(go)
-    b.call(run, [b.zext(new_gen, I64)])
+    b.call(run, [b.zext(new_gen, I64), I64(0)])
     wait_all, waiting, finished = (pfor.append_basic_block(n) for n in ("wait_all", "waiting", "finished"))
     b.branch(wait_all)
     b.position_at_end(wait_all)

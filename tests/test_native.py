@@ -316,6 +316,32 @@ def test_parallel_loops_nested_and_with_reductions(threads):
         set_num_threads(before)
 
 
+def test_every_chunk_runs_once_when_loops_of_few_and_many_chunks_alternate():
+    """Chunk claims carry their loop's generation and each thread tries its own chunk first:
+    loops of 3 and of 50 iterations, one after the other many times on more threads than
+    cores, add exactly once per iteration."""
+    from irtool.codegen.native import num_threads, set_num_threads
+
+    mod = irtool.parse('''
+@T.prim_func
+def main(A: T.Buffer((50,), "float32"), B: T.Buffer((3,), "float32")):
+    for i in T.parallel(50):
+        A[i] = A[i] + T.float32(1)
+    for j in T.parallel(3):
+        B[j] = B[j] + T.float32(1)
+''', "chunks.py")
+    lib = compile_tir(mod)
+    before = num_threads()
+    set_num_threads(7)
+    try:
+        a, b = np.zeros(50, "float32"), np.zeros(3, "float32")
+        for _ in range(300):
+            lib["main"](a, b)
+        assert (a == 300).all() and (b == 300).all()
+    finally:
+        set_num_threads(before)
+
+
 def test_a_failed_assert_inside_a_parallel_loop_fails_the_call():
     mod = irtool.parse('''
 @T.prim_func
