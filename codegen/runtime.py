@@ -166,7 +166,8 @@ def build_runtime(module: ir.Module, triple: str) -> None:
     b.branch(wait)
     b.position_at_end(got)
     b.store(now, seen)
-    b.call(run, [b.zext(now, I64), my_id])
+    with b.if_then(b.icmp_signed("<", my_id, b.zext(atomic_load(b, g.want, I32), I64))):  # within the limit
+        b.call(run, [b.zext(now, I64), my_id])
     b.branch(wait)
 
     # ---- irtool_set_num_threads / irtool_get_num_threads
@@ -222,7 +223,8 @@ def build_runtime(module: ir.Module, triple: str) -> None:
     b.store(b.add(have, I32(1)), g.started)
     b.branch(start_loop)
     b.position_at_end(started)
-    threads = b.add(b.load(g.started, typ=I32), I32(1))
+    threads = b.add(b.load(g.started, typ=I32), I32(1))  # (more were started for an earlier, larger limit)
+    threads = b.select(b.icmp_signed("<", want, threads), want, threads)
     threads64 = b.zext(threads, I64)
     chunks = b.select(b.icmp_signed("<", total, threads64), total, threads64)
     chunk = b.sdiv(b.add(total, b.sub(chunks, I64(1))), chunks)

@@ -338,6 +338,10 @@ def main(A: T.Buffer((50,), "float32"), B: T.Buffer((3,), "float32")):
         for _ in range(300):
             lib["main"](a, b)
         assert (a == 300).all() and (b == 300).all()
+        set_num_threads(2)  # fewer than the workers started: those above the limit stay out
+        for _ in range(300):
+            lib["main"](a, b)
+        assert (a == 600).all() and (b == 600).all()
     finally:
         set_num_threads(before)
 
