@@ -326,6 +326,13 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
                             write)
     write_back = tir.For(ri, _const(0, idx), _const(rows, idx), "unroll", lane_loop) if rows > 1 else \
         substitute(lane_loop, {ri: _const(0, idx)})
+    if data_vector is None and not vector_store and r is not None and spatial[-1] is r and rows >= 4 \
+            and r_tiles * rows == r_ext:
+        # the rows are the destination's contiguous index (conv's output columns): one store of
+        # the tile's rows per lane (channel), LLVM transposing the accumulators, instead of a
+        # scalar store per element
+        write_back = tir.For(lane, _const(0, idx), _const(width, idx), "serial",
+                             tir.For(ri, _const(0, idx), _const(rows, idx), "vectorized", write))
 
     reads = _whole_regions([ld.buffer for ld in _loads(tir.SeqStmt([update, write_back]))
                             if ld.buffer is not acc])
