@@ -75,6 +75,7 @@ def _load() -> None:
             pool,
             reduce,
             transform,
+            vision,
         )
 
 

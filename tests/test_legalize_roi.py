@@ -1,0 +1,144 @@
+"""legalize-ops of R.vision.roi_align and R.vision.roi_pool (codegen/topi/vision.py): each
+legalized PrimFunc, run by the TIR interpreter, equals the op's NumPy reference (irtool/ops/vision.py),
+and (tvm-marked) TVM 0.27's LegalizeOps prints the same module text, byte for byte."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from test_legalize_ops import assert_legalized_like_tvm, legalize
+from test_legalize_vision import T, module
+
+from irtool.exec.relax import run_relax
+from irtool.text import parse, to_text
+
+# (data NCHW shape, pooled size, spatial scale): every layout, mode, `aligned` and sample ratio
+# (-1 and 0: a grid read from the rois, which nests the sblock) meets each of them
+ROI_SHAPES = [((1, 2, 6, 6), (2, 2), 1.0), ((2, 3, 5, 7), (1, 3), 0.5), ((1, 1, 4, 3), (3, 2), 0.25)]
+
+
+def _roi_align_case(layout, mode, aligned, ratio, shape, pooled, scale, rois="(3, 5)"):
+    n, c, h, w = shape
+    data = (n, c, h, w) if layout == "NCHW" else (n, h, w, c)
+    call = (f"R.vision.roi_align(x, r, pooled_size=[{pooled[0]}, {pooled[1]}], spatial_scale={scale}, "
+            f'sample_ratio={ratio}, aligned={aligned}, layout="{layout}", mode="{mode}")')
+    r = T(eval(rois))
+    return (f"roi_align-{layout}-{mode}-{'aligned' if aligned else 'plain'}-{ratio}-{h}x{w}",
+            module(f"x: {T(data)}, r: {r}", call, "n = T.int64()" if '"n"' in r else ""))
+
+
+ROI_ALIGN = [_roi_align_case(lay, mode, al, ratio, *s) for lay, mode, al, ratio, s in
+             itertools.product(("NCHW", "NHWC"), ("avg", "max"), (False, True), (-1, 0, 1, 2), ROI_SHAPES)] + [
+    _roi_align_case("NCHW", "avg", False, -1, (1, 2, 6, 6), (2, 2), 1.0, rois="('n', 5)"),
+    _roi_align_case("NHWC", "max", False, 2, (1, 2, 6, 6), (2, 2), 1.0, rois="('n', 5)"),
+    _roi_align_case("NCHW", "avg", False, 2, (1, 2, 1, 6), (2, 2), 1.0),  # an image row: y clamps to 0
+]
+CASES = ROI_ALIGN
+
+
+def _rois(rng, count: int, batch: int, extent: float, dtype: str) -> np.ndarray:
+    """Rois inside and around an image of side `extent`, each at least 0.3 wide (so that a grid
+    read from the roi has samples: TVM's PrimFunc leaves an empty bin unwritten)."""
+    start = rng.random((2, count)) * extent - 1
+    size = rng.random((2, count)) * extent + 0.3
+    index = rng.integers(0, batch, count)
+    return np.stack([index, start[0], start[1], start[0] + size[0], start[1] + size[1]], 1).astype(dtype)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_legalized_matches_reference(case):
+    mod = parse(case[1])
+    out = legalize(mod)
+    ops = [b.value.op.name for blk in out.functions["main"].body.blocks for b in blk.bindings]
+    assert ops == ["relax.call_tir"], f"not legalized: {ops}"
+    x_param, r_param = mod.functions["main"].params
+    rng = np.random.default_rng(7)
+    shape = x_param.struct_info.shape
+    data = rng.random(shape).astype("float32")
+    height, width = (shape[1], shape[2]) if "NHWC" in case[0] else (shape[2], shape[3])
+    count = r_param.struct_info.shape[0] if isinstance(r_param.struct_info.shape[0], int) else 4
+    rois = _rois(rng, count, shape[0], max(height, width) * 1.5, "float32")
+    expected, got = run_relax(mod, [data, rois]), run_relax(out, [data, rois])
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert to_text(parse(to_text(out))) == to_text(out)
+
+
+@pytest.mark.parametrize("dtypes", [("float16", "float16"), ("float16", "float32"), ("float32", "float16")])
+def test_roi_align_other_dtypes_stay_calls(dtypes):
+    """TOPI's float literals make float16 arithmetic float32: TVM's PrimFunc writes a float32
+    result where the call says float16 (mixed dtypes: the rois'), so we leave the call."""
+    text = module(f"x: {T((1, 2, 6, 6), dtypes[0])}, r: {T((3, 5), dtypes[1])}",
+                  "R.vision.roi_align(x, r, pooled_size=[2, 2], spatial_scale=1.0)")
+    out = to_text(legalize(parse(text)))
+    assert "R.vision.roi_align" in out and "call_tir" not in out
+
+
+def test_roi_align_nested_grid_reads_the_rois_in_its_extents():
+    """sample_ratio -1: the sample grid's extent reads the rois, so the inner sblock's reads
+    join the outer row (`v_i`) and its own (`v_i_1`), as TVM's region detector does."""
+    text = to_text(legalize(parse(ROI_ALIGN[0][1])))
+    assert 'with T.sblock("compute_l1")' in text
+    assert "T.reads(r[T.min(v_i, v_i_1):T.min(v_i, v_i_1) + (T.max(v_i, v_i_1) + T.int64(1) - T.min(v_i, v_i_1))" \
+        in text
+    assert "v_ph_1 = T.axis.spatial((v_ph, v_ph + (T.int64(1) - v_ph)), v_ph)" in text
+
+
+@pytest.mark.tvm
+def test_legalized_text_matches_tvm(tvm_python, tmp_path):
+    assert_legalized_like_tvm(tvm_python, tmp_path, CASES)
+
+
+def _program(params: str, body: str) -> str:
+    from test_legalize_vision import HEADER
+
+    return (f"{HEADER}@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n"
+            f"        with R.dataflow():\n{body}            R.output(gv)\n        return gv\n")
+
+
+ZERO = [
+    ("zero-roi_align-relu", _program(f"x: {T((1, 2, 6, 6))}, r: {T((3, 5))}",
+     "            lv = R.vision.roi_align(x, r, pooled_size=[2, 2], spatial_scale=1.0, sample_ratio=2)\n"
+     "            gv = R.nn.relu(lv)\n")),
+    ("zero-roi_align-nested", _program(f"x: {T((1, 2, 6, 6))}, r: {T((3, 5))}",
+     "            lv = R.add(x, x)\n            lv1 = R.vision.roi_align(lv, r, pooled_size=[2, 2], spatial_scale=1.0)\n"
+     "            gv = R.multiply(lv1, lv1)\n")),
+]
+
+_TVM_ZERO = ("import sys, tvm\nfrom tvm import relax\nfor p in sys.argv[1:]:\n"
+             "    m = relax.get_pipeline('zero')(tvm.script.from_source(open(p).read()))\n"
+             "    open(p + '.tvm', 'w').write(m.script())\n")
+
+
+@pytest.mark.tvm
+def test_zero_pipeline_matches_tvm(tvm_python, tmp_path):
+    """The whole zero pipeline (legalize, annotate, fold, fuse, fuse-tir) prints as TVM's."""
+    import subprocess
+
+    from irtool.transform import get_pass
+
+    runner = tmp_path / "zero.py"
+    runner.write_text(_TVM_ZERO)
+    paths = []
+    for name, text in ZERO:
+        paths.append(tmp_path / f"{name}.py")
+        paths[-1].write_text(text)
+    proc = subprocess.run([tvm_python, str(runner), *map(str, paths)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for path in paths:
+        ours = to_text(get_pass("zero-pipeline")()(parse(path.read_text())), show_meta_data=False)
+        assert ours.rstrip("\n") == (tmp_path / (path.name + ".tvm")).read_text().rstrip("\n"), path.name
+
+
+@pytest.mark.parametrize("case", ZERO, ids=[c[0] for c in ZERO])
+def test_zero_pipeline_runs_as_the_reference(case):
+    from irtool.transform import get_pass
+
+    mod = parse(case[1])
+    out = get_pass("zero-pipeline")()(mod)
+    assert "R.vision" not in to_text(out)
+    rng = np.random.default_rng(3)
+    data, rois = rng.random((1, 2, 6, 6)).astype("float32"), _rois(rng, 3, 1, 9.0, "float32")
+    np.testing.assert_allclose(run_relax(out, [data, rois]), run_relax(mod, [data, rois]), rtol=1e-5, atol=1e-5)
