@@ -134,8 +134,8 @@ class Tensor:
 class ComputeOp(Operation):
     """A compute. Three hints for CreatePrimFunc's output where TVM's arithmetic leaves forms
     this module does not derive (set by the TOPI function that builds the op):
-      `prebuilt`         the body is already in the form TVM prints: no simplify, no dtype
-                         normalisation;
+      `prebuilt`         the body (a reduction's source) is already in the form TVM prints:
+                         no simplify, no dtype normalisation;
       `narrow_axes`      ids of axis variables TVM types int32 (their size came from an int32
                          attribute); a nested level's copy of one gets IndexDataTypeNormalizer's
                          domain `Range(v, 1)`, i.e. extent `1 - v`;
@@ -362,12 +362,15 @@ def _stmt_for_compute(op: ComputeOp, out_buffer: tir.Buffer, buffers: dict, name
     init = None
     if isinstance(body_expr, Reduce):
         lhs = tir.BufferLoad(out_buffer, store_indices)
-        rhs = simplify(_substitute(body_expr.source, vmap, buffers))
+        rhs = _substitute(body_expr.source, vmap, buffers)
+        rhs = rhs if op.prebuilt else simplify(rhs)
         combined = body_expr.reducer.combine(lhs, rhs)
         if body_expr.condition is not None:
             cond = simplify(_substitute(body_expr.condition, vmap, buffers))
             combined = tb.select(cond, combined, lhs)
-        body: tir.Stmt = tir.BufferStore(out_buffer, normalize_index_dtype(combined, index_dtype), store_indices)
+        if not op.prebuilt:
+            combined = normalize_index_dtype(combined, index_dtype)
+        body: tir.Stmt = tir.BufferStore(out_buffer, combined, store_indices)
         init = tir.BufferStore(out_buffer, body_expr.reducer.identity(out_buffer.dtype), store_indices)
     elif op.prebuilt:
         body = tir.BufferStore(out_buffer, _substitute(body_expr, vmap, buffers), store_indices)

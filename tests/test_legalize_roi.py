@@ -35,7 +35,21 @@ ROI_ALIGN = [_roi_align_case(lay, mode, al, ratio, *s) for lay, mode, al, ratio,
     _roi_align_case("NHWC", "max", False, 2, (1, 2, 6, 6), (2, 2), 1.0, rois="('n', 5)"),
     _roi_align_case("NCHW", "avg", False, 2, (1, 2, 1, 6), (2, 2), 1.0),  # an image row: y clamps to 0
 ]
-CASES = ROI_ALIGN
+
+def _roi_pool_case(shape, pooled, scale, rois="(3, 5)"):
+    r = T(eval(rois))
+    sym = '"n"' in r
+    call = f"R.vision.roi_pool(x, r, pooled_size=[{pooled[0]}, {pooled[1]}], spatial_scale={scale})"
+    return (f"roi_pool-{'x'.join(map(str, shape))}-{pooled[0]}x{pooled[1]}-{scale}{'-sym' if sym else ''}",
+            module(f"x: {T(shape)}, r: {r}", call, "n = T.int64()" if sym else ""))
+
+
+# every image shape (a row, a column) against every pooled size (1x1 to more bins than pixels)
+# and scale (corners scaled down and up)
+ROI_POOL = [_roi_pool_case(*c) for c in itertools.product(
+    [(1, 2, 6, 6), (2, 3, 5, 7), (1, 1, 1, 4), (1, 1, 3, 1)], [(2, 2), (1, 3), (3, 2), (1, 1), (4, 4)],
+    [1.0, 0.5, 0.25, 2.0])] + [_roi_pool_case((1, 2, 6, 6), (2, 2), 1.0, rois="('n', 5)")]
+CASES = ROI_ALIGN + ROI_POOL
 
 
 def _rois(rng, count: int, batch: int, extent: float, dtype: str) -> np.ndarray:
@@ -60,6 +74,8 @@ def test_legalized_matches_reference(case):
     height, width = (shape[1], shape[2]) if "NHWC" in case[0] else (shape[2], shape[3])
     count = r_param.struct_info.shape[0] if isinstance(r_param.struct_info.shape[0], int) else 4
     rois = _rois(rng, count, shape[0], max(height, width) * 1.5, "float32")
+    if "roi_pool" in case[0]:  # corners at halves, negative ones too: roi_pool rounds them half up
+        rois[:, 1:] = np.round(rois[:, 1:] * 2) / 2
     expected, got = run_relax(mod, [data, rois]), run_relax(out, [data, rois])
     assert got.dtype == expected.dtype and got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
@@ -67,13 +83,15 @@ def test_legalized_matches_reference(case):
 
 
 @pytest.mark.parametrize("dtypes", [("float16", "float16"), ("float16", "float32"), ("float32", "float16")])
-def test_roi_align_other_dtypes_stay_calls(dtypes):
-    """TOPI's float literals make float16 arithmetic float32: TVM's PrimFunc writes a float32
-    result where the call says float16 (mixed dtypes: the rois'), so we leave the call."""
+@pytest.mark.parametrize("op", ["roi_align", "roi_pool"])
+def test_other_dtypes_stay_calls(dtypes, op):
+    """TOPI's float literals make float16 arithmetic float32: TVM's roi_align PrimFunc writes a
+    float32 result where the call says float16 (mixed dtypes: the rois'), so we leave the call;
+    roi_pool's forms are checked for float32 only."""
     text = module(f"x: {T((1, 2, 6, 6), dtypes[0])}, r: {T((3, 5), dtypes[1])}",
-                  "R.vision.roi_align(x, r, pooled_size=[2, 2], spatial_scale=1.0)")
+                  f"R.vision.{op}(x, r, pooled_size=[2, 2], spatial_scale=1.0)")
     out = to_text(legalize(parse(text)))
-    assert "R.vision.roi_align" in out and "call_tir" not in out
+    assert f"R.vision.{op}" in out and "call_tir" not in out
 
 
 def test_roi_align_nested_grid_reads_the_rois_in_its_extents():
@@ -105,6 +123,9 @@ ZERO = [
     ("zero-roi_align-nested", _program(f"x: {T((1, 2, 6, 6))}, r: {T((3, 5))}",
      "            lv = R.add(x, x)\n            lv1 = R.vision.roi_align(lv, r, pooled_size=[2, 2], spatial_scale=1.0)\n"
      "            gv = R.multiply(lv1, lv1)\n")),
+    ("zero-roi_pool-relu", _program(f"x: {T((1, 2, 6, 6))}, r: {T((3, 5))}",
+     "            lv = R.nn.relu(x)\n            lv1 = R.vision.roi_pool(lv, r, pooled_size=[2, 2], spatial_scale=1.0)\n"
+     "            gv = R.add(lv1, lv1)\n")),
 ]
 
 _TVM_ZERO = ("import sys, tvm\nfrom tvm import relax\nfor p in sys.argv[1:]:\n"

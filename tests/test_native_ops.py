@@ -266,6 +266,9 @@ for tag, x, call in [("avg", "1x2x6x6", "R.vision.roi_align(x, r, pooled_size=[2
                      ("aligned", "1x2x6x6", "R.vision.roi_align(x, r, pooled_size=[3, 2], spatial_scale=1.0, "
                                             "sample_ratio=1, aligned=True)")]:
     case("vision", f"roi_align-{tag}", f"x:{x}:float32 r:4x5:float32:rois", call)
+for tag, x, call in [("2x2", "1x2x6x6", "R.vision.roi_pool(x, r, pooled_size=[2, 2], spatial_scale=1.0)"),
+                     ("scaled", "1x3x5x7", "R.vision.roi_pool(x, r, pooled_size=[3, 2], spatial_scale=0.5)")]:
+    case("vision", f"roi_pool-{tag}", f"x:{x}:float32 r:4x5:float32:rois", call)
 case("image", "resize2d-int32-nearest", "x:1x1x3x3:int32", 'R.image.resize2d(x, R.shape([6, 6]), method="nearest_neighbor")')
 case("image", "resize2d-uint8-linear", "x:1x1x3x3:uint8", 'R.image.resize2d(x, R.shape([5, 4]))')
 

@@ -154,3 +154,90 @@ def _roi_align(bb, call):
     return bb.call_te(roi_align, call.args[0], call.args[1], pooled_size=[int(p) for p in at["pooled_size"]],
                       spatial_scale=float(at["spatial_scale"]), mode=at["mode"],
                       sample_ratio=int(at["sample_ratio"]), aligned=bool(at["aligned"]), layout=at["layout"])
+
+
+# ----------------------------------------------------------------------------- roi_pool
+# TVM's simplifier rewrites TOPI's clamped bin bounds `min(max(s + start, 0), H)` inside the
+# comparisons (`min(a, H) <= x` -> `a <= x or H <= x`, `x < min(a, H)` -> `x < a and x < H`)
+# and every integer in them is int64 (they are conditions): the bodies below are built in
+# that printed form (`prebuilt`), for constant image sizes.
+
+
+def _i64(e) -> tir.PrimExpr:
+    return tir.Cast("int64", e)
+
+
+def _bin_bounds(rois: te.Tensor, i, p, pooled: int, start_col: int, end_col: int, scale: float):
+    """(start, end) of bin `p` along one axis before the clamp to the image: TOPI's
+    `max(floor(p * bin) + roi_start, 0)` and `max(ceil((p + 1) * bin) + roi_start, 0)`."""
+    def corner(col):
+        return _i64(tb.call("floor", tb.add(tb.mul(rois(i, col), scale), 0.5)))
+
+    start, end = corner(start_col), corner(end_col)
+    size = tb.max_(tir.BinOp("sub", tir.BinOp("add", end, tb.const(1, "int64")), start), tb.const(1, "int64"))
+    bin_size = tb.div(tir.Cast("float32", size), tb.const(float(pooled), "float32"))
+    first = _i64(tb.call("floor", tir.BinOp("mul", tir.Cast("float32", p), bin_size)))
+    last = _i64(tb.call("ceil", tir.BinOp("mul", tir.Cast("float32", tir.BinOp("add", p, tb.const(1, "int64"))),
+                                          bin_size)))
+    return (tb.max_(tir.BinOp("add", first, start), tb.const(0, "int64")),
+            tb.max_(tir.BinOp("add", last, start), tb.const(0, "int64")))
+
+
+def _and(*terms):
+    out = terms[0]
+    for t in terms[1:]:
+        out = tir.BinOp("and", out, t)
+    return out
+
+
+def _or(*terms):
+    out = terms[0]
+    for t in terms[1:]:
+        out = tir.BinOp("or", out, t)
+    return out
+
+
+def roi_pool(data: te.Tensor, rois: te.Tensor, pooled_size, spatial_scale: float, layout: str = "NCHW") -> te.Tensor:
+    """TOPI's roi_pool_nchw: the max over each bin's pixels, 0 for an empty bin."""
+    _, channel, height, width = data.shape
+    num_roi = rois.shape[0]
+    pooled_h, pooled_w = pooled_size
+    rh = te.reduce_axis((0, height), name="rh")
+    rw = te.reduce_axis((0, width), name="rw")
+
+    def bounds(i, ph, pw):
+        return (_bin_bounds(rois, i, ph, pooled_h, 2, 4, spatial_scale),
+                _bin_bounds(rois, i, pw, pooled_w, 1, 3, spatial_scale))
+
+    def sample(i, c, ph, pw):
+        (hs, he), (ws, we) = bounds(i, ph, pw)
+        valid = _and(_or(tir.BinOp("le", hs, rh.var), tir.BinOp("le", height, rh.var)),
+                     tir.BinOp("lt", rh.var, he), tir.BinOp("lt", rh.var, height),
+                     _or(tir.BinOp("le", ws, rw.var), tir.BinOp("le", width, rw.var)),
+                     tir.BinOp("lt", rw.var, we), tir.BinOp("lt", rw.var, width))
+        pixel = data(_i64(rois(i, 0)), c, rh.var, rw.var)
+        return te.max(tb.if_then_else(valid, pixel, tb.const(float("-inf"), data.dtype)), axis=[rh, rw])
+
+    pooled = te.compute((num_roi, channel, pooled_h, pooled_w), sample, tag="pool,roi_pool_nchw")
+    pooled.op.prebuilt = True
+
+    def empty_or_max(i, c, ph, pw):
+        (hs, he), (ws, we) = bounds(i, ph, pw)
+        empty = _or(tir.BinOp("le", he, hs), tir.BinOp("le", height, hs),
+                    tir.BinOp("le", we, ws), tir.BinOp("le", width, ws))
+        return tb.if_then_else(empty, tb.const(0.0, data.dtype), pooled(i, c, ph, pw))
+
+    out = te.compute((num_roi, channel, pooled_h, pooled_w), empty_or_max)
+    out.op.prebuilt = True
+    return out
+
+
+@register_legalize("relax.vision.roi_pool")
+def _roi_pool(bb, call):
+    at = call.attrs
+    shape = call.args[0].struct_info.shape
+    if at["layout"] != "NCHW" or any(const_int(d) is None for d in shape) or \
+            call.args[0].struct_info.dtype != "float32" or call.args[1].struct_info.dtype != "float32":
+        return call
+    return bb.call_te(roi_pool, call.args[0], call.args[1], pooled_size=[int(p) for p in at["pooled_size"]],
+                      spatial_scale=float(at["spatial_scale"]), layout=at["layout"])
