@@ -49,7 +49,30 @@ def _roi_pool_case(shape, pooled, scale, rois="(3, 5)"):
 ROI_POOL = [_roi_pool_case(*c) for c in itertools.product(
     [(1, 2, 6, 6), (2, 3, 5, 7), (1, 1, 1, 4), (1, 1, 3, 1)], [(2, 2), (1, 3), (3, 2), (1, 1), (4, 4)],
     [1.0, 0.5, 0.25, 2.0])] + [_roi_pool_case((1, 2, 6, 6), (2, 2), 1.0, rois="('n', 5)")]
-CASES = ROI_ALIGN + ROI_POOL
+# symbolic sizes (declared `b`, `c`, `h`, `w`): the image's bounds become `index < h` and
+# `index + 2 <= h` as TVM's simplifier writes them
+SYM_SIZES = {"b": 2, "c": 3, "h": 5, "w": 7, "n": 4}
+
+
+def _symbolic_case(name, data, call):
+    names = [d for d in data if isinstance(d, str)]
+    return (name, module(f"x: {T(data)}, r: {T((3, 5))}", call, "\n        ".join(f"{d} = T.int64()" for d in names)))
+
+
+SYMBOLIC = [
+    _symbolic_case("roi_align-sym-hw", (1, 2, "h", "w"),
+                   "R.vision.roi_align(x, r, pooled_size=[2, 2], spatial_scale=1.0, sample_ratio=2)"),
+    _symbolic_case("roi_align-sym-bhw-nested", ("b", "h", "w", 2),
+                   'R.vision.roi_align(x, r, pooled_size=[2, 3], spatial_scale=0.5, layout="NHWC")'),
+    _symbolic_case("roi_align-sym-max-aligned", (1, "c", "h", "w"), 'R.vision.roi_align(x, r, pooled_size=[3, 2], '
+                   'spatial_scale=0.25, sample_ratio=1, aligned=True, mode="max")'),
+    _symbolic_case("roi_align-sym-bc", ("b", "c", 6, 6), "R.vision.roi_align(x, r, pooled_size=[2, 2], spatial_scale=1.0)"),
+    _symbolic_case("roi_pool-sym-hw", (1, 2, "h", "w"), "R.vision.roi_pool(x, r, pooled_size=[2, 2], spatial_scale=1.0)"),
+    _symbolic_case("roi_pool-sym-bchw", ("b", "c", "h", "w"),
+                   "R.vision.roi_pool(x, r, pooled_size=[3, 2], spatial_scale=0.5)"),
+    _symbolic_case("roi_pool-sym-bc", ("b", "c", 6, 6), "R.vision.roi_pool(x, r, pooled_size=[2, 2], spatial_scale=1.0)"),
+]
+CASES = ROI_ALIGN + ROI_POOL + SYMBOLIC
 
 
 def _rois(rng, count: int, batch: int, extent: float, dtype: str) -> np.ndarray:
@@ -69,7 +92,7 @@ def test_legalized_matches_reference(case):
     assert ops == ["relax.call_tir"], f"not legalized: {ops}"
     x_param, r_param = mod.functions["main"].params
     rng = np.random.default_rng(7)
-    shape = x_param.struct_info.shape
+    shape = tuple(SYM_SIZES[d.name] if not isinstance(d, int) else d for d in x_param.struct_info.shape)
     data = rng.random(shape).astype("float32")
     height, width = (shape[1], shape[2]) if "NHWC" in case[0] else (shape[2], shape[3])
     count = r_param.struct_info.shape[0] if isinstance(r_param.struct_info.shape[0], int) else 4

@@ -23,7 +23,6 @@ from irtool.ir import tir
 from .. import te
 from .. import tir_build as tb
 from . import register_legalize
-from .common import const_int
 from .image import _index
 
 
@@ -53,6 +52,15 @@ def _widen(e):
     return e
 
 
+def _at_most(index, offset: int, last) -> tir.PrimExpr:
+    """`index + offset <= last` as TVM's simplifier writes it: the offset moved right for a
+    constant `last`; for a symbolic size (`last` = h - 1) `index < h` or `index + 2 <= h`."""
+    if isinstance(last, tir.BinOp) and last.op == "sub" and isinstance(last.b, tir.IntImm) and last.b.value == 1:
+        size = last.a
+        return tb.lt(index, size) if offset == 0 else tb.le(tb.add(index, offset + 1), size)
+    return tb.le(index, tb.sub(last, offset))
+
+
 def _bilinear_sample(data: te.Tensor, layout: str, n, c, y, x, max_y, max_x) -> tir.PrimExpr:
     """TOPI's detail::bilinear_sample_nchw / _nhwc: the four neighbours, each guarded."""
     y_low = tb.cast("int32", tb.call("floor", y))
@@ -65,8 +73,8 @@ def _bilinear_sample(data: te.Tensor, layout: str, n, c, y, x, max_y, max_x) -> 
             yi, xi = _widen(_index(yb)), _widen(_index(xb))
             # `0 <= yp and yp <= max_y` with yp = low + offset, the offset moved right as
             # TVM's simplifier writes it
-            inside = tb.all_(tb.le(tb.const(-yo, "int64"), yi), tb.le(yi, tb.sub(max_y, yo)),
-                             tb.le(tb.const(-xo, "int64"), xi), tb.le(xi, tb.sub(max_x, xo)))
+            inside = tb.all_(tb.le(tb.const(-yo, "int64"), yi), _at_most(yi, yo, max_y),
+                             tb.le(tb.const(-xo, "int64"), xi), _at_most(xi, xo, max_x))
             yl, xl = _widen(_index(yb, yo)), _widen(_index(xb, xo))
             load = data(n, yl, xl, c) if layout == "NHWC" else data(n, c, yl, xl)
             term = tb.if_then_else(inside, tb.mul(tb.mul(wx, wy), load), 0)
@@ -142,9 +150,7 @@ def roi_align(data: te.Tensor, rois: te.Tensor, pooled_size, spatial_scale: floa
 @register_legalize("relax.vision.roi_align")
 def _roi_align(bb, call):
     at = call.attrs
-    shape = call.args[0].struct_info.shape
-    if at["layout"] not in ("NCHW", "NHWC") or at["mode"] not in ("avg", "max") or \
-            any(const_int(d) is None for d in shape):
+    if at["layout"] not in ("NCHW", "NHWC") or at["mode"] not in ("avg", "max"):
         return call
     # TOPI's Python float literals make float16 arithmetic float32: TVM's PrimFunc then writes a
     # float32 result where the call's struct info says float16 (and mixed dtypes give the rois'
@@ -160,7 +166,7 @@ def _roi_align(bb, call):
 # TVM's simplifier rewrites TOPI's clamped bin bounds `min(max(s + start, 0), H)` inside the
 # comparisons (`min(a, H) <= x` -> `a <= x or H <= x`, `x < min(a, H)` -> `x < a and x < H`)
 # and every integer in them is int64 (they are conditions): the bodies below are built in
-# that printed form (`prebuilt`), for constant image sizes.
+# that printed form (`prebuilt`), for constant and symbolic sizes alike.
 
 
 def _i64(e) -> tir.PrimExpr:
@@ -235,9 +241,8 @@ def roi_pool(data: te.Tensor, rois: te.Tensor, pooled_size, spatial_scale: float
 @register_legalize("relax.vision.roi_pool")
 def _roi_pool(bb, call):
     at = call.attrs
-    shape = call.args[0].struct_info.shape
-    if at["layout"] != "NCHW" or any(const_int(d) is None for d in shape) or \
-            call.args[0].struct_info.dtype != "float32" or call.args[1].struct_info.dtype != "float32":
+    dtypes = {call.args[0].struct_info.dtype, call.args[1].struct_info.dtype}
+    if at["layout"] != "NCHW" or dtypes != {"float32"}:  # other dtypes: forms not checked
         return call
     return bb.call_te(roi_pool, call.args[0], call.args[1], pooled_size=[int(p) for p in at["pooled_size"]],
                       spatial_scale=float(at["spatial_scale"]), layout=at["layout"])
