@@ -186,3 +186,36 @@ def test_zero_pipeline_runs_as_the_reference(case):
     rng = np.random.default_rng(3)
     data, rois = rng.random((1, 2, 6, 6)).astype("float32"), _rois(rng, 3, 1, 9.0, "float32")
     np.testing.assert_allclose(run_relax(out, [data, rois]), run_relax(mod, [data, rois]), rtol=1e-5, atol=1e-5)
+
+
+def random_cases(seed: int, count: int) -> list:
+    """Seeded random roi_align / roi_pool calls: image sizes 1..8 (a third of them symbolic),
+    pooled sizes 1..4, scales from 1/16 to 2, sample ratios -1..3, both layouts and modes."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for k in range(count):
+        shape = [int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(1, 9)), int(rng.integers(1, 9))]
+        dims = [("b", "c", "h", "w")[i] if rng.random() < 0.33 else d for i, d in enumerate(shape)]
+        pooled = [int(rng.integers(1, 5)), int(rng.integers(1, 5))]
+        scale = float(rng.choice([1.0, 0.5, 0.25, 0.125, 0.0625, 2.0]))
+        if k % 3 == 2:
+            call = f"R.vision.roi_pool(x, r, pooled_size={pooled}, spatial_scale={scale})"
+        else:
+            layout = "NHWC" if rng.random() < 0.5 else "NCHW"
+            if layout == "NHWC":
+                dims = [dims[0], dims[2], dims[3], dims[1]]
+            call = (f"R.vision.roi_align(x, r, pooled_size={pooled}, spatial_scale={scale}, "
+                    f"sample_ratio={int(rng.integers(-1, 4))}, aligned={bool(rng.random() < 0.5)}, "
+                    f'layout="{layout}", mode="{"max" if rng.random() < 0.5 else "avg"}")')
+        cases.append(_symbolic_case(f"random-{seed}-{k}", tuple(dims), call))
+    return cases
+
+
+@pytest.mark.tvm
+def test_random_calls_match_tvm(tvm_python, tmp_path):
+    assert_legalized_like_tvm(tvm_python, tmp_path, random_cases(11, 200))
+
+
+@pytest.mark.parametrize("case", random_cases(11, 200)[:40], ids=lambda c: c[0])
+def test_random_calls_match_reference(case):
+    test_legalized_matches_reference(case)
