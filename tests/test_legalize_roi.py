@@ -219,3 +219,43 @@ def test_random_calls_match_tvm(tvm_python, tmp_path):
 @pytest.mark.parametrize("case", random_cases(11, 200)[:40], ids=lambda c: c[0])
 def test_random_calls_match_reference(case):
     test_legalized_matches_reference(case)
+
+
+# ----------------------------------------------------------------------------- ONNX, natively
+
+ONNX_RELATED = [("RoiAlign", {"output_height": 3, "output_width": 2}, 16),
+                ("RoiAlign", {"output_height": 2, "output_width": 2, "sampling_ratio": 2, "spatial_scale": 0.5,
+                              "coordinate_transformation_mode": "output_half_pixel"}, 16),
+                ("MaxRoiPool", {"pooled_shape": [2, 3], "spatial_scale": 0.5}, 16)]
+
+
+@pytest.mark.parametrize("op, attrs, opset", ONNX_RELATED, ids=["roi_align", "roi_align-ratio", "max_roi_pool"])
+def test_onnx_model_builds_natively(op, attrs, opset):
+    """An ONNX RoiAlign / MaxRoiPool model, imported, lowered (relay-to-relax, the zero
+    pipeline) and compiled to native code, computes onnxruntime's outputs."""
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    import irtool
+    from irtool.frontend.onnx import from_onnx
+
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((2, 3, 8, 10)).astype("float32")
+    if op == "RoiAlign":
+        rois = np.array([[0.5, 1.0, 6.0, 7.5], [2.0, 0.0, 9.0, 3.0], [0.0, 0.0, 10.0, 8.0]], "float32")
+        inputs = {"x": data, "r": rois, "b": np.array([1, 0, 1], "int64")}
+    else:
+        rois = np.array([[0, 0, 0, 4, 3], [1, 1.4, 2.6, 7, 5], [0, 3, 1, 3.2, 1], [1, -2, -2, 20, 20]], "float32")
+        inputs = {"x": data, "r": rois}
+    types = {np.dtype("float32"): TensorProto.FLOAT, np.dtype("int64"): TensorProto.INT64}
+    graph = helper.make_graph(
+        [helper.make_node(op, list(inputs), ["y"], **attrs)], "g",
+        [helper.make_tensor_value_info(k, types[v.dtype], v.shape) for k, v in inputs.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    expected = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, inputs)[0]
+    mod, _ = from_onnx(model)
+    got = irtool.build(mod)(*inputs.values())
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
