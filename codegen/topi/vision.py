@@ -14,6 +14,11 @@ rh x rw bilinear samples per output bin (`te.sum` of sample / count for "avg", `
 
 roi_pool: a `te.max` over the whole image (rh < H, rw < W) of the pixels inside the bin, -inf
 elsewhere, into an intermediate `compute`, then a second `compute` giving 0 for an empty bin.
+
+Both are legalized for float32 data and rois, constant or symbolic sizes (the forms checked
+byte-identical with TVM 0.27, tests/test_legalize_roi.py); float16 and mixed dtypes stay Relax
+calls (TVM's roi_align PrimFunc then writes float32 where the call says float16).
+all_class_non_max_suppression is not legalized yet (docs/passes.md says what it needs).
 """
 
 from __future__ import annotations
