@@ -134,8 +134,8 @@ class Tensor:
 class ComputeOp(Operation):
     """A compute. Three hints for CreatePrimFunc's output where TVM's arithmetic leaves forms
     this module does not derive (set by the TOPI function that builds the op):
-      `prebuilt`         the body is already in the form TVM prints: no simplify, no dtype
-                         normalisation;
+      `prebuilt`         the body (a reduction's source) is already in the form TVM prints:
+                         no simplify, no dtype normalisation;
       `narrow_axes`      ids of axis variables TVM types int32 (their size came from an int32
                          attribute); a nested level's copy of one gets IndexDataTypeNormalizer's
                          domain `Range(v, 1)`, i.e. extent `1 - v`;
@@ -362,12 +362,15 @@ def _stmt_for_compute(op: ComputeOp, out_buffer: tir.Buffer, buffers: dict, name
     init = None
     if isinstance(body_expr, Reduce):
         lhs = tir.BufferLoad(out_buffer, store_indices)
-        rhs = simplify(_substitute(body_expr.source, vmap, buffers))
+        rhs = _substitute(body_expr.source, vmap, buffers)
+        rhs = rhs if op.prebuilt else simplify(rhs)
         combined = body_expr.reducer.combine(lhs, rhs)
         if body_expr.condition is not None:
             cond = simplify(_substitute(body_expr.condition, vmap, buffers))
             combined = tb.select(cond, combined, lhs)
-        body: tir.Stmt = tir.BufferStore(out_buffer, normalize_index_dtype(combined, index_dtype), store_indices)
+        if not op.prebuilt:
+            combined = normalize_index_dtype(combined, index_dtype)
+        body: tir.Stmt = tir.BufferStore(out_buffer, combined, store_indices)
         init = tir.BufferStore(out_buffer, body_expr.reducer.identity(out_buffer.dtype), store_indices)
     elif op.prebuilt:
         body = tir.BufferStore(out_buffer, _substitute(body_expr, vmap, buffers), store_indices)
@@ -478,7 +481,9 @@ def _nested_stmt_for_compute(op: ComputeOp, axes: list, levels: list[int], out_b
                                                                       index_dtype), leaf.store)
     init = None if outer_reduces else init_of(leaf)
     annotations = tuple((k, v) for k, v in op.attrs.items())
-    reads, writes = detect_access(init, body)
+    # the leaf's iterator domains (an extent read from a buffer: roi_align's sample grid) are
+    # visited first, as TVM's detector visits an sblock's iter_vars before its body
+    reads, writes = detect_access(init, body, [it.dom.extent for it in leaf.iters])
     block = tir.SBlock(names.fresh(op.name), leaf.iters, reads, writes, body, init, annotations=annotations)
     stmt: tir.Stmt = _wrap_loops(leaf, tir.SBlockRealize(leaf.bindings, tb.const(True, "bool"), block))
     for level in range(len(scopes) - 2, -1, -1):
@@ -515,16 +520,32 @@ def _relax_region(region: tir.BufferRegion, values: dict, relaxed: dict, remap: 
     becomes `base : base + hint`; anything else over an inner loop covers the dimension."""
     ranges = []
     for rng, dim in zip(region.region, region.buffer.shape):
-        lo = _subst_ids(rng.min, values)
+        lo, extent = _subst_ids(rng.min, values), _subst_ids(rng.extent, values)
+        if extent is not rng.extent:  # a union of the outer and inner variable: one point again
+            lo, extent = simplify(_same_min_max(lo)), _same_min_max(extent)
+            if isinstance(extent, tir.BinOp) and extent.op == "sub" and isinstance(extent.a, tir.BinOp) and \
+                    extent.a.op == "add" and extent.a.a is extent.b:  # (a + 1) - a
+                extent = extent.a.b
+            extent = simplify(extent)
         inner = [v for v in _vars_in(lo, []) if id(v) in relaxed]
         if not inner:
-            ranges.append(tir.Range(lo, rng.extent))
+            ranges.append(tir.Range(lo, extent))
         elif len(inner) == 1 and isinstance(lo, tir.BinOp) and lo.op == "add" and lo.b is inner[0] and \
                 relaxed[id(inner[0])] is not None and all(v is not inner[0] for v in _vars_in(lo.a, [])):
             ranges.append(tir.Range(lo.a, _substitute(relaxed[id(inner[0])], remap, {})))
         else:
             ranges.append(tir.Range(tb.const(0, dim.dtype), dim))
     return tir.BufferRegion(region.buffer, ranges)
+
+
+def _same_min_max(e):
+    """`T.min(a, a)` and `T.max(a, a)` as `a` (what TVM's simplifier does first)."""
+    if isinstance(e, tir.BinOp):
+        a, b = _same_min_max(e.a), _same_min_max(e.b)
+        if e.op in ("min", "max") and a is b:
+            return a
+        return e if a is e.a and b is e.b else tir.BinOp(e.op, a, b)
+    return e
 
 
 def _subst_ids(e, values: dict):
@@ -595,11 +616,12 @@ def create_prim_func(args: Sequence, index_dtype: str = "int64") -> tir.PrimFunc
 # ----------------------------------------------------------------------------- access regions
 
 
-def detect_access(init: tir.Stmt | None, body: tir.Stmt) -> tuple[tuple, tuple]:
+def detect_access(init: tir.Stmt | None, body: tir.Stmt, domains: Sequence = ()) -> tuple[tuple, tuple]:
     """Read and write regions of a leaf sblock, as TVM's BlockReadWriteDetector finds them:
     every access is a point (the block has no inner loops); accesses to one buffer at
-    different points cover the range between them (constant distance) or the whole
-    dimension; a reduction's output is not among its reads."""
+    different points cover the range between them (constant distance), between two
+    variables (`T.min(a, b)` to `T.max(a, b)`) or the whole dimension; a reduction's output
+    is not among its reads. Loads in `domains` (the iterators' extents) are read first."""
     reads: dict = {}
     writes: dict = {}
 
@@ -615,6 +637,8 @@ def detect_access(init: tir.Stmt | None, body: tir.Stmt) -> tuple[tuple, tuple]:
             for x in e:
                 load(x)
 
+    for e in domains:
+        load(e)
     for stmt in (init, body):
         if stmt is None:
             continue
@@ -646,7 +670,12 @@ def _region(buffer: tir.Buffer, points: list) -> tir.BufferRegion:
         idx = [p[dim] for p in points]
         first = idx[0]
         offsets = [_const_offset(first, i) for i in idx]
-        if any(_has_call(i) for i in idx):  # TVM's IntSet: a call's value is unknown
+        distinct = list({id(i): i for i in idx}.values())
+        if len(distinct) == 2 and all(isinstance(i, tir.Var) for i in distinct):
+            # IntSet's Union of two points (an outer and an inner sblock's variable)
+            lo, hi = tir.BinOp("min", *distinct), tir.BinOp("max", *distinct)
+            ranges.append(tir.Range(lo, tir.BinOp("sub", tir.BinOp("add", hi, tb.const(1, hi.dtype)), lo)))
+        elif any(_has_call(i) for i in idx):  # TVM's IntSet: a call's value is unknown
             bounds = [_call_bounds(i) for i in idx]
             lo, hi = [b[0] for b in bounds], [b[1] for b in bounds]
             if None in lo or None in hi:
@@ -665,9 +694,13 @@ def _region(buffer: tir.Buffer, points: list) -> tir.BufferRegion:
 
 
 def _has_call(e) -> bool:
+    """Whether TVM's IntSet evaluation gives up on `e`: a call, or a load of a float buffer
+    (roi_align's batch index `T.Cast("int64", rois[i, 0])`)."""
     if isinstance(e, tir.Call):
         return True
-    if isinstance(e, tir.Node) and not isinstance(e, tir.BufferLoad):
+    if isinstance(e, tir.BufferLoad):
+        return not (e.dtype.startswith("int") or e.dtype.startswith("uint"))
+    if isinstance(e, tir.Node):
         return any(_has_call(getattr(e, f)) for f in type(e).fields)
     return isinstance(e, tuple) and any(_has_call(x) for x in e)
 

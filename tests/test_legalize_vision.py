@@ -4,7 +4,7 @@ all_class_non_max_suppression): struct info as TVM 0.27 infers it, the NumPy ref
 the Relax interpreter, and legalize-ops for R.one_hot and R.image.grid_sample (bilinear with zeros
 or border padding, bicubic with zeros): each legalized PrimFunc, run by the TIR interpreter,
 equals the reference, and (tvm-marked) TVM's LegalizeOps prints the same text. The ops TVM
-legalizes and we do not yet stay Relax calls."""
+legalizes and we do not yet stay Relax calls. roi_align and roi_pool: tests/test_legalize_roi.py."""
 
 from __future__ import annotations
 
@@ -163,12 +163,12 @@ def test_roi_align_aligned_keeps_small_rois():
     assert plain.item() == pytest.approx(x[0, 0, 1, 1] + 0.5 * 4 + 0.5)  # at (1.5, 1.5)
 
 
-def test_vision_ops_are_left_to_the_runtime():
-    """TVM legalizes roi_align, roi_pool and all_class_non_max_suppression with TOPI; ours are not
-    written yet, so legalize-ops leaves the calls (the interpreter runs their references)."""
+def test_roi_ops_are_legalized():
+    """roi_align and roi_pool legalize (tests/test_legalize_roi.py checks them against TVM and
+    their references)."""
     text = module(f"x: {T((1, 2, 5, 5))}, r: {T((2, 5))}",
                   "R.vision.roi_pool(x, r, pooled_size=[2, 2], spatial_scale=1.0)")
-    assert "R.vision.roi_pool" in to_text(legalize(parse(text)))
+    assert "R.vision.roi_pool" not in to_text(legalize(parse(text)))
 
 
 NONZERO = [("nonzero", f"x: {T((3, 4))}", "R.nonzero(x)"),

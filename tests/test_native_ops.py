@@ -258,6 +258,17 @@ for tag, call in [("bilinear", "R.image.grid_sample(x, g)"),
     case("image", f"grid_sample-{tag}", "x:1x2x4x5:float32 g:1x2x3x3:float32", call)
 case("transform", "one_hot", "i:3x4:int32:idx5", "R.one_hot(i, T.float32(2.5), T.float32(-1.0), depth=5, axis=1)")
 case("transform", "one_hot-int64", "i:6:int64:any_idx7", "R.one_hot(i, T.int64(7), T.int64(0), depth=4)")
+# rois rows [batch, x1, y1, x2, y2] around a 6x6 image (domain rois); a grid read from the rois
+# (sample_ratio -1) is a loop whose extent is loaded from memory
+for tag, x, call in [("avg", "1x2x6x6", "R.vision.roi_align(x, r, pooled_size=[2, 3], spatial_scale=1.0)"),
+                     ("max-nhwc", "1x6x6x2", 'R.vision.roi_align(x, r, pooled_size=[2, 2], spatial_scale=0.5, '
+                                             'sample_ratio=2, layout="NHWC", mode="max")'),
+                     ("aligned", "1x2x6x6", "R.vision.roi_align(x, r, pooled_size=[3, 2], spatial_scale=1.0, "
+                                            "sample_ratio=1, aligned=True)")]:
+    case("vision", f"roi_align-{tag}", f"x:{x}:float32 r:4x5:float32:rois", call)
+for tag, x, call in [("2x2", "1x2x6x6", "R.vision.roi_pool(x, r, pooled_size=[2, 2], spatial_scale=1.0)"),
+                     ("scaled", "1x3x5x7", "R.vision.roi_pool(x, r, pooled_size=[3, 2], spatial_scale=0.5)")]:
+    case("vision", f"roi_pool-{tag}", f"x:{x}:float32 r:4x5:float32:rois", call)
 case("image", "resize2d-int32-nearest", "x:1x1x3x3:int32", 'R.image.resize2d(x, R.shape([6, 6]), method="nearest_neighbor")')
 case("image", "resize2d-uint8-linear", "x:1x1x3x3:uint8", 'R.image.resize2d(x, R.shape([5, 4]))')
 
@@ -324,6 +335,10 @@ def random_array(shape: tuple, dtype: str, domain: str, rng: np.random.Generator
         return rng.integers(-2 * n, 2 * n, size=shape).astype(dtype)
     if domain == "unit":
         return (rng.random(shape) * (rng.random(shape) < 0.7)).astype(dtype)
+    if domain == "rois":  # image 0, corners in [-1, 8), at least 0.3 wide (a grid with samples)
+        start, size = rng.random((2, shape[0])) * 9 - 1, rng.random((2, shape[0])) * 6 + 0.3
+        rows = [np.zeros(shape[0]), start[0], start[1], start[0] + size[0], start[1] + size[1]]
+        return np.stack(rows, 1).astype(dtype)
     if domain == "special":
         special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-40, -1e-45, 3e38, -3e38,
                             65504.0, 1e5, 88.7, -103.0, 7.0])

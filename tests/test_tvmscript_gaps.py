@@ -575,3 +575,41 @@ def test_a_vector_slice_needs_constant_lanes():
                                  "B[i, T.int64(0):i] = A[i, T.int64(0):T.int64(8)]")
     with pytest.raises(DiagnosticError, match="constant number of lanes"):
         parse(text, "slices.py")
+
+
+# ----------------------------------------------------------------------------- packed calls in TIR
+
+PACKED_ARGSORT = HEADER + '''@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def argsort(x: T.Buffer((T.int64(2), T.int64(5)), "float32"), out_buf: T.Buffer((T.int64(2), T.int64(5)), "int32")):
+        T.func_attr({"tirx.noalias": True})
+        with T.sblock("root"):
+            T.reads()
+            T.writes()
+            with T.sblock("argsort_cpu"):
+                T.reads()
+                T.writes()
+                T.call_packed("tvm.contrib.sort.argsort", T.tvm_stack_make_array(x.data, T.tvm_stack_make_shape(T.int64(2), T.int64(5)), 0, 2, T.float32(0.0), T.int64(0)), T.tvm_stack_make_array(out_buf.data, T.tvm_stack_make_shape(T.int64(2), T.int64(5)), 0, 2, 0, T.int64(0)), 1, T.bool(False))
+'''
+
+
+def test_call_packed_parses_and_prints_back():
+    """TOPI's extern argsort (all_class_non_max_suppression's first step in TVM 0.27) calls a
+    runtime function with DLTensors built in place: `T.call_packed` of `T.tvm_stack_make_array`."""
+    mod = parse(PACKED_ARGSORT)
+    call = mod.functions["argsort"].body.block.body.block.body.value
+    assert call.op == "tirx.tvm_call_packed" and call.dtype == "int32"
+    assert call.args[0].value == "tvm.contrib.sort.argsort" and call.args[1].op == "tirx.tvm_stack_make_array"
+    assert to_text(mod).rstrip("\n").split("\n")[3:] == PACKED_ARGSORT.rstrip("\n").split("\n")[3:]
+    assert roundtrips(mod)
+
+
+@pytest.mark.tvm
+def test_call_packed_prints_as_tvm(tvm_python, tmp_path):
+    path = tmp_path / "packed.py"
+    path.write_text(to_text(parse(PACKED_ARGSORT)))
+    script = "import sys, tvm, tvm.script\nprint(tvm.script.from_source(open(sys.argv[1]).read()).script())"
+    proc = subprocess.run([tvm_python, "-c", script, str(path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.rstrip("\n") == path.read_text().rstrip("\n")

@@ -11,6 +11,7 @@ One module per family, each a table where the family allows:
     broadcast  binary broadcast ops             (`T_add` blocks, axes ax0, ax1, ...)
     nn         relu, pad, conv                  (`pad_temp`, `conv2d_nchw`)
     linalg     matmul                           (`matmul`, reduce axis k)
+    vision     roi_align, roi_pool              (`compute`; a data-dependent sample grid nests)
 
 Adding an op:
   - a family member: one table line (e.g. in `elemwise.UNARY`: Relax name, PrimFunc name,
@@ -75,6 +76,7 @@ def _load() -> None:
             pool,
             reduce,
             transform,
+            vision,
         )
 
 

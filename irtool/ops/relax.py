@@ -57,7 +57,8 @@ says, per operator, why it has no translation.)
 R.one_hot, R.image.grid_sample and R.vision.roi_align / roi_pool / all_class_non_max_suppression
 reuse their Relay operators' relations and references; TVM 0.27's Relax differs in: one_hot's
 on/off values are PrimValues giving the result's dtype and any negative axis counts from the end;
-roi_align's `aligned` (no 1x1 minimum roi size); roi_pool takes NCHW only.
+roi_align's `aligned` (no 1x1 minimum roi size); roi_pool takes NCHW only and rounds the roi's
+corners half up (TOPI 0.27's floor(x + 0.5); Relay's rounded halves away from zero).
 So is reshape_like (relay-to-relax writes it as R.reshape to the operands' dims).
 `RELAY_ONLY` lists them; a test keeps it in step with the registry.
 
@@ -511,7 +512,7 @@ _op("relax.image.grid_sample",  "data grid",                     GRID_SAMPLE,  "
 _op("relax.vision.roi_align",   "data rois",                     ROI_ALIGN,    "vision.roi_align",
     ref=lambda data, rois, **at: vision._roi_align(data, rois, **at))
 _op("relax.vision.roi_pool",    "data rois",                     ROI_POOL,     "vision.roi_pool",
-    rel=_roi_pool_rel, ref=lambda data, rois, **at: vision._roi_pool(data, rois, **at))
+    rel=_roi_pool_rel, ref=lambda data, rois, **at: vision._roi_pool(data, rois, round_half_up=True, **at))
 _op("relax.vision.all_class_non_max_suppression",
     "boxes scores max_output_boxes_per_class iou_threshold score_threshold",
     (_A("output_format", "str", "onnx"),),                     "vision.all_class_non_max_suppression")

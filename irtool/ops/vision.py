@@ -22,7 +22,8 @@ v0.19 defines them (src/relay/op/vision/rcnn_op.cc, nms.cc) and TOPI computes th
         only the first `count` rows are meaningful. TOPI selects nothing when
         iou_threshold <= 0, and only a box of positive score can be suppressed.
 
-All three are opaque to irtool's lowering (no compute definition yet).
+legalize-ops lowers the Relax roi_align and roi_pool with TOPI 0.27's computes
+(codegen/topi/vision.py); all_class_non_max_suppression has no compute definition yet.
 """
 
 from __future__ import annotations
@@ -102,20 +103,28 @@ def _round_half_away(x: float) -> int:
     return int(math.copysign(math.floor(abs(x) + 0.5), x))
 
 
-def _roi_pool(data, rois, pooled_size, spatial_scale, layout="NCHW"):
+def _roi_pool(data, rois, pooled_size, spatial_scale, layout="NCHW", round_half_up=False):
+    """`round_half_up`: the corners rounded as TOPI 0.27 (Relax) does, floor(x + 0.5), in
+    float32; otherwise halves away from zero (Relay v0.19's te.round)."""
     image = data.transpose(0, 3, 1, 2) if layout == "NHWC" else data
     _, channels, height, width = image.shape
     ph, pw = pooled_size
     out = np.zeros((rois.shape[0], channels, ph, pw), data.dtype)
     for r, roi in enumerate(rois.astype(np.float64)):
-        x0, y0, x1, y1 = (_round_half_away(v * spatial_scale) for v in roi[1:5])
-        bin_h, bin_w = max(y1 - y0 + 1, 1) / ph, max(x1 - x0 + 1, 1) / pw
+        if round_half_up:
+            x0, y0, x1, y1 = (int(np.floor(np.float32(v) * np.float32(spatial_scale) + np.float32(0.5)))
+                              for v in roi[1:5])
+        else:
+            x0, y0, x1, y1 = (_round_half_away(v * spatial_scale) for v in roi[1:5])
+        real = np.float32 if round_half_up else float  # TOPI 0.27's bin arithmetic is float32
+        bin_h = real(max(y1 - y0 + 1, 1)) / real(ph)
+        bin_w = real(max(x1 - x0 + 1, 1)) / real(pw)
         for i in range(ph):
-            hs = min(max(math.floor(i * bin_h) + y0, 0), height)
-            he = min(max(math.ceil((i + 1) * bin_h) + y0, 0), height)
+            hs = min(max(math.floor(real(i) * bin_h) + y0, 0), height)
+            he = min(max(math.ceil(real(i + 1) * bin_h) + y0, 0), height)
             for j in range(pw):
-                ws = min(max(math.floor(j * bin_w) + x0, 0), width)
-                we = min(max(math.ceil((j + 1) * bin_w) + x0, 0), width)
+                ws = min(max(math.floor(real(j) * bin_w) + x0, 0), width)
+                we = min(max(math.ceil(real(j + 1) * bin_w) + x0, 0), width)
                 if he > hs and we > ws:
                     out[r, :, i, j] = image[int(roi[0]), :, hs:he, ws:we].max(axis=(1, 2))
     return out.transpose(0, 2, 3, 1) if layout == "NHWC" else out

@@ -550,6 +550,12 @@ class _TirExprBuilder(_Builder):
             return tir.Call(dtype, f"tirx.{name}", [_as_prim(a) for a in pos[1:]], span=self.span(node))
         return handler
 
+    def t_call_packed(self, name):
+        """`T.call_packed("f", args...)`: TVM's tvm_call_packed, an int32 call."""
+        def handler(self, node, pos, kw):
+            return tir.Call("int32", f"tirx.{name}", [_as_prim(a) for a in pos], span=self.span(node))
+        return handler
+
     def t_handle_intrin(self, name):
         def handler(self, node, pos, kw):
             return tir.Call("handle", f"tirx.{name}", [_as_prim(a) for a in pos], span=self.span(node))
@@ -612,7 +618,10 @@ def _tir_calls() -> dict:
     calls["T.reinterpret"] = t.t_reinterpret
     calls["T.call_extern"] = t.t_call_extern(t, "call_extern")
     calls["T.call_pure_extern"] = t.t_call_extern(t, "call_pure_extern")
-    for name in ("handle_add_byte_offset", "address_of", "tvm_stack_alloca"):
+    calls["T.call_packed"] = t.t_call_packed(t, "tvm_call_packed")
+    calls["T.call_cpacked"] = t.t_call_packed(t, "tvm_call_cpacked")
+    for name in ("handle_add_byte_offset", "address_of", "tvm_stack_alloca", "tvm_stack_make_array",
+                 "tvm_stack_make_shape"):
         calls[f"T.{name}"] = t.t_handle_intrin(t, name)
     calls["T.target"] = t.t_target
     calls["T.Ramp"] = t.t_ramp
