@@ -11,6 +11,7 @@ One module per family, each a table where the family allows:
     broadcast  binary broadcast ops             (`T_add` blocks, axes ax0, ax1, ...)
     nn         relu, pad, conv                  (`pad_temp`, `conv2d_nchw`)
     linalg     matmul                           (`matmul`, reduce axis k)
+    indexing   flip, gather_nd, einsum          (`T_reverse_sequence`, `T_gather_nd`, `T_einsum`)
 
 Adding an op:
   - a family member: one table line (e.g. in `elemwise.UNARY`: Relax name, PrimFunc name,
@@ -69,6 +70,7 @@ def _load() -> None:
             creation,
             elemwise,
             image,
+            indexing,
             linalg,
             nn,
             norm,
