@@ -104,6 +104,22 @@ def _index(i32, offset: int = 0) -> tir.PrimExpr:
     return tb.add(base, offset) if offset > 0 else tb.sub(base, -offset) if offset < 0 else base
 
 
+def _floor(x) -> tir.PrimExpr:
+    """`T.floor(x)`, folded for a constant as TVM's `tvm::floor` folds it (grid_sample's coordinate
+    along an axis of size 1 with align_corners is `(g + 1) * 0 / 2`, the constant 0)."""
+    if isinstance(x, tir.FloatImm):
+        return tb.const(float(np.floor(x.value)), x.dtype)
+    return tb.call("floor", x)
+
+
+def _border_index(i32, offset: int, dim) -> tir.PrimExpr:
+    """TOPI's clipped bicubic index `int32(min(max(i + offset, 0), dim - 1))` as TVM's simplifier
+    leaves it: int64 throughout (the clip bounds the int32 cast), 0 along an axis of size 1."""
+    if isinstance(dim, tir.IntImm) and dim.value == 1:
+        return tb.const(0, "int64")
+    return tb.min_(tb.max_(_index(i32, offset), tb.const(0, "int64")), tb.sub(dim, 1))
+
+
 def _clamp(i, dim) -> tir.PrimExpr:
     if isinstance(dim, tir.IntImm) and dim.value == 1:  # max(min(i, 0), 0): TVM's simplifier gives 0
         return tb.const(0, i.dtype)
@@ -253,11 +269,14 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     _, _, in_height, in_width = data.shape
     out_shape = (data.shape[0], data.shape[1], grid.shape[2], grid.shape[3])
     zero = tb.const(0.0, data.dtype)
+    clamp_pixels = method == "bicubic" and padding_mode == "border"
 
     def pixel(n, c, h, w):
         """data[n, c, h, w] or 0 outside: h and w are (int32 index, constant offset) pairs; the
         index becomes int64 and the bounds take the offset, as TVM's simplifier writes them."""
         (hb, ho), (wb, wo) = h, w
+        if clamp_pixels:  # bicubic "border": indices clipped, so TVM's simplifier drops the bounds test
+            return data(n, c, _border_index(hb, ho, in_height), _border_index(wb, wo, in_width))
         hi, wi = _index(hb), _index(wb)
         inside = tb.all_(tb.le(tb.const(-ho, "int64"), hi), tb.le(tb.const(-wo, "int64"), wi),
                          tb.lt(hi, tb.sub(in_height, ho)), tb.lt(wi, tb.sub(in_width, wo)))
@@ -281,7 +300,7 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
 
     def bilinear(n, c, h, w):
         y, x = source(n, h, w)
-        y0, x0 = tb.cast("int32", tb.call("floor", y)), tb.cast("int32", tb.call("floor", x))
+        y0, x0 = tb.cast("int32", _floor(y)), tb.cast("int32", _floor(x))
         dy, dx = tb.sub(y, y0), tb.sub(x, x0)
         return tb.add(tb.add(tb.add(
             tb.mul(tb.mul(pixel(n, c, (y0, 0), (x0, 0)), tb.sub(1.0, dy)), tb.sub(1.0, dx)),
@@ -304,7 +323,7 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
                           tb.mul(p[3], ws[3]))
 
         y, x = unnormalize(grid(n, 1, h, w), grid(n, 0, h, w))
-        y_floor, x_floor = tb.cast("int32", tb.call("floor", y)), tb.cast("int32", tb.call("floor", x))
+        y_floor, x_floor = tb.cast("int32", _floor(y)), tb.cast("int32", _floor(x))
         fy, fx = tb.sub(y, y_floor), tb.sub(x, x_floor)
         rows = []
         for i in range(4):
@@ -320,24 +339,27 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     return te.compute(out_shape, compute, tag="grid_sample")
 
 
-# The forms checked byte-identical with TVM 0.27. Not yet: bicubic with border or reflection padding
-# and bilinear with reflection (TVM's simplifier proves the clipped indices in bounds and drops the
-# bounds checks), and "nearest", whose legalization fails in TVM 0.27 itself.
-_GRID_SAMPLE_FORMS = {("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros")}
+# The forms checked byte-identical with TVM 0.27. Not yet: reflection padding (TVM's simplifier
+# rewrites the reflected coordinate's truncdiv/truncmod and int32 casts, differently in index and
+# value positions). "nearest" stays a call because TVM 0.27's legalization fails (te.nearbyint).
+_GRID_SAMPLE_FORMS = {("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros"), ("bicubic", "border")}
+
+# float16 stays a call: TOPI's Python float literals are float32 constants, so TVM 0.27's PrimFunc
+# computes in float32 and returns a float32 tensor where the op's struct info says float16 (a
+# wrong legalization, as TVM's own printout of `main` shows).
+_GRID_SAMPLE_DTYPES = {"float32", "float64"}
 
 
 @register_legalize("relax.image.grid_sample")
 def _grid_sample(bb, call):
     at = call.attrs
-    # TVM 0.27 fails legalizing "nearest" (te.nearbyint); only NCHW exists in TOPI
+    # only NCHW exists in TOPI
     shape = call.args[0].struct_info.shape
     if (at["method"], at["padding_mode"]) not in _GRID_SAMPLE_FORMS or at["layout"] != "NCHW" or shape is None or \
             any(const_int(d) is None for d in shape[2:]):  # symbolic image sizes: forms not checked
         return call
-    if call.args[0].struct_info.dtype != "float32" or call.args[1].struct_info.dtype != "float32":
-        return call  # TOPI's Python float literals are float32 constants that widen float16 math: not yet
-    if at["align_corners"] and 1 in (const_int(shape[2]), const_int(shape[3])):
-        return call  # TVM's simplifier folds the unnormalised coordinate `(g + 1) * 0 / 2` away: not yet
-
+    if call.args[0].struct_info.dtype not in _GRID_SAMPLE_DTYPES or \
+            call.args[1].struct_info.dtype not in _GRID_SAMPLE_DTYPES:
+        return call
     return bb.call_te(grid_sample, call.args[0], call.args[1], method=at["method"], layout=at["layout"],
                       padding_mode=at["padding_mode"], align_corners=bool(at["align_corners"]))
