@@ -224,6 +224,11 @@ for dtype in MOVE:
         ("gather_nd", f"x:5x5x3:{d} i:4x2:int64:idx5", "R.gather_nd(x, i)"),
         ("gather_nd-batch", f"x:3x5x2:{d} i:3x4x1:int64:idx5", "R.gather_nd(x, i, batch_dims=1)"),
         ("flip", f"x:7x5:{d}", "R.flip(x, axis=1)"),
+        ("scatter_elements", f"x:7x5:{d} i:7x3:int64:idx5 u:7x3:{d}", "R.scatter_elements(x, i, u, axis=1)"),
+        ("scatter_elements-add", f"x:5x4x3:{d} i:2x4x3:int32:idx5 u:2x4x3:{d}",
+         'R.scatter_elements(x, i, u, axis=0, reduction="add")'),
+        ("scatter_nd", f"x:5x4:{d} i:3x1:int64:idx5 u:3x4:{d}", "R.scatter_nd(x, i, u)"),
+        ("scatter_nd-max", f"x:5x5x2:{d} i:2x3x2:int64:idx5 u:2x3x2:{d}", 'R.scatter_nd(x, i, u, reduction="max")'),
         ("flip-first", f"x:3x1x37:{d}", "R.flip(x, axis=-3)"),
         ("broadcast_to", f"x:7x1:{d}", "R.broadcast_to(x, R.shape([3, 7, 5]))"),
         ("broadcast_to-empty", f"x:1x5:{d}", "R.broadcast_to(x, R.shape([0, 5]))"),
@@ -239,7 +244,8 @@ for dtype in MOVE:
     ]
     if dtype not in ("float32", "int8"):
         rows = [r for r in rows if r[0] in ("reshape", "permute", "concat", "split", "strided_slice", "take",
-                                            "gather_elements", "gather_nd", "flip", "tile", "pad", "ones_like")]
+                                            "gather_elements", "gather_nd", "flip", "scatter_elements",
+                                            "scatter_nd", "tile", "pad", "ones_like")]
     for tag, params, call in rows:
         case("transform", f"{tag}-{dtype}", params, call)
 for dtype in ALL:

@@ -12,6 +12,7 @@ One module per family, each a table where the family allows:
     nn         relu, pad, conv                  (`pad_temp`, `conv2d_nchw`)
     linalg     matmul                           (`matmul`, reduce axis k)
     indexing   flip, gather_nd, einsum          (`T_reverse_sequence`, `T_gather_nd`, `T_einsum`)
+    scatter    scatter_elements, scatter_nd     (te.extern: one opaque `*_generic` sblock)
 
 Adding an op:
   - a family member: one table line (e.g. in `elemwise.UNARY`: Relax name, PrimFunc name,
@@ -76,6 +77,7 @@ def _load() -> None:
             norm,
             pool,
             reduce,
+            scatter,
             transform,
         )
 
