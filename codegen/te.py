@@ -167,7 +167,7 @@ class ComputeOp(Operation):
 class ExternOp(Operation):
     """`te.extern`: an output computed by a TIR statement over buffers (TOPI's ir_builder ops).
     `build_body(in_buffers, out_buffer)` makes the statement once the input buffers are known
-    (a placeholder argument's buffer is the extern's own input buffer, with a symbolic int32
+    (a placeholder argument's buffer is the extern's own input buffer, with a symbolic
     `elem_offset`, as TVM's CreatePrimFunc leaves it; an intermediate is its allocation)."""
 
     def __init__(self, name: str, inputs: list, in_buffers: list, out_buffer: tir.Buffer,
@@ -182,7 +182,9 @@ class ExternOp(Operation):
 
 def extern(out_buffer: tir.Buffer, inputs: list, build_body: Callable, name: str) -> Tensor:
     """TVM's `te.extern([shape], inputs, fcompute, out_buffers=[out_buffer], name=name)`."""
-    in_buffers = [tir.Buffer(t.name, t.shape, t.dtype, elem_offset=tir.Var("elem_offset", "int32"), offset_factor=1)
+    # TVM's offset variables are int32; int64 here, as our parser reads the printed TypeVar back
+    # (the printout is the same, and TVM parses it to its own)
+    in_buffers = [tir.Buffer(t.name, t.shape, t.dtype, elem_offset=tir.Var("elem_offset", "int64"))
                   for t in inputs]
     return ExternOp(name, inputs, in_buffers, out_buffer, build_body).outputs[0]
 

@@ -41,11 +41,11 @@ class _TirPrinter(_TirExprPrinter):
             buf = buffers.get(id(p))
             if buf is None:
                 continue
-            for e in (*buf.shape, *buf.strides, buf.elem_offset):
+            for e in (*buf.shape, *buf.strides):
                 for v in _vars_of(e):
                     if isinstance(v, tir.Var) and id(v) not in params and v.dtype == "int64":
                         type_vars.setdefault(id(v), v)
-        # te.extern's (int32) `elem_offset` variables are TypeVars too, named last parameter first
+        # `elem_offset` variables (te.extern's) are TypeVars too, named last parameter first
         for p in reversed(func.params):
             buf = buffers.get(id(p))
             if buf is not None and isinstance(buf.elem_offset, tir.Var) and id(buf.elem_offset) not in params:
