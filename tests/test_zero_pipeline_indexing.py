@@ -48,6 +48,9 @@ MODULES = {
                                   'a = R.image.grid_sample(x, h, method="bicubic", layout="NCHW", '
                                   'padding_mode="border", align_corners=True)',
                                   "gv = R.nn.relu(a)"]),
+    "grid_sample_reflection": _module(f"x: {_t((1, 2, 4, 5))}, g: {_t((1, 2, 3, 3))}",
+                                      ['a = R.image.grid_sample(x, g, method="bilinear", layout="NCHW", '
+                                       'padding_mode="reflection", align_corners=False)', "gv = R.exp(a)"]),
     "mixed": _module(f"x: {_t((3, 3))}, i: {_t((2, 1), 'int64')}",
                      ["a = R.flip(x, axis=0)", 'b = R.einsum((a, x), subscripts="ij,jk->ik")',
                       "c = R.gather_nd(b, i)", "gv = R.add(c, c)"]),

@@ -292,16 +292,41 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     def clip(x, size):
         return tb.min_(tb.max_(x, 0), tb.sub(size, 1))
 
-    def source(n, h, w):
+    def reflect(x, size, index: bool):
+        """TOPI's _reflect_coordinates as TVM's CreatePrimFunc leaves it: the parity test
+        `truncmod(truncdiv(f, s), 2) == 0` rewritten `truncdiv(truncmod(f, 2s), s) == 0` in int64;
+        where the coordinate ends in an index (`index`), the int32 casts of `f` fold away, where
+        it is a value they stay and the int64 cast moves inside the division."""
+        span, corner = (tb.sub(size, 1), 0) if align_corners else (size, -0.5)
+        offset = tb.sub(corner, x)
+        if corner and isinstance(x, tir.BinOp) and x.op == "add" and isinstance(x.a, tir.FloatImm) and \
+                x.a.value == corner:  # -0.5 - (-0.5 + e): TVM's simplifier gives 0 - e
+            offset = tb.sub(tb.const(0.0, x.dtype), x.b)
+        distance = tb.call("fabs", offset)
+        whole = tb.cast("int64", distance)
+        parity = tb.truncmod(whole, 2) if const_int(span) == 1 else \
+            tb.div(tb.truncmod(whole, tb.mul(span, 2)), span)
+        if not index:
+            whole = tb.cast("int64", tb.cast("int32", tb.cast("int64", tb.cast("int32", distance))))
+        extra = tb.sub(distance, tb.cast(x.dtype, tb.mul(tb.div(whole, span), span)))
+        reflected = tb.if_then_else(tb.eq(parity, tb.const(0, "int64")), tb.add(extra, corner),
+                                    tb.add(tb.sub(span, extra), corner))
+        return tb.if_then_else(tb.all_(tb.ge(x, corner), tb.le(x, tb.add(span, corner))), x, reflected)
+
+    def source(n, h, w, index: bool = False):
         y, x = unnormalize(grid(n, 1, h, w), grid(n, 0, h, w))
-        if padding_mode == "border":
+        if padding_mode == "reflection":
+            y, x = reflect(y, in_height, index), reflect(x, in_width, index)
+        if padding_mode in ("border", "reflection"):
             y, x = clip(y, in_height), clip(x, in_width)
         return y, x
 
     def bilinear(n, c, h, w):
         y, x = source(n, h, w)
+        dy, dx = tb.sub(y, tb.cast("int32", _floor(y))), tb.sub(x, tb.cast("int32", _floor(x)))
+        if padding_mode == "reflection":  # the pixel indices see the coordinate in index form
+            y, x = source(n, h, w, index=True)
         y0, x0 = tb.cast("int32", _floor(y)), tb.cast("int32", _floor(x))
-        dy, dx = tb.sub(y, y0), tb.sub(x, x0)
         return tb.add(tb.add(tb.add(
             tb.mul(tb.mul(pixel(n, c, (y0, 0), (x0, 0)), tb.sub(1.0, dy)), tb.sub(1.0, dx)),
             tb.mul(tb.mul(pixel(n, c, (y0, 0), (x0, 1)), tb.sub(1.0, dy)), dx)),
@@ -339,10 +364,11 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     return te.compute(out_shape, compute, tag="grid_sample")
 
 
-# The forms checked byte-identical with TVM 0.27. Not yet: reflection padding (TVM's simplifier
-# rewrites the reflected coordinate's truncdiv/truncmod and int32 casts, differently in index and
-# value positions). "nearest" stays a call because TVM 0.27's legalization fails (te.nearbyint).
-_GRID_SAMPLE_FORMS = {("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros"), ("bicubic", "border")}
+# The forms checked byte-identical with TVM 0.27. Not yet: bicubic with reflection padding (TOPI
+# reflects the integer pixel indices, through an int `abs` that TVM's simplifier turns into Selects
+# and rewrites further). "nearest" stays a call because TVM 0.27's legalization fails (te.nearbyint).
+_GRID_SAMPLE_FORMS = {("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros"), ("bicubic", "border"),
+                      ("bilinear", "reflection")}
 
 # float16 stays a call: TOPI's Python float literals are float32 constants, so TVM 0.27's PrimFunc
 # computes in float32 and returns a float32 tensor where the op's struct info says float16 (a
@@ -358,6 +384,8 @@ def _grid_sample(bb, call):
     if (at["method"], at["padding_mode"]) not in _GRID_SAMPLE_FORMS or at["layout"] != "NCHW" or shape is None or \
             any(const_int(d) is None for d in shape[2:]):  # symbolic image sizes: forms not checked
         return call
+    if at["padding_mode"] == "reflection" and at["align_corners"] and 1 in (const_int(shape[2]), const_int(shape[3])):
+        return call  # TVM 0.27 fails: the reflection span is size - 1 = 0 (a division by zero)
     if call.args[0].struct_info.dtype not in _GRID_SAMPLE_DTYPES or \
             call.args[1].struct_info.dtype not in _GRID_SAMPLE_DTYPES:
         return call
