@@ -278,7 +278,9 @@ for tag, call in [("bilinear", "R.image.grid_sample(x, g)"),
                   ("bicubic-border-align", 'R.image.grid_sample(x, g, method="bicubic", padding_mode="border", '
                                            'align_corners=True)'),
                   ("reflection", 'R.image.grid_sample(x, g, padding_mode="reflection")'),
-                  ("reflection-align", 'R.image.grid_sample(x, g, padding_mode="reflection", align_corners=True)')]:
+                  ("reflection-align", 'R.image.grid_sample(x, g, padding_mode="reflection", align_corners=True)'),
+                  ("bicubic-reflection-align", 'R.image.grid_sample(x, g, method="bicubic", padding_mode="reflection", '
+                                               'align_corners=True)')]:
     case("image", f"grid_sample-{tag}", "x:1x2x4x5:float32 g:1x2x3x3:float32", call)
 for tag, x, call in [("row1-align", "1x2x1x5:float64", 'R.image.grid_sample(x, g, align_corners=True)'),
                      ("11-bicubic-align", "1x2x1x1:float64",

@@ -120,6 +120,24 @@ def _border_index(i32, offset: int, dim) -> tir.PrimExpr:
     return tb.min_(tb.max_(_index(i32, offset), tb.const(0, "int64")), tb.sub(dim, 1))
 
 
+def _reflected_index(i32, offset: int, dim) -> tir.PrimExpr:
+    """TOPI's bicubic reflection of the integer pixel index p = i + offset with align_corners
+    (span s = dim - 1), clipped, as TVM's simplifier leaves it in int64: the int `abs` a Select,
+    `if 0 <= p <= s: p else (truncdiv(a, s) even ? a - truncdiv(a, s) * s : truncdiv(a, s) * s + s - a)`
+    with a = |p|, the bounds test on i itself; an `a - a` of span 1 is not folded."""
+    span = const_int(dim) - 1
+    base, p = _index(i32), _index(i32, offset)
+    negated = tb.sub(tb.const(-offset, "int64"), base) if offset <= 0 else \
+        tb.sub(tb.sub(tb.const(0, "int64"), base), offset)
+    a = tir.Select(tb.le(base, tb.const(-offset, "int64")), negated, p)
+    q = tb.div(a, span)
+    extra = tb.sub(a, tb.mul(q, span))
+    other = tb.sub(tb.add(tb.mul(q, span), span), a)
+    reflected = tb.if_then_else(tb.eq(tb.truncmod(q, 2), tb.const(0, "int64")), extra, other)
+    inside = tb.all_(tb.le(tb.const(-offset, "int64"), base), tb.le(base, tb.const(span - offset, "int64")))
+    return tb.min_(tb.max_(tb.if_then_else(inside, p, reflected), tb.const(0, "int64")), tb.const(span, "int64"))
+
+
 def _clamp(i, dim) -> tir.PrimExpr:
     if isinstance(dim, tir.IntImm) and dim.value == 1:  # max(min(i, 0), 0): TVM's simplifier gives 0
         return tb.const(0, i.dtype)
@@ -270,6 +288,7 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     out_shape = (data.shape[0], data.shape[1], grid.shape[2], grid.shape[3])
     zero = tb.const(0.0, data.dtype)
     clamp_pixels = method == "bicubic" and padding_mode == "border"
+    reflect_pixels = method == "bicubic" and padding_mode == "reflection"
 
     def pixel(n, c, h, w):
         """data[n, c, h, w] or 0 outside: h and w are (int32 index, constant offset) pairs; the
@@ -277,6 +296,8 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
         (hb, ho), (wb, wo) = h, w
         if clamp_pixels:  # bicubic "border": indices clipped, so TVM's simplifier drops the bounds test
             return data(n, c, _border_index(hb, ho, in_height), _border_index(wb, wo, in_width))
+        if reflect_pixels:  # bicubic "reflection": reflected, then clipped, likewise
+            return data(n, c, _reflected_index(hb, ho, in_height), _reflected_index(wb, wo, in_width))
         hi, wi = _index(hb), _index(wb)
         inside = tb.all_(tb.le(tb.const(-ho, "int64"), hi), tb.le(tb.const(-wo, "int64"), wi),
                          tb.lt(hi, tb.sub(in_height, ho)), tb.lt(wi, tb.sub(in_width, wo)))
@@ -364,11 +385,11 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     return te.compute(out_shape, compute, tag="grid_sample")
 
 
-# The forms checked byte-identical with TVM 0.27. Not yet: bicubic with reflection padding (TOPI
-# reflects the integer pixel indices, through an int `abs` that TVM's simplifier turns into Selects
-# and rewrites further). "nearest" stays a call because TVM 0.27's legalization fails (te.nearbyint).
+# The forms checked byte-identical with TVM 0.27. Not yet: bicubic with reflection padding without
+# align_corners (TOPI reflects the integer pixel indices about -0.5, in float, and TVM's simplifier
+# leaves a mix of int32 and int64 forms). "nearest" stays a call: TVM 0.27's legalization fails.
 _GRID_SAMPLE_FORMS = {("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros"), ("bicubic", "border"),
-                      ("bilinear", "reflection")}
+                      ("bilinear", "reflection"), ("bicubic", "reflection")}
 
 # float16 stays a call: TOPI's Python float literals are float32 constants, so TVM 0.27's PrimFunc
 # computes in float32 and returns a float32 tensor where the op's struct info says float16 (a
@@ -386,6 +407,8 @@ def _grid_sample(bb, call):
         return call
     if at["padding_mode"] == "reflection" and at["align_corners"] and 1 in (const_int(shape[2]), const_int(shape[3])):
         return call  # TVM 0.27 fails: the reflection span is size - 1 = 0 (a division by zero)
+    if at["method"] == "bicubic" and at["padding_mode"] == "reflection" and not at["align_corners"]:
+        return call  # not yet: TVM mixes int32 and float forms of the reflected index there
     if call.args[0].struct_info.dtype not in _GRID_SAMPLE_DTYPES or \
             call.args[1].struct_info.dtype not in _GRID_SAMPLE_DTYPES:
         return call
