@@ -432,6 +432,9 @@ class _MainBuilder(_FunctionBuilder):
             for dim, actual_dim in zip(buf.shape, t.sinfo.shape):
                 if isinstance(dim, tir.Var) and dim not in bound:
                     bound[dim] = _as_prim(actual_dim)
+            if isinstance(buf.elem_offset, tir.Var) and buf.elem_offset not in bound:
+                # te.extern's symbolic offset: the tensors passed here are whole, never views
+                bound[buf.elem_offset] = tir.IntImm(0, buf.elem_offset.dtype)
         call_args = []
         for kind, obj in sig.params:
             if kind == "buffer":

@@ -164,6 +164,31 @@ class ComputeOp(Operation):
         return seen
 
 
+class ExternOp(Operation):
+    """`te.extern`: an output computed by a TIR statement over buffers (TOPI's ir_builder ops).
+    `build_body(in_buffers, out_buffer)` makes the statement once the input buffers are known
+    (a placeholder argument's buffer is the extern's own input buffer, with a symbolic
+    `elem_offset`, as TVM's CreatePrimFunc leaves it; an intermediate is its allocation)."""
+
+    def __init__(self, name: str, inputs: list, in_buffers: list, out_buffer: tir.Buffer,
+                 build_body: Callable) -> None:
+        self.name, self.inputs, self.in_buffers = name, list(inputs), list(in_buffers)
+        self.out_buffer, self.build_body = out_buffer, build_body
+        self.outputs = [Tensor(self, 0, out_buffer.shape, out_buffer.dtype)]
+
+    def input_tensors(self) -> list[Tensor]:
+        return list(self.inputs)
+
+
+def extern(out_buffer: tir.Buffer, inputs: list, build_body: Callable, name: str) -> Tensor:
+    """TVM's `te.extern([shape], inputs, fcompute, out_buffers=[out_buffer], name=name)`."""
+    # TVM's offset variables are int32; int64 here, as our parser reads the printed TypeVar back
+    # (the printout is the same, and TVM parses it to its own)
+    in_buffers = [tir.Buffer(t.name, t.shape, t.dtype, elem_offset=tir.Var("elem_offset", "int64"))
+                  for t in inputs]
+    return ExternOp(name, inputs, in_buffers, out_buffer, build_body).outputs[0]
+
+
 def _collect_loads(e, out: list) -> None:
     if isinstance(e, ProducerLoad):
         for i in e.indices:
@@ -577,11 +602,21 @@ def create_prim_func(args: Sequence, index_dtype: str = "int64") -> tir.PrimFunc
     root_alloc: list[tir.Buffer] = []
     names = _NameSupply()
     stmts: list[tir.Stmt] = []
+    extern_inputs = {id(t): b for op in order if isinstance(op, ExternOp) for t, b in zip(op.inputs, op.in_buffers)
+                     if isinstance(t.op, PlaceholderOp)}
     for op in order:
         if isinstance(op, PlaceholderOp):
             if id(op.output) not in is_arg:
                 raise ValueError(f"placeholder {op.name} is not an argument of the function")
-            buffers[id(op.output)] = _decl_buffer(op.name, op.shape, op.dtype)
+            buffers[id(op.output)] = extern_inputs.get(id(op.output)) or _decl_buffer(op.name, op.shape, op.dtype)
+            continue
+        if isinstance(op, ExternOp):  # an opaque sblock, no iterators, regions left empty
+            if id(op.outputs[0]) not in is_arg:
+                raise NotImplementedError("an extern op whose output is not an argument")
+            buffers[id(op.outputs[0])] = op.out_buffer
+            body = op.build_body([buffers[id(t)] for t in op.inputs], op.out_buffer)
+            block = tir.SBlock(names.fresh(op.name.replace(".", "_")), (), (), (), body)
+            stmts.append(tir.SBlockRealize((), tb.const(True, "bool"), block))
             continue
         if len(op.outputs) != 1:  # a tuple reduction (argmax): its op builds its own sblock
             if not hasattr(op, "make_stmt"):
@@ -608,8 +643,11 @@ def create_prim_func(args: Sequence, index_dtype: str = "int64") -> tir.PrimFunc
             buffer_map.append((handle, buf))
         else:
             params.append(a)
-    root = tir.SBlock("root", (), (), (), tir.seq(stmts), alloc_buffers=root_alloc)
-    body = tir.SBlockRealize((), tb.const(True, "bool"), root)
+    if not root_alloc and len(stmts) == 1 and isinstance(stmts[0], tir.SBlockRealize) and not stmts[0].iter_values:
+        body = stmts[0]  # one sblock without iterators is the root itself (TVM's ScriptComplete)
+    else:
+        root = tir.SBlock("root", (), (), (), tir.seq(stmts), alloc_buffers=root_alloc)
+        body = tir.SBlockRealize((), tb.const(True, "bool"), root)
     return tir.PrimFunc(params, body, None, buffer_map, (("s_tir", True), ("tirx.noalias", True)), private=True)
 
 

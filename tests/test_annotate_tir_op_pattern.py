@@ -526,8 +526,9 @@ def test_random_prim_funcs_match_tvm(tvm_python, tmp_path):
 # ours as calls (`T.shift_left(a, b)`)
 _PRINTER_GAPS = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
                  "logical_xor",
-                 # TVM's parser adds no root block around a body that is one block; ours does
-                 "scatter_elements"}
+                 # te.extern's elem_offset TypeVars: TVM numbers them in an order that changes from
+                 # one printout to the next (tests/test_legalize_indexing.py compares them canonicalised)
+                 "scatter_elements", "scatter_nd"}
 
 
 @pytest.mark.tvm

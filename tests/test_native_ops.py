@@ -153,6 +153,15 @@ MATMUL = [("prime", "7x13", "13x5"), ("11", "1x1", "1x1"), ("vec-mat", "13", "13
 for dtype in ["float32", "float64", "float16", "int32", "int64", "int8"]:
     for tag, a, b in MATMUL if dtype in ("float32", "int32") else MATMUL[:1] + MATMUL[4:5]:
         case("matmul", f"matmul-{dtype}-{tag}", f"x:{a}:{dtype}:small y:{b}:{dtype}:small", "R.matmul(x, y)")
+# einsum: a reduction over the summed labels, none, several operands, a broadcast label
+for dtype in ["float32", "float64", "float16", "int32"]:
+    for tag, params, eq in [("mm", f"x:7x5:{dtype}:small y:5x3:{dtype}:small", "ij,jk->ik"),
+                            ("bmm", f"x:2x3x5:{dtype}:small y:2x5x1:{dtype}:small", "bij,bjk->bik"),
+                            ("diag", f"x:5x5:{dtype}:small", "ii->i"), ("all", f"x:3x1x37:{dtype}:small", "ijk->"),
+                            ("bcast", f"x:7x1:{dtype}:small y:5x3:{dtype}:small", "ij,jk->ik")]:
+        if dtype == "float32" or tag in ("mm", "diag"):
+            operands = ", ".join(p.split(":")[0] for p in params.split())
+            case("matmul", f"einsum-{dtype}-{tag}", params, f'R.einsum(({operands},), subscripts="{eq}")')
 case("matmul", "matmul-float16-out-float32", "x:7x13:float16 y:13x5:float16", 'R.matmul(x, y, out_dtype="float32")')
 case("matmul", "matmul-int8-out-int32", "x:7x13:int8 y:13x5:int8", 'R.matmul(x, y, out_dtype="int32")')
 
@@ -212,6 +221,15 @@ for dtype in MOVE:
         ("take-clip", f"x:7x5:{d} i:6:int64:any_idx7", 'R.take(x, i, axis=0, mode="clip")'),
         ("take-wrap", f"x:7x5:{d} i:6:int64:any_idx5", 'R.take(x, i, axis=1, mode="wrap")'),
         ("gather_elements", f"x:7x5:{d} i:7x3:int64:idx5", "R.gather_elements(x, i, axis=1)"),
+        ("gather_nd", f"x:5x5x3:{d} i:4x2:int64:idx5", "R.gather_nd(x, i)"),
+        ("gather_nd-batch", f"x:3x5x2:{d} i:3x4x1:int64:idx5", "R.gather_nd(x, i, batch_dims=1)"),
+        ("flip", f"x:7x5:{d}", "R.flip(x, axis=1)"),
+        ("scatter_elements", f"x:7x5:{d} i:7x3:int64:idx5 u:7x3:{d}", "R.scatter_elements(x, i, u, axis=1)"),
+        ("scatter_elements-add", f"x:5x4x3:{d} i:2x4x3:int32:idx5 u:2x4x3:{d}",
+         'R.scatter_elements(x, i, u, axis=0, reduction="add")'),
+        ("scatter_nd", f"x:5x4:{d} i:3x1:int64:idx5 u:3x4:{d}", "R.scatter_nd(x, i, u)"),
+        ("scatter_nd-max", f"x:5x5x2:{d} i:2x3x2:int64:idx5 u:2x3x2:{d}", 'R.scatter_nd(x, i, u, reduction="max")'),
+        ("flip-first", f"x:3x1x37:{d}", "R.flip(x, axis=-3)"),
         ("broadcast_to", f"x:7x1:{d}", "R.broadcast_to(x, R.shape([3, 7, 5]))"),
         ("broadcast_to-empty", f"x:1x5:{d}", "R.broadcast_to(x, R.shape([0, 5]))"),
         ("tile", f"x:3x5:{d}", "R.tile(x, repeats=[2, 1, 3])"),
@@ -226,7 +244,8 @@ for dtype in MOVE:
     ]
     if dtype not in ("float32", "int8"):
         rows = [r for r in rows if r[0] in ("reshape", "permute", "concat", "split", "strided_slice", "take",
-                                            "gather_elements", "tile", "pad", "ones_like")]
+                                            "gather_elements", "gather_nd", "flip", "scatter_elements",
+                                            "scatter_nd", "tile", "pad", "ones_like")]
     for tag, params, call in rows:
         case("transform", f"{tag}-{dtype}", params, call)
 for dtype in ALL:
@@ -254,8 +273,19 @@ for dtype in ["float32", "float64", "float16"]:
             case("image", f"resize2d-{dtype}-{tag}", f"x:{x}:{dtype}", call)
 for tag, call in [("bilinear", "R.image.grid_sample(x, g)"),
                   ("border-align", 'R.image.grid_sample(x, g, padding_mode="border", align_corners=True)'),
-                  ("bicubic", 'R.image.grid_sample(x, g, method="bicubic")')]:
+                  ("bicubic", 'R.image.grid_sample(x, g, method="bicubic")'),
+                  ("bicubic-border", 'R.image.grid_sample(x, g, method="bicubic", padding_mode="border")'),
+                  ("bicubic-border-align", 'R.image.grid_sample(x, g, method="bicubic", padding_mode="border", '
+                                           'align_corners=True)'),
+                  ("reflection", 'R.image.grid_sample(x, g, padding_mode="reflection")'),
+                  ("reflection-align", 'R.image.grid_sample(x, g, padding_mode="reflection", align_corners=True)'),
+                  ("bicubic-reflection-align", 'R.image.grid_sample(x, g, method="bicubic", padding_mode="reflection", '
+                                               'align_corners=True)')]:
     case("image", f"grid_sample-{tag}", "x:1x2x4x5:float32 g:1x2x3x3:float32", call)
+for tag, x, call in [("row1-align", "1x2x1x5:float64", 'R.image.grid_sample(x, g, align_corners=True)'),
+                     ("11-bicubic-align", "1x2x1x1:float64",
+                      'R.image.grid_sample(x, g, method="bicubic", padding_mode="border", align_corners=True)')]:
+    case("image", f"grid_sample-{tag}", f"x:{x} g:1x2x3x3:float64", call)
 case("transform", "one_hot", "i:3x4:int32:idx5", "R.one_hot(i, T.float32(2.5), T.float32(-1.0), depth=5, axis=1)")
 case("transform", "one_hot-int64", "i:6:int64:any_idx7", "R.one_hot(i, T.int64(7), T.int64(0), depth=4)")
 # rois rows [batch, x1, y1, x2, y2] around a 6x6 image (domain rois); a grid read from the rois

@@ -11,6 +11,8 @@ One module per family, each a table where the family allows:
     broadcast  binary broadcast ops             (`T_add` blocks, axes ax0, ax1, ...)
     nn         relu, pad, conv                  (`pad_temp`, `conv2d_nchw`)
     linalg     matmul                           (`matmul`, reduce axis k)
+    indexing   flip, gather_nd, einsum          (`T_reverse_sequence`, `T_gather_nd`, `T_einsum`)
+    scatter    scatter_elements, scatter_nd     (te.extern: one opaque `*_generic` sblock)
     vision     roi_align, roi_pool              (`compute`; a data-dependent sample grid nests)
 
 Adding an op:
@@ -70,11 +72,13 @@ def _load() -> None:
             creation,
             elemwise,
             image,
+            indexing,
             linalg,
             nn,
             norm,
             pool,
             reduce,
+            scatter,
             transform,
             vision,
         )

@@ -104,6 +104,40 @@ def _index(i32, offset: int = 0) -> tir.PrimExpr:
     return tb.add(base, offset) if offset > 0 else tb.sub(base, -offset) if offset < 0 else base
 
 
+def _floor(x) -> tir.PrimExpr:
+    """`T.floor(x)`, folded for a constant as TVM's `tvm::floor` folds it (grid_sample's coordinate
+    along an axis of size 1 with align_corners is `(g + 1) * 0 / 2`, the constant 0)."""
+    if isinstance(x, tir.FloatImm):
+        return tb.const(float(np.floor(x.value)), x.dtype)
+    return tb.call("floor", x)
+
+
+def _border_index(i32, offset: int, dim) -> tir.PrimExpr:
+    """TOPI's clipped bicubic index `int32(min(max(i + offset, 0), dim - 1))` as TVM's simplifier
+    leaves it: int64 throughout (the clip bounds the int32 cast), 0 along an axis of size 1."""
+    if isinstance(dim, tir.IntImm) and dim.value == 1:
+        return tb.const(0, "int64")
+    return tb.min_(tb.max_(_index(i32, offset), tb.const(0, "int64")), tb.sub(dim, 1))
+
+
+def _reflected_index(i32, offset: int, dim) -> tir.PrimExpr:
+    """TOPI's bicubic reflection of the integer pixel index p = i + offset with align_corners
+    (span s = dim - 1), clipped, as TVM's simplifier leaves it in int64: the int `abs` a Select,
+    `if 0 <= p <= s: p else (truncdiv(a, s) even ? a - truncdiv(a, s) * s : truncdiv(a, s) * s + s - a)`
+    with a = |p|, the bounds test on i itself; an `a - a` of span 1 is not folded."""
+    span = const_int(dim) - 1
+    base, p = _index(i32), _index(i32, offset)
+    negated = tb.sub(tb.const(-offset, "int64"), base) if offset <= 0 else \
+        tb.sub(tb.sub(tb.const(0, "int64"), base), offset)
+    a = tir.Select(tb.le(base, tb.const(-offset, "int64")), negated, p)
+    q = tb.div(a, span)
+    extra = tb.sub(a, tb.mul(q, span))
+    other = tb.sub(tb.add(tb.mul(q, span), span), a)
+    reflected = tb.if_then_else(tb.eq(tb.truncmod(q, 2), tb.const(0, "int64")), extra, other)
+    inside = tb.all_(tb.le(tb.const(-offset, "int64"), base), tb.le(base, tb.const(span - offset, "int64")))
+    return tb.min_(tb.max_(tb.if_then_else(inside, p, reflected), tb.const(0, "int64")), tb.const(span, "int64"))
+
+
 def _clamp(i, dim) -> tir.PrimExpr:
     if isinstance(dim, tir.IntImm) and dim.value == 1:  # max(min(i, 0), 0): TVM's simplifier gives 0
         return tb.const(0, i.dtype)
@@ -253,11 +287,17 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     _, _, in_height, in_width = data.shape
     out_shape = (data.shape[0], data.shape[1], grid.shape[2], grid.shape[3])
     zero = tb.const(0.0, data.dtype)
+    clamp_pixels = method == "bicubic" and padding_mode == "border"
+    reflect_pixels = method == "bicubic" and padding_mode == "reflection"
 
     def pixel(n, c, h, w):
         """data[n, c, h, w] or 0 outside: h and w are (int32 index, constant offset) pairs; the
         index becomes int64 and the bounds take the offset, as TVM's simplifier writes them."""
         (hb, ho), (wb, wo) = h, w
+        if clamp_pixels:  # bicubic "border": indices clipped, so TVM's simplifier drops the bounds test
+            return data(n, c, _border_index(hb, ho, in_height), _border_index(wb, wo, in_width))
+        if reflect_pixels:  # bicubic "reflection": reflected, then clipped, likewise
+            return data(n, c, _reflected_index(hb, ho, in_height), _reflected_index(wb, wo, in_width))
         hi, wi = _index(hb), _index(wb)
         inside = tb.all_(tb.le(tb.const(-ho, "int64"), hi), tb.le(tb.const(-wo, "int64"), wi),
                          tb.lt(hi, tb.sub(in_height, ho)), tb.lt(wi, tb.sub(in_width, wo)))
@@ -273,16 +313,41 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     def clip(x, size):
         return tb.min_(tb.max_(x, 0), tb.sub(size, 1))
 
-    def source(n, h, w):
+    def reflect(x, size, index: bool):
+        """TOPI's _reflect_coordinates as TVM's CreatePrimFunc leaves it: the parity test
+        `truncmod(truncdiv(f, s), 2) == 0` rewritten `truncdiv(truncmod(f, 2s), s) == 0` in int64;
+        where the coordinate ends in an index (`index`), the int32 casts of `f` fold away, where
+        it is a value they stay and the int64 cast moves inside the division."""
+        span, corner = (tb.sub(size, 1), 0) if align_corners else (size, -0.5)
+        offset = tb.sub(corner, x)
+        if corner and isinstance(x, tir.BinOp) and x.op == "add" and isinstance(x.a, tir.FloatImm) and \
+                x.a.value == corner:  # -0.5 - (-0.5 + e): TVM's simplifier gives 0 - e
+            offset = tb.sub(tb.const(0.0, x.dtype), x.b)
+        distance = tb.call("fabs", offset)
+        whole = tb.cast("int64", distance)
+        parity = tb.truncmod(whole, 2) if const_int(span) == 1 else \
+            tb.div(tb.truncmod(whole, tb.mul(span, 2)), span)
+        if not index:
+            whole = tb.cast("int64", tb.cast("int32", tb.cast("int64", tb.cast("int32", distance))))
+        extra = tb.sub(distance, tb.cast(x.dtype, tb.mul(tb.div(whole, span), span)))
+        reflected = tb.if_then_else(tb.eq(parity, tb.const(0, "int64")), tb.add(extra, corner),
+                                    tb.add(tb.sub(span, extra), corner))
+        return tb.if_then_else(tb.all_(tb.ge(x, corner), tb.le(x, tb.add(span, corner))), x, reflected)
+
+    def source(n, h, w, index: bool = False):
         y, x = unnormalize(grid(n, 1, h, w), grid(n, 0, h, w))
-        if padding_mode == "border":
+        if padding_mode == "reflection":
+            y, x = reflect(y, in_height, index), reflect(x, in_width, index)
+        if padding_mode in ("border", "reflection"):
             y, x = clip(y, in_height), clip(x, in_width)
         return y, x
 
     def bilinear(n, c, h, w):
         y, x = source(n, h, w)
-        y0, x0 = tb.cast("int32", tb.call("floor", y)), tb.cast("int32", tb.call("floor", x))
-        dy, dx = tb.sub(y, y0), tb.sub(x, x0)
+        dy, dx = tb.sub(y, tb.cast("int32", _floor(y))), tb.sub(x, tb.cast("int32", _floor(x)))
+        if padding_mode == "reflection":  # the pixel indices see the coordinate in index form
+            y, x = source(n, h, w, index=True)
+        y0, x0 = tb.cast("int32", _floor(y)), tb.cast("int32", _floor(x))
         return tb.add(tb.add(tb.add(
             tb.mul(tb.mul(pixel(n, c, (y0, 0), (x0, 0)), tb.sub(1.0, dy)), tb.sub(1.0, dx)),
             tb.mul(tb.mul(pixel(n, c, (y0, 0), (x0, 1)), tb.sub(1.0, dy)), dx)),
@@ -304,7 +369,7 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
                           tb.mul(p[3], ws[3]))
 
         y, x = unnormalize(grid(n, 1, h, w), grid(n, 0, h, w))
-        y_floor, x_floor = tb.cast("int32", tb.call("floor", y)), tb.cast("int32", tb.call("floor", x))
+        y_floor, x_floor = tb.cast("int32", _floor(y)), tb.cast("int32", _floor(x))
         fy, fx = tb.sub(y, y_floor), tb.sub(x, x_floor)
         rows = []
         for i in range(4):
@@ -320,24 +385,32 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     return te.compute(out_shape, compute, tag="grid_sample")
 
 
-# The forms checked byte-identical with TVM 0.27. Not yet: bicubic with border or reflection padding
-# and bilinear with reflection (TVM's simplifier proves the clipped indices in bounds and drops the
-# bounds checks), and "nearest", whose legalization fails in TVM 0.27 itself.
-_GRID_SAMPLE_FORMS = {("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros")}
+# The forms checked byte-identical with TVM 0.27. Not yet: bicubic with reflection padding without
+# align_corners (TOPI reflects the integer pixel indices about -0.5, in float, and TVM's simplifier
+# leaves a mix of int32 and int64 forms). "nearest" stays a call: TVM 0.27's legalization fails.
+_GRID_SAMPLE_FORMS = {("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros"), ("bicubic", "border"),
+                      ("bilinear", "reflection"), ("bicubic", "reflection")}
+
+# float16 stays a call: TOPI's Python float literals are float32 constants, so TVM 0.27's PrimFunc
+# computes in float32 and returns a float32 tensor where the op's struct info says float16 (a
+# wrong legalization, as TVM's own printout of `main` shows).
+_GRID_SAMPLE_DTYPES = {"float32", "float64"}
 
 
 @register_legalize("relax.image.grid_sample")
 def _grid_sample(bb, call):
     at = call.attrs
-    # TVM 0.27 fails legalizing "nearest" (te.nearbyint); only NCHW exists in TOPI
+    # only NCHW exists in TOPI
     shape = call.args[0].struct_info.shape
     if (at["method"], at["padding_mode"]) not in _GRID_SAMPLE_FORMS or at["layout"] != "NCHW" or shape is None or \
             any(const_int(d) is None for d in shape[2:]):  # symbolic image sizes: forms not checked
         return call
-    if call.args[0].struct_info.dtype != "float32" or call.args[1].struct_info.dtype != "float32":
-        return call  # TOPI's Python float literals are float32 constants that widen float16 math: not yet
-    if at["align_corners"] and 1 in (const_int(shape[2]), const_int(shape[3])):
-        return call  # TVM's simplifier folds the unnormalised coordinate `(g + 1) * 0 / 2` away: not yet
-
+    if at["padding_mode"] == "reflection" and at["align_corners"] and 1 in (const_int(shape[2]), const_int(shape[3])):
+        return call  # TVM 0.27 fails: the reflection span is size - 1 = 0 (a division by zero)
+    if at["method"] == "bicubic" and at["padding_mode"] == "reflection" and not at["align_corners"]:
+        return call  # not yet: TVM mixes int32 and float forms of the reflected index there
+    if call.args[0].struct_info.dtype not in _GRID_SAMPLE_DTYPES or \
+            call.args[1].struct_info.dtype not in _GRID_SAMPLE_DTYPES:
+        return call
     return bb.call_te(grid_sample, call.args[0], call.args[1], method=at["method"], layout=at["layout"],
                       padding_mode=at["padding_mode"], align_corners=bool(at["align_corners"]))

@@ -217,7 +217,7 @@ def einsum_rel(args, attrs):
     sizes: dict = {}
     for t, f in zip(terms, fields):
         for c, d in zip(t, f.shape):
-            if c in sizes and not c.isascii():  # a broadcast dimension
+            if c in sizes and (not c.isascii() or 1 in (sizes[c], d)):  # broadcast (TOPI's InferEinsumShape)
                 sizes[c] = broadcast_shapes((sizes[c],), (d,))[0]
             elif c in sizes and sizes[c] is not ANY and d is not ANY and sizes[c] != d:
                 raise TypeRelError(f"einsum \"{attrs['equation']}\": subscript {c} is {sizes[c]} in one operand "

@@ -41,10 +41,15 @@ class _TirPrinter(_TirExprPrinter):
             buf = buffers.get(id(p))
             if buf is None:
                 continue
-            for e in (*buf.shape, *buf.strides, buf.elem_offset):
+            for e in (*buf.shape, *buf.strides):
                 for v in _vars_of(e):
                     if isinstance(v, tir.Var) and id(v) not in params and v.dtype == "int64":
                         type_vars.setdefault(id(v), v)
+        # `elem_offset` variables (te.extern's) are TypeVars too, named last parameter first
+        for p in reversed(func.params):
+            buf = buffers.get(id(p))
+            if buf is not None and isinstance(buf.elem_offset, tir.Var) and id(buf.elem_offset) not in params:
+                type_vars.setdefault(id(buf.elem_offset), buf.elem_offset)
         tv_docs = sorted(((self.define(v, v.name or "v", f), v) for v in type_vars.values()),
                          key=lambda nv: nv[0].encode())
         # scalar parameters are named first, so a buffer may refer to a later one

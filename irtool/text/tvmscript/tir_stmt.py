@@ -56,8 +56,12 @@ class _TirBuilder(_TirExprBuilder):
         body_stmts = self.stmt_list(suite_stmts(suite), top=True)
         self.scopes.pop()
         body = tir.seq(body_stmts) if body_stmts else tir.Evaluate(tir.IntImm(0))
-        is_root = (isinstance(body, tir.SBlockRealize) and body.block.name == "root" and not body.iter_values)
-        if (self.has_blocks or self.root_allocs) and not is_root:
+        # TVM's ScriptComplete: a root block is added for root allocations, for a body that is one
+        # sblock with iterators, or for a body holding sblocks deeper; a body that is one sblock
+        # without iterators (te.extern's opaque block) is the root itself.
+        single = body if isinstance(body, tir.SBlockRealize) and not body.iter_values else None
+        if (self.root_allocs or (self.has_blocks and single is None)) and not (
+                single is not None and single.block.name == "root"):
             body = tir.SBlockRealize((), tir.IntImm(1, "bool"),
                                      tir.SBlock("root", (), (), (), body, alloc_buffers=self.root_allocs))
         if self.func_attrs.get("global_symbol") == self.func_name and not options.get("private"):
