@@ -34,6 +34,10 @@ def t(shape, dtype="float32", fill="randn"):
     return {"kind": "tensor", "shape": list(shape), "dtype": dtype, "fill": fill}
 
 
+def unknown_shape(ndim, dtype="float32"):
+    return {"kind": "tensor", "shape": None, "ndim": ndim, "dtype": dtype}
+
+
 def tt(*tensors):
     return {"kind": "tensors", "fields": list(tensors)}
 
@@ -379,11 +383,16 @@ _TVM_SCRIPT = textwrap.dedent('''
 
     def dim(d):
         if isinstance(d, str):
-            return SYMS.setdefault(d, tir.Var(d, "int64"))
+            out = 1
+            for f in d.split("*"):
+                out = out * (int(f) if f.isdigit() else SYMS.setdefault(f, tir.Var(f, "int64")))
+            return out
         return d
 
     def arg(a):
         k = a["kind"]
+        if k == "tensor" and a["shape"] is None:
+            return relax.Var("v", relax.TensorType(None, a["dtype"], ndim=a["ndim"]))
         if k == "tensor":
             return relax.Var("v", relax.TensorType([dim(d) for d in a["shape"]], a["dtype"]))
         if k == "tensors":
@@ -570,6 +579,19 @@ SYMBOLIC = [
     ("ss_step", "relax.strided_slice", [t(("n", 4)), prims([0]), prims([2]), prims([10]), prims([3])], {}),
     ("ss_tail", "relax.strided_slice", [t(("n", 4)), prims([0]), prims([-3]), prims([2**63 - 1])], {}),
     ("ss_rev", "relax.strided_slice", [t(("n", 4)), prims([0]), prims([-1]), prims([-2**63]), prims([-1])], {}),
+    # products of symbols (a flattened (batch * sequence, features) projection) and tensors of
+    # unknown shape: regression, the product's shape was lost and a reshape of an unknown
+    # shape to (n, m, 16) gave the sentinels' values
+    ("matmul_prod", "relax.matmul", [t(("n*m", 16)), t((16, 8))], {}),
+    ("add_prod_commuted", "relax.add", [t(("n*m", 4)), t(("m*n", 4))], {}),
+    ("sum_prod", "relax.sum", [t(("n*m*2", 4))], {"axis": [1]}),
+    ("permute_prod", "relax.permute_dims", [t(("n*m", 4, "n"))], {}),
+    ("reshape_unknown", "relax.reshape", [unknown_shape(2), shape(["n", "m", 16])], {}),
+    ("reshape_prod", "relax.reshape", [t(("n*m", 16)), shape(["n", "m", 16])], {}),
+    ("reshape_prod_split", "relax.reshape", [t(("n*m*2", 16)), shape(["n", -1, 16])], {}),
+    ("reshape_prod_flat", "relax.reshape", [t(("n*m*2", 16)), shape([-1, 8])], {}),
+    ("broadcast_unknown", "relax.broadcast_to", [unknown_shape(2), shape(["n", 4])], {}),
+    ("full_prod", "relax.full", [shape(["n*m", 3]), t(())], {}),
 ]
 ENVS = [{"n": 5, "m": 7}, {"n": 8, "m": 2}, {"n": 13, "m": 30}, {"n": 2, "m": 40}]
 LESS_PRECISE = {("split3", "ndim only")}
@@ -587,7 +609,15 @@ def test_symbolic_struct_info_agrees_with_tvm_numerically():
         a = json.loads(json.dumps(a))
 
         def d(x):
-            return syms[x] if isinstance(x, str) else x
+            if not isinstance(x, str):
+                return x
+            out = None
+            for f in x.split("*"):
+                f = tir.IntImm(int(f), "int64") if f.isdigit() else syms[f]
+                out = f if out is None else tir.BinOp("mul", out, f)
+            return out
+        if a["kind"] == "tensor" and a["shape"] is None:
+            return TensorStructInfo(None, a["dtype"], ndim=a["ndim"])
         if a["kind"] == "tensor":
             return TensorStructInfo(tuple(d(x) for x in a["shape"]), a["dtype"])
         if a["kind"] == "tensors":

@@ -267,7 +267,10 @@ class FunctionCreator(ExprMutator):
         name = expr.name_hint if is_var else f"param_{self.n_const_params}"
         if not is_var:
             self.n_const_params += 1
-        if not _is_inlinable(expr):
+        # a size variable a call_tir passes (`R.call_tir(f, (x, d))`, a PrimFunc taking `d`
+        # because only `d * 2` is a dimension) stays in the call, as in TVM 0.27's output;
+        # the function gets it through its `tir_vars` shape parameter
+        if not _is_inlinable(expr) and not (call is not None and isinstance(expr, rx.PrimValue)):
             sinfo = _constant_param_struct_info(expr, call, position, self.mod)
             self.arguments.append(expr)
             self.params.append(rx.Var(name, sinfo))
