@@ -18,15 +18,20 @@ computes on the TIR expressions directly instead.
 When the relation rejects the sentinels (n broadcast against m, which only runs when n == m or
 one of them is 1), it runs again with `?` for every symbolic tensor dimension: if that passes,
 an output tensor with a `?` gets its ndim and dtype only (as TVM does for a broadcast it cannot
-prove) and one without keeps its static shape (matmul (2, n) x (4, 5): (2, 5), as TVM); if not,
-the call is invalid. Unknown dimensions (`R.Tensor(ndim=2)`) are anonymous symbols; an
+prove) and one without keeps its shape, fitted over the shape and prim values alone (matmul
+(2, n) x (4, 5): (2, 5); a reshape of an unknown shape to (n, m, 16): (n, m, 16), as TVM); if
+not, the call is invalid. Unknown dimensions (`R.Tensor(ndim=2)`) are anonymous symbols; an
 unknown rank is tried with a few ranks and comes out as `ndim=-1`; an unknown dtype is tried with
 a few dtypes, and the result's dtype is kept only where it does not follow the guess.
 
 Where this differs from TVM 0.27 (which simplifies symbolic expressions with its arithmetic
 analyzer):
-- products of symbols and min/max are not fitted (reshape has its own symbolic relation that
-  keeps the target shape and writes a -1 among constants as `n * m`, as TVM does); split of n
+- a product of symbols (`d * d_1`, in any order) is one atom, so an op that carries it
+  (matmul of (d * d_1, 16), add, transpose, a reduction) keeps it; where an output does not
+  fit so (reshape of (d * d_1 * 2, 16) to (d, -1, 16)), the call is deduced again with the
+  product expanded into its factors and that tensor's fit is taken. Other products and
+  min/max are not fitted (reshape has its own symbolic relation that keeps the target
+  shape and writes a -1 among constants as `n * m`, as TVM does); split of n
   at [3] gives ndim only, TVM
   `T.max(T.min(3, n) - T.min(0, n), 0)` and `T.max(n - 3, 0)`. strided_slice, whose symbolic
   bounds are the common case, has its own symbolic relation (`RelaxOp.sym_rel`) that writes
