@@ -76,6 +76,13 @@ class BlockBuilder:
         self.bindings.append(rx.VarBinding(var, e))
         return var
 
+    def match_cast(self, value, sinfo) -> rx.Var:
+        """`lv = R.match_cast(value, sinfo)`: binds the symbolic sizes `sinfo` introduces."""
+        value = self.normalize_arg(value)
+        var = (rx.DataflowVar if self.dataflow else rx.Var)(self._name("lv" if self.dataflow else "gv"), sinfo)
+        self.bindings.append(rx.MatchCast(var, value, sinfo))
+        return var
+
     def take_block(self) -> rx.BindingBlock | None:
         """The bindings emitted since the last call, as a block of the current kind (None if
         there are none)."""

@@ -7,6 +7,8 @@ diagnostic at the reshape)."""
 
 from __future__ import annotations
 
+from math import gcd
+
 from irtool.ir import tir
 from irtool.ops import registry
 from irtool.ops.transform import reshape_shape, resolve_newshape
@@ -69,6 +71,11 @@ def _quotient(dims, known) -> tir.PrimExpr | int:
         if match is None:
             raise _Unsupported("reshape -1 next to a symbolic dimension that is not copied")
         del syms[match]
-    if divisor == 0 or factor % divisor:
-        raise _Unsupported("reshape -1 of a symbolic shape that the other dimensions do not divide")
+    if divisor == 0:
+        raise _Unsupported("reshape -1 next to a dimension of size 0")
+    if factor % divisor:
+        # a static size next to symbolic ones (a traced length, 10 of (S * N * 32) / 80): TVM's
+        # floordiv(prod(old), prod(new)); the reshape then checks the count at run time
+        g = gcd(factor, divisor)
+        return tir.BinOp("floordiv", _rebuild(factor // g, syms), tir.IntImm(divisor // g, "int64"))
     return _rebuild(factor // divisor, syms)

@@ -61,6 +61,7 @@ from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.expr import Op
 from irtool.ir.module import IRModule
+from irtool.ir.relax_visitor import tir_vars
 from irtool.ir.types import ANY, TensorType, TupleType
 from irtool.ir.visitor import free_vars, post_order
 from irtool.ops import registry
@@ -68,6 +69,7 @@ from irtool.ops import relax as relax_ops
 from irtool.ops.transform import reshape_like_shape
 from irtool.transform import ModulePass, register
 
+from . import _relay_to_relax_dynamic as dynamic
 from ._relax_block_builder import _LEAVES, BlockBuilder, _Unsupported
 from ._symbolic_reshape import new_shape
 from .to_a_normal_form import to_a_normal_form
@@ -162,7 +164,6 @@ DIRECT: dict[str, Direct] = {
     "squeeze":                Direct("relax.squeeze"),
     "concatenate":            Direct("relax.concat"),
     "stack":                  Direct("relax.stack"),
-    "split":                  Direct("relax.split"),
     "tile":                   Direct("relax.tile",                 (("repeats", "reps"),)),
     "repeat":                 Direct("relax.repeat"),
     "nn.conv2d":              Direct("relax.nn.conv2d",            (), _CONV_IGNORED),
@@ -191,9 +192,8 @@ NO_COUNTERPART = {
                    "only as a VM builtin on its storage, which LegalizeOps leaves alone)",
     "nn.lrn": "TVM 0.27's Relax has no LRN operator (its ONNX frontend composes it from R.nn.avg_pool3d, "
               "which irtool's Relax table lacks)",
-    **{op: "a shape computed at run time (Relax would take it as R.tensor_to_shape, which irtool's Relax table "
-           "lacks)" for op in ("dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones",
-                               "dyn.strided_slice", "dyn.tile")},
+    "dyn.strided_slice": "the result's sizes are clamped quotients of run-time bounds, which no match_cast of the "
+                         "operands names (TVM 0.27's R.dynamic_strided_slice is not in irtool's Relax table)",
     "unique": "Relay's outputs are as long as the input, the tail past num_unique unspecified; TVM 0.27's "
               "R.unique gives outputs of the unique count's length, known only at run time, and Relax "
               "cannot pad them back to a static length",
@@ -202,7 +202,8 @@ NO_COUNTERPART = {
 }
 
 Converter = Callable[["_Translator", relay.Call, list], object]
-SPECIAL: dict[str, Converter] = {}
+# shapes known at run time (dyn.*, shape_of of symbolic sizes): R.tensor_to_shape + match_cast
+SPECIAL: dict[str, Converter] = dict(dynamic.CONVERTERS)
 
 
 def special(*names: str) -> Callable[[Converter], Converter]:
@@ -429,17 +430,19 @@ def _arange(t, c, args):
     return call("relax.arange", *pv, dtype=dtype)
 
 
-@special("shape_of")
-def _shape_of(t, c, args):
-    # Relay's shape_of is a tensor; a static shape is that constant (Relax's R.shape_of is a shape value)
-    dims = _static_dims(args[0], "shape_of")
-    return rx.Constant(np.array(dims, dtype=c.attrs["dtype"] or "int32"))
-
-
 def _scalar_constant(e: relay.Expr, what: str):
     if not isinstance(e, relay.Constant) or e.data is None or e.data.size != 1:
         raise _Unsupported(f"{what} must be scalar constants")
     return e.data.reshape(()).item()
+
+
+@special("split")
+def _split(t, c, args):
+    # TVM 0.27's R.split into one part is that tensor, not a tuple; Relay's is a tuple of one
+    out = convert_direct(Direct("relax.split"), c, args)
+    if isinstance(si.deduce_call("relax.split", [args[0].struct_info], out.attrs), rx.TensorStructInfo):
+        return t.bb.tuple_of([t.bb.emit(out)])
+    return out
 
 
 @special("nn.pad")
@@ -577,7 +580,7 @@ class _Translator:
         gv = self.bb.emit(self.graph(body, is_root=True), output=True)
         seq = rx.SeqExpr([rx.DataflowBlock(self.bb.bindings)], gv)
         seq.struct_info = gv.struct_info
-        return rx.Function(params, seq, gv.struct_info)
+        return rx.Function(params, seq, _well_defined(gv.struct_info, params))
 
     # -- Relay `if`: the function in A-normal form (each value in the innermost scope of its
     # uses), its top-level bindings in dataflow blocks, each `if` an R.If in a block of its own
@@ -615,7 +618,7 @@ class _Translator:
         self._close_block(blocks, dataflow=True)
         seq = rx.SeqExpr(blocks, out)
         seq.struct_info = out.struct_info
-        return rx.Function(params, seq, out.struct_info)
+        return rx.Function(params, seq, _well_defined(out.struct_info, params))
 
     def _close_block(self, blocks: list, dataflow: bool) -> None:
         block = self.bb.take_block()
@@ -683,7 +686,10 @@ class _Translator:
         if kind is relay.Tuple:
             return self.bb.tuple_of([self.env[id(f)] for f in node.fields])
         if kind is relay.TupleGetItem:
-            return rx.TupleGetItem(self.env[id(node.tuple_value)], node.index)
+            value = self.env[id(node.tuple_value)]
+            if isinstance(value, rx.Tuple):  # a tuple built here (split into one part): its field
+                return value.fields_[node.index]
+            return rx.TupleGetItem(value, node.index)
         what = {relay.Var: f"the free variable %{getattr(node, 'name_hint', '')}",
                 relay.GlobalVar: f"the global function @{getattr(node, 'name_hint', '')}",
                 relay.Function: "a function expression (closure)", relay.If: "`if`",
@@ -715,6 +721,12 @@ class _Translator:
             raise _Unsupported("no Relax counterpart is known for this operator")
         except _Unsupported as err:
             raise DiagnosticError(f"relay-to-relax: `{name}`: {err}", c.span) from None
+
+
+def _well_defined(sinfo, params: list):
+    """The return struct info seen from outside (TVM's emit_func_output): sizes a match_cast
+    binds inside the body (a run-time shape) are erased."""
+    return si.erase_to_well_defined(sinfo, tir_vars([p.struct_info for p in params]))
 
 
 def _let_chain(e: relay.Expr) -> tuple[list, relay.Expr]:

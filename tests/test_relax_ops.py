@@ -93,6 +93,8 @@ SAMPLES = {
     "relax.scatter_elements": ([t((3, 4)), t((2, 4), "int64", "index:3"), t((2, 4))], {"axis": 0, "reduction": "mul"}),
     "relax.einsum": ([tt(t((2, 3, 4)), t((2, 4, 5)))], {"subscripts": "bij,bjk->bik"}),
     "relax.arange": ([prim(0, "int64"), prim(10, "int64"), prim(3, "int64")], {}),
+    "relax.tensor_to_shape": ([t((3,), "int64", "index:5")], {}),
+    "relax.shape_to_tensor": ([shape([2, 3])], {}),
     "relax.matmul": ([t((2, 1, 3, 4)), t((5, 4, 6))], {}),
     "relax.nn.conv2d": ([t((1, 3, 8, 8)), t((4, 3, 3, 3))], {"strides": 2, "padding": 1}),
     "relax.nn.conv2d_transpose": ([t((1, 3, 5, 5)), t((3, 4, 3, 3))],
@@ -168,7 +170,7 @@ def assert_describes(sinfo, value):
         for s, v in zip(sinfo, value):
             assert_describes(s, v)
     elif isinstance(sinfo, ShapeStructInfo):
-        assert tuple(value) == sinfo.values
+        assert tuple(value) == sinfo.values if sinfo.values is not None else len(value) == sinfo.ndim
     else:
         assert isinstance(value, np.ndarray), type(value)
         if sinfo.shape is None:  # known rank only (R.nonzero)
@@ -336,6 +338,10 @@ def test_layer_norm_over_several_axes():
 
 def test_shape_of_and_expand_dims():
     assert run("relax.shape_of", np.zeros((2, 3))) == (2, 3)
+    # a run-time shape (a reshape target computed in a tensor) as a shape value and back
+    assert run("relax.tensor_to_shape", np.array([4, 0, 7])) == (4, 0, 7)
+    np.testing.assert_array_equal(run("relax.shape_to_tensor", (2, 5)), np.array([2, 5], "int64"))
+    assert run("relax.shape_to_tensor", (2, 5)).dtype == np.int64
     assert run("relax.expand_dims", np.zeros((2, 3)), axis=[0, -1]).shape == (1, 2, 3, 1)
 
 
@@ -449,7 +455,10 @@ _TVM_SCRIPT = textwrap.dedent('''
         bb = relax.BlockBuilder()
         with bb.function("main", []):
             try:
-                call = bb.normalize(fn(*[arg(a) for a in case["args"]], **case["attrs"]))
+                args = [arg(a) for a in case["args"]]
+                if case["op"] == "relax.shape_to_tensor":  # its Python API takes a ShapeExpr only
+                    args = [relax.ShapeExpr(args[0])]
+                call = bb.normalize(fn(*args, **case["attrs"]))
                 text = str(call)
                 inner = text[text.index("(") + 1:text.rindex(")")]
                 attrs = [p.split("=", 1) for p in split_top(inner) if p.split("=", 1)[0].isidentifier()
@@ -591,6 +600,11 @@ SYMBOLIC = [
     ("reshape_prod_split", "relax.reshape", [t(("n*m*2", 16)), shape(["n", -1, 16])], {}),
     ("reshape_prod_flat", "relax.reshape", [t(("n*m*2", 16)), shape([-1, 8])], {}),
     ("broadcast_unknown", "relax.broadcast_to", [unknown_shape(2), shape(["n", 4])], {}),
+    ("broadcast_static_to_symbol", "relax.broadcast_to", [t((2, 3)), shape(["n", 3])], {}),
+    ("broadcast_symbols", "relax.broadcast_to", [t((1, "n", 4)), shape(["m", "n", 4])], {}),
+    ("tensor_to_shape", "relax.tensor_to_shape", [t((3,), "int64")], {}),
+    ("tensor_to_shape_n", "relax.tensor_to_shape", [t(("n",), "int32")], {}),
+    ("shape_to_tensor", "relax.shape_to_tensor", [shape(["n", 3, "n*m"])], {}),
     ("full_prod", "relax.full", [shape(["n*m", 3]), t(())], {}),
 ]
 ENVS = [{"n": 5, "m": 7}, {"n": 8, "m": 2}, {"n": 13, "m": 30}, {"n": 2, "m": 40}]

@@ -36,7 +36,7 @@ from ..ir import tir
 from ..ir.expr import GlobalVar, Op
 from ..ir.module import IRModule
 from ..ir.node_structural import node_equal, node_hash
-from ..ir.relax_visitor import ExprMutator, ExprVisitor
+from ..ir.relax_visitor import ExprMutator, ExprVisitor, tir_vars
 from . import struct_info as si
 from .graph_partitioner import INJECTIVE, MAX_FUSED_OPS, OPAQUE, GraphPartitioner, IndexedForwardGraph
 
@@ -523,9 +523,17 @@ class OperatorFusor(ExprMutator):
         return self.mod.get_global_var(name)
 
     def _collect_boundary(self, bindings, creators: dict) -> None:
+        defined_by: dict = {}  # a size variable -> the match_cast variable that binds it
         for b in bindings:
             current = self._group(b.var)
-            for used in _vars_read(b.value):
+            # a size a match_cast binds (a run-time shape) orders its users after it, though
+            # no variable of the match_cast is read
+            size_users = [defined_by[v] for v in tir_vars((b.var.struct_info, b.value)) if v in defined_by] \
+                if defined_by else []
+            if isinstance(b, rx.MatchCast):
+                for v in tir_vars(b.struct_info):
+                    defined_by.setdefault(v, b.var)
+            for used in list(_vars_read(b.value)) + size_users:
                 if used not in self.group_of:
                     continue
                 producer = self._group(used)

@@ -194,7 +194,9 @@ class RelaxInterpreter:
             try:
                 if op.name in relax_memory.MEMORY_OPS:
                     return relax_memory.evaluate(op.name, args, self.poison)
-                return relax_ops.evaluate(op.name, args, call.attrs, [_dtype_of(a) for a in call.args])
+                out = relax_ops.evaluate(op.name, args, call.attrs, [_dtype_of(a) for a in call.args])
+                # a shape-valued operator (R.shape_of, R.tensor_to_shape) gives a shape value
+                return ShapeValue(out) if isinstance(call.struct_info, rx.ShapeStructInfo) else out
             except (ValueError, TypeError, IndexError) as err:
                 raise DiagnosticError(f"`{op.name}` failed: {err}", call.span) from None
         callee = self.eval(op, env, shape_env) if not isinstance(op, GlobalVar) else FunctionValue(op.name_hint)

@@ -34,6 +34,8 @@ Each `RelaxOp` says how a Relax call is written and what it means:
     dtype_from_prim  the index of the prim argument whose dtype is the result's (R.one_hot's on_value): the
                 relation sees the prim as a float32 scalar and the dtype is set afterwards; the reference
                 gets that argument (and the other prims) as 0-d arrays of their dtypes.
+    deduce      struct info straight from the arguments' struct info, for a result whose length is
+                a tensor argument's size (R.tensor_to_shape: R.Shape(ndim=k) of a (k,) tensor)
     sym_rel     a relation on symbolic values, for results no sentinel fit can express: it
                 takes dims and prim values as ints or TIR expressions (None: unknown) and returns
                 the result type with TIR dims, or None to leave the call to the generic way.
@@ -97,6 +99,7 @@ from .relax_bridge import (
     _arg_reduce,
     _batch_norm,
     _broadcast_to,
+    _broadcast_to_deduce,
     _cast_to_attr,
     _clip,
     _concat,
@@ -123,11 +126,16 @@ from .relax_bridge import (
     _scatter_nd,
     _shape_of,
     _shape_of_rel,
+    _shape_to_tensor,
+    _shape_to_tensor_rel,
     _split,
     _split_rel,
     _strided_slice,
     _strided_slice_sym,
     _take,
+    _tensor_to_shape,
+    _tensor_to_shape_deduce,
+    _tensor_to_shape_rel,
     _tile,
     _to_int64,
     _variance,
@@ -164,6 +172,7 @@ class RelaxOp:
     positional_attrs: tuple[str, ...] = ()
     ref_options: tuple[tuple[str, Any], ...] = ()
     dtype_from_prim: int | None = None
+    deduce: Callable | None = None
     _specs: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -431,7 +440,7 @@ _op("relax.strided_slice",      "x axes:prims begin:prims end:prims strides:prim
 _op("relax.take",               "x indices",                     TAKE,         "take",             convert=_take)
 _op("relax.gather_elements",    "data indices",                  (_A("axis", "int", 0),), "gather")
 _op("relax.broadcast_to",       "x shape:shape",                 (),           "broadcast_to",
-    convert=_broadcast_to)
+    convert=_broadcast_to, deduce=_broadcast_to_deduce)
 _op("relax.tile",               "data",                          (_A("repeats", "ints"),), "tile", convert=_tile)
 _op("relax.repeat",             "data",                          REPEAT,       "repeat",           convert=_repeat)
 _op("relax.full",               "shape:shape fill_value",        DTYPE_OPT,    "full",             convert=_full)
@@ -440,6 +449,10 @@ _op("relax.ones",               "shape:shape",                   DTYPE,        "
 _op("relax.arange",             "start:prim end:prim step:prim", DTYPE_OPT,    "arange",           convert=_arange)
 _op("relax.shape_of",           "x",                             (),           "shape_of",         rel=_shape_of_rel,
     ref=_shape_of)
+_op("relax.tensor_to_shape",    "x",                             (),           None,
+    rel=_tensor_to_shape_rel, ref=_tensor_to_shape, deduce=_tensor_to_shape_deduce)
+_op("relax.shape_to_tensor",    "shape:shape",                   (),           None,
+    rel=_shape_to_tensor_rel, ref=_shape_to_tensor)
 _op("relax.matmul",             "x1 x2",                         OUT_DTYPE,    None,               rel=_matmul_rel,
     ref=_matmul)
 _op("relax.nn.conv2d",          "data weight",                   CONV2D,       "nn.conv2d",        derived=OUT_LAYOUT)
