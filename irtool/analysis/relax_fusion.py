@@ -416,6 +416,7 @@ class OperatorFusor(ExprMutator):
         self.functions = dict(mod.functions)
         self.group_deps: dict = {}
         self.outer_bindings: dict = {}
+        self.param_sizes: set = set()  # the sizes the current function's parameters define
         self.by_hash: dict | None = None
 
     def transform(self) -> IRModule:
@@ -424,6 +425,7 @@ class OperatorFusor(ExprMutator):
             if not is_fusable_function(fn):
                 continue
             self.outer_bindings = _var_to_value(fn)
+            self.param_sizes = set(tir_vars([p.struct_info for p in fn.params]))
             self.memo.clear()
             new = self.visit_expr(fn)
             if new is not fn:
@@ -524,15 +526,18 @@ class OperatorFusor(ExprMutator):
 
     def _collect_boundary(self, bindings, creators: dict) -> None:
         defined_by: dict = {}  # a size variable -> the match_cast variable that binds it
+        seen = set(self.param_sizes)
         for b in bindings:
             current = self._group(b.var)
             # a size a match_cast binds (a run-time shape) orders its users after it, though
             # no variable of the match_cast is read
-            size_users = [defined_by[v] for v in tir_vars((b.var.struct_info, b.value)) if v in defined_by] \
-                if defined_by else []
+            sizes = tir_vars((b.var.struct_info, b.value))
+            size_users = [defined_by[v] for v in sizes if v in defined_by] if defined_by else []
             if isinstance(b, rx.MatchCast):
                 for v in tir_vars(b.struct_info):
-                    defined_by.setdefault(v, b.var)
+                    if v not in seen:
+                        defined_by.setdefault(v, b.var)
+            seen.update(sizes)
             for used in list(_vars_read(b.value)) + size_users:
                 if used not in self.group_of:
                     continue

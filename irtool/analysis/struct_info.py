@@ -103,8 +103,9 @@ def deduce_call(op_name: str, args_sinfo: list, attrs=None, arg_exprs=None, sinf
         raise StructInfoError(f"unknown Relax operator `{op_name}`")
     if op.deduce is not None and len(args_sinfo) == len(op.args):
         try:
-            out = op.deduce(list(args_sinfo))
-        except TypeRelError as err:
+            full = relax_ops.make_call_attrs(op, attrs)
+            out = op.deduce(list(args_sinfo), dict(full.items()) if full is not None else {})
+        except (TypeRelError, AttrError) as err:
             raise StructInfoError(str(err)) from None
         if out is not None:
             return out

@@ -113,6 +113,7 @@ from .relax_bridge import (
     _layer_norm_rel,
     _matmul,
     _matmul_rel,
+    _matmul_sym,
     _nonzero,
     _nonzero_rel,
     _one_hot,
@@ -130,6 +131,7 @@ from .relax_bridge import (
     _shape_to_tensor_rel,
     _split,
     _split_rel,
+    _squeeze_deduce,
     _strided_slice,
     _strided_slice_sym,
     _take,
@@ -426,7 +428,7 @@ _op("relax.reshape",            "x shape:shape",                 (),           "
     sym_rel=_reshape_sym)
 _op("relax.permute_dims",       "x",                             (_A("axes", "ints?", None),), "transpose")
 _op("relax.squeeze",            "x",                             (_A("axis", "ints?", None),), "squeeze",
-    rank_depends=lambda at: at["axis"] is None)
+    rank_depends=lambda at: at["axis"] is None, deduce=_squeeze_deduce)
 _op("relax.expand_dims",        "x",                             (_A("axis", "ints"),), "expand_dims",
     rel=_expand_dims_rel, ref=_expand_dims)
 _op("relax.concat",             "tensors:tensors",               (_A("axis", "int?", 0),), "concatenate",
@@ -454,7 +456,7 @@ _op("relax.tensor_to_shape",    "x",                             (),           N
 _op("relax.shape_to_tensor",    "shape:shape",                   (),           None,
     rel=_shape_to_tensor_rel, ref=_shape_to_tensor)
 _op("relax.matmul",             "x1 x2",                         OUT_DTYPE,    None,               rel=_matmul_rel,
-    ref=_matmul)
+    ref=_matmul, sym_rel=_matmul_sym)
 _op("relax.nn.conv2d",          "data weight",                   CONV2D,       "nn.conv2d",        derived=OUT_LAYOUT)
 _op("relax.nn.conv2d_transpose", "data weight",                  CONV2D_T,     "nn.conv2d_transpose",
     derived=OUT_LAYOUT)

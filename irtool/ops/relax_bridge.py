@@ -399,6 +399,27 @@ def _matmul_rel(args, attrs):
     return TensorType(out, dtype)
 
 
+def _matmul_sym(args, attrs):
+    """TVM 0.27 accepts reduction lengths it cannot prove different ((d_2, d_3) x (12, 36) is
+    (d_2, 36), d_3 taken to be 12); the sentinel fit would see two different sizes. Only for
+    such lengths and batch dims that are absent on one side or the same: else None."""
+    from ..analysis.struct_info_fit import prim_equal
+
+    a, b = args
+    if not a.shape or not b.shape:
+        return None
+    sa = (1,) + a.shape if len(a.shape) == 1 else a.shape
+    sb = b.shape + (1,) if len(b.shape) == 1 else b.shape
+    ka, kb = sa[-1], sb[-2]
+    if isinstance(ka, int) and isinstance(kb, int) or prim_equal(ka, kb):
+        return None
+    ba, bb = sa[:-2], sb[:-2]
+    if ba and bb and (len(ba) != len(bb) or not all(prim_equal(x, y) for x, y in zip(ba, bb))):
+        return None
+    out = (ba or bb) + ((sa[-2],) if len(a.shape) > 1 else ()) + ((sb[-1],) if len(b.shape) > 1 else ())
+    return TensorType(out, attrs["out_dtype"] or same_dtype("matmul", a, b))
+
+
 def _matmul(a, b, out_dtype=""):
     from .nn import _matmul as relay_matmul  # accumulates wide, rounds once, as nn.matmul
 
@@ -562,7 +583,7 @@ def _tensor_to_shape(x):
     return ShapeResult(tuple(int(v) for v in x))
 
 
-def _tensor_to_shape_deduce(args_sinfo: list):
+def _tensor_to_shape_deduce(args_sinfo: list, attrs: dict):
     """TVM 0.27: R.Shape(ndim=k) of a 1-d tensor of static length k (any dtype), ndim=-1 if the
     length is not static; an error for another rank."""
     from ..ir.relax import ShapeStructInfo, TensorStructInfo
@@ -576,7 +597,7 @@ def _tensor_to_shape_deduce(args_sinfo: list):
     return ShapeStructInfo(ndim=length if isinstance(length, int) else -1)
 
 
-def _broadcast_to_deduce(args_sinfo: list):
+def _broadcast_to_deduce(args_sinfo: list, attrs: dict):
     """TVM 0.27's BroadcastTo: the target shape as written; an error only for fewer target dims
     or two static sizes that differ (the input's not 1). None: the generic way (a shape
     variable, arguments that are not a tensor and a shape of known values)."""
@@ -596,6 +617,26 @@ def _broadcast_to_deduce(args_sinfo: list):
         if have is not None and want is not None and have != 1 and have != want:
             raise TypeRelError(f"cannot broadcast size {have} to {want} (dim {i})")
     return TensorStructInfo(tuple(target), x.dtype, vdevice=x.vdevice)
+
+
+def _squeeze_deduce(args_sinfo: list, attrs: dict):
+    """TVM 0.27's Squeeze with axes given: the other dims (a symbolic size squeezed is taken to
+    be 1; a static one must be). Without axes, or without a shape: the generic way."""
+    from ..ir.relax import TensorStructInfo
+
+    x, axes = args_sinfo[0], attrs.get("axis")
+    if axes is None or not isinstance(x, TensorStructInfo) or not isinstance(x.shape, tuple):
+        return None
+    ndim = len(x.shape)
+    picked = set()
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise TypeRelError(f"squeeze axis {a} is out of range for a tensor of rank {ndim}")
+        picked.add(a % ndim)
+    for a in picked:
+        if _static_size(x.shape[a]) not in (None, 1):
+            raise TypeRelError(f"squeeze axis {a} has size {_static_size(x.shape[a])}, not 1")
+    return TensorStructInfo(tuple(d for i, d in enumerate(x.shape) if i not in picked), x.dtype, vdevice=x.vdevice)
 
 
 def _static_size(d):
