@@ -51,8 +51,8 @@ Registry (Relay) operators with no Relax operator of their own, Relay-only:
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile,
     argwhere, unique, random.uniform, random.normal, random.multinomial
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
-R.max over the spatial axes, argwhere as R.nonzero transposed and cast ...; the dyn.* ops' shapes
-would be R.tensor_to_shape values. TVM 0.27's R.unique gives outputs of the unique count's length
+R.max over the spatial axes, argwhere as R.nonzero transposed and cast ...; the dyn.* ops as
+R.tensor_to_shape of the shape tensor, R.match_cast to fresh sizes, and the static op. TVM 0.27's R.unique gives outputs of the unique count's length
 (Relay's: of the input's) and its Relax has no random-number generator: only
 R.multinomial_from_uniform, which samples at given uniform values. passes/relay_to_relax.py
 says, per operator, why it has no translation.)
