@@ -26,7 +26,16 @@ def new_shape(dims: tuple, newshape: tuple, allowzero: bool) -> tuple:
         except registry.TypeRelError as err:
             raise _Unsupported(str(err)) from None
     try:
-        return resolve_newshape(dims, newshape, allowzero, lambda a, b: _product([a, b]), _quotient)
+        try:
+            return resolve_newshape(dims, newshape, allowzero, lambda a, b: _product([a, b]), _quotient)
+        except _Unsupported:
+            if -4 in newshape:  # a split must divide
+                raise
+            # a -1 beside a static size the symbols' factor does not divide (a traced length,
+            # 10 of (S * N * 32) / 80): TVM's floordiv(prod(old), prod(new)); the reshape
+            # then checks the count at run time
+            return resolve_newshape(dims, newshape, allowzero, lambda a, b: _product([a, b]),
+                                    lambda d, k: _quotient(d, k, floor=True))
     except ValueError as err:
         raise _Unsupported(str(err)) from None
 
@@ -62,8 +71,9 @@ def _product(dims):
     return _rebuild(factor, syms)
 
 
-def _quotient(dims, known) -> tir.PrimExpr | int:
-    """prod(dims) / prod(known) when it is a product of symbols with an integer factor."""
+def _quotient(dims, known, floor: bool = False) -> tir.PrimExpr | int:
+    """prod(dims) / prod(known) when it is a product of symbols with an integer factor
+    (with `floor`, else its floordiv)."""
     factor, syms = _factors(_product(dims)) if dims else (1, [])
     divisor, known_syms = _factors(_product(known)) if known else (1, [])
     for k in known_syms:
@@ -73,9 +83,9 @@ def _quotient(dims, known) -> tir.PrimExpr | int:
         del syms[match]
     if divisor == 0:
         raise _Unsupported("reshape -1 next to a dimension of size 0")
+    if factor % divisor and not floor:
+        raise _Unsupported("reshape -1 of a symbolic shape that the other dimensions do not divide")
     if factor % divisor:
-        # a static size next to symbolic ones (a traced length, 10 of (S * N * 32) / 80): TVM's
-        # floordiv(prod(old), prod(new)); the reshape then checks the count at run time
         g = gcd(factor, divisor)
         return tir.BinOp("floordiv", _rebuild(factor // g, syms), tir.IntImm(divisor // g, "int64"))
     return _rebuild(factor // divisor, syms)

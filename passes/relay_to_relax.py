@@ -71,6 +71,7 @@ from irtool.transform import ModulePass, register
 
 from . import _relay_to_relax_dynamic as dynamic
 from ._relax_block_builder import _LEAVES, BlockBuilder, _Unsupported
+from ._relay_lift_functions import lift_local_functions
 from ._symbolic_reshape import new_shape
 from .to_a_normal_form import to_a_normal_form
 
@@ -557,15 +558,21 @@ def translated_ops() -> list[str]:
 
 
 class _Translator:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, signatures: dict | None = None, mod: IRModule | None = None) -> None:
         self.name = name
+        self.signatures = signatures or {}  # global name -> FuncStructInfo (calls between functions)
+        self.mod = mod
         self.bb = BlockBuilder()
+        self.bb.signatures = self.signatures
         self.env: dict[int, object] = {}  # id(Relay node) -> Relax expression
 
     def function(self, fn: relay.Function) -> rx.Function:
         params = []
-        for p in fn.params:
-            var = rx.Var(p.name_hint, struct_info_of_type(p.type_annotation or p.checked_type, p.span))
+        sig = self.signatures.get(self.name)
+        for i, p in enumerate(fn.params):
+            sinfo = sig.params[i] if sig is not None else \
+                struct_info_of_type(p.type_annotation or p.checked_type, p.span)
+            var = rx.Var(p.name_hint, sinfo)
             self.env[id(p)] = var
             params.append(var)
         if any(isinstance(n, relay.If) for n in post_order(fn.body, enter_functions=False)):
@@ -698,13 +705,14 @@ class _Translator:
                               f"takes one function of operator calls)", node.span)
 
     def call(self, c: relay.Call):
+        if isinstance(c.op, relay.GlobalVar) and c.op.name_hint in self.signatures:
+            # a call of a translated function (a lifted loop calling itself included)
+            gv = self.mod.get_global_var(c.op.name_hint) if self.mod is not None else c.op
+            return rx.Call(gv, [self.env[id(a)] for a in c.args])
         if type(c.op) is not Op:
             callee = f"@{c.op.name_hint}" if isinstance(c.op, relay.GlobalVar) else "a function value"
-            if isinstance(c.op, relay.GlobalVar) and c.op.name_hint == self.name:
-                raise DiagnosticError(f"relay-to-relax: @{self.name} calls itself: recursion has no Relax "
-                                      "dataflow counterpart", c.span)
-            raise DiagnosticError(f"relay-to-relax: calls of {callee} are not supported (only operator calls)",
-                                  c.span)
+            raise DiagnosticError(f"relay-to-relax: calls of {callee} are not supported (only operator calls "
+                                  "and calls of the module's Relay functions)", c.span)
         name = c.op.name
         for a in c.args:
             if id(a) not in self.env:  # a global function as a value
@@ -737,10 +745,21 @@ def _let_chain(e: relay.Expr) -> tuple[list, relay.Expr]:
     return lets, e
 
 
-def translate_function(fn: relay.Function, name: str = "main") -> rx.Function:
-    """The Relay function `@name` (types inferred) as a Relax function."""
+def signature(fn: relay.Function) -> rx.FuncStructInfo:
+    """A Relay function's Relax signature: its parameters' struct info (each `?` a fresh size)
+    and its result's, erased to the parameters' sizes (what a caller sees)."""
+    params = [struct_info_of_type(p.type_annotation or p.checked_type, p.span) for p in fn.params]
+    ret_type = fn.ret_type if fn.ret_type is not None else getattr(fn.checked_type, "ret_type", None)
+    ret = struct_info_of_type(ret_type, fn.span) if ret_type is not None else rx.ObjectStructInfo()
+    return rx.FuncStructInfo(params, si.erase_to_well_defined(ret, tir_vars(params)))
+
+
+def translate_function(fn: relay.Function, name: str = "main", signatures: dict | None = None,
+                       mod: IRModule | None = None) -> rx.Function:
+    """The Relay function `@name` (types inferred) as a Relax function; `signatures` (name ->
+    FuncStructInfo) are the module's functions it may call."""
     try:
-        return _Translator(name).function(fn)
+        return _Translator(name, signatures, mod).function(fn)
     except _Unsupported as err:  # raised while binding (struct info), not at a call
         raise DiagnosticError(f"relay-to-relax: {err}", fn.span) from None
 
@@ -754,11 +773,13 @@ class RelayToRelax(ModulePass):
     summary = "lower Relay functions to Relax dataflow blocks (TVM's former relay_translator)"
 
     def transform_module(self, mod: IRModule, ctx) -> IRModule:
-        relay_fns = {name: fn for name, fn in mod.functions.items() if isinstance(fn, relay.Function)}
-        if not relay_fns:
+        if not any(isinstance(fn, relay.Function) for fn in mod.functions.values()):
             return mod
+        mod = lift_local_functions(mod)  # let-bound functions (ONNX loops) become globals
+        relay_fns = {name: fn for name, fn in mod.functions.items() if isinstance(fn, relay.Function)}
         infer_types(mod)
+        signatures = {name: signature(fn) for name, fn in relay_fns.items()}
         functions = dict(mod.functions)
         for name, fn in relay_fns.items():
-            functions[name] = translate_function(fn, name)
+            functions[name] = translate_function(fn, name, signatures, mod)
         return mod.with_functions(functions)
