@@ -52,10 +52,10 @@ Registry (Relay) operators with no Relax operator of their own, Relay-only:
     argwhere, unique, random.uniform, random.normal, random.multinomial
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
 R.max over the spatial axes, argwhere as R.nonzero transposed and cast ...; the dyn.* ops as
-R.tensor_to_shape of the shape tensor, R.match_cast to fresh sizes, and the static op. TVM 0.27's R.unique gives outputs of the unique count's length
-(Relay's: of the input's) and its Relax has no random-number generator: only
-R.multinomial_from_uniform, which samples at given uniform values. passes/relay_to_relax.py
-says, per operator, why it has no translation.)
+R.tensor_to_shape of the shape tensor, R.match_cast to fresh sizes, and the static op. TVM
+0.27's R.unique gives outputs of the unique count's length (Relay's: of the input's) and its
+Relax has no random-number generator: only R.multinomial_from_uniform, which samples at given
+uniform values. passes/relay_to_relax.py says, per operator, why it has no translation.)
 R.one_hot, R.image.grid_sample and R.vision.roi_align / roi_pool / all_class_non_max_suppression
 reuse their Relay operators' relations and references; TVM 0.27's Relax differs in: one_hot's
 on/off values are PrimValues giving the result's dtype and any negative axis counts from the end;
