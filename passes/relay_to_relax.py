@@ -34,10 +34,15 @@ that mean nothing in Relax). The others are small converter functions (`SPECIAL`
 nn.dense -> R.matmul(x, R.permute_dims(w)), nn.bias_add -> R.add with the bias reshaped
 to broadcast, Relay's reshape codes (0, -1, -2, -3, -4) resolved to the result shape,
 reductions with `exclude`, argmax's int32 result, clip's bounds as prim values, ... as
-TVM's relay_translator and Relax frontends write them. A Relay operator without a Relax
-counterpart (`NO_COUNTERPART`), an attribute value Relax cannot express, and constructs
-Relax cannot hold here (closures, calls of functions, references to global functions) are
-diagnostics at the offending expression.
+TVM's relay_translator and Relax frontends write them; a shape computed at run time (`dyn.*`)
+is R.tensor_to_shape + R.match_cast + the static op (_relay_to_relax_dynamic.py). A let-bound
+function (an imported ONNX Loop's recursive `while_loop`) is first lifted to a global function
+with its free variables as extra parameters (_relay_lift_functions.py); calls of the module's
+functions are Relax calls of them (a recursive one inside an R.If is TVM's Relax while loop).
+A Relay operator without a Relax counterpart (`NO_COUNTERPART`), an attribute value Relax
+cannot express, and constructs Relax cannot hold here (function expressions that are not
+let-bound, references to global functions as values) are diagnostics at the offending
+expression.
 
 A function with `if` is taken in A-normal form (passes/to_a_normal_form.py: each value in the
 innermost scope of its uses): runs of top-level bindings become dataflow blocks, each `if` an
