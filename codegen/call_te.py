@@ -14,7 +14,9 @@ BlockBuilder (src/relax/ir/block_builder.cc: AddFunction).
   - TIR expressions and numbers pass through (a scalar constant made into `T.float32(0.5)`
     by the caller is inlined this way); lists and tuples are converted element-wise;
   - parameters: the tensors in argument order, then the TIR variables the shapes use but
-    no dimension defines (also passed by `call_tir` as `R.shape([...])`), then the outputs;
+    no dimension defines (`d` of a `d * 2` dim), then the outputs; `call_tir` passes those
+    variables as PrimValues after the tensors, `R.call_tir(f, (x, y, d), ...)`, as TVM 0.27
+    does (older TVM passed them last, as `tir_vars`, after the outputs);
   - `out_ty` is the TE output's shape in the caller's variables.
 
 AddFunction: a PrimFunc structurally equal to one already in the module is not added again
@@ -120,12 +122,12 @@ class BlockBuilder:
 
 
 def make_call_tir(gv: GlobalVar, args: list, out_sinfo, tir_vars=None) -> rx.Call:
-    """`R.call_tir(gv, (args...), out_ty=out_sinfo[, R.shape(tir_vars)])`, normalised."""
+    """`R.call_tir(gv, (args..., tir_vars...), out_ty=out_sinfo)`, normalised: the TIR
+    variables are PrimValues of the tuple (the PrimFunc takes them before its outputs)."""
+    args = list(args) + [rx.PrimValue(v) for v in tir_vars or ()]
     arg_tuple = rx.Tuple(args)
     arg_tuple.struct_info = rx.TupleStructInfo([a.struct_info for a in args])
     call_args = [gv, arg_tuple]
-    if tir_vars:
-        call_args.append(rx.ShapeExpr(tir_vars))
     call = rx.Call(Op.get("relax.call_tir"), call_args, None, [out_sinfo])
     call.struct_info = out_sinfo
     return call

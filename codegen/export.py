@@ -29,6 +29,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..diagnostics import DiagnosticError
+from ..ir import tir
 from .llvm_codegen import I8, PTR, ModuleBuilder
 
 
@@ -49,9 +50,26 @@ def _c_type(dtype: str) -> str:
             "uint64": "uint64_t", "bool": "bool"}.get(dtype, "void")
 
 
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "floordiv": "/", "floormod": "%"}
+
+
+def _size_text(d, top: bool = True) -> str:
+    """A size as C would write it (`d * 2`); other expressions as TVMScript's calls."""
+    if isinstance(d, int):
+        return str(d)
+    if isinstance(d, tir.IntImm):
+        return str(d.value)
+    if isinstance(d, tir.Var):
+        return d.name
+    if isinstance(d, tir.BinOp):
+        a, b = _size_text(d.a, False), _size_text(d.b, False)
+        text = f"{a} {_INFIX[d.op]} {b}" if d.op in _INFIX else f"{d.op}({a}, {b})"
+        return text if top or d.op not in _INFIX else f"({text})"
+    return type(d).__name__
+
+
 def _describe(sinfo) -> str:
-    dims = ", ".join(str(d) if isinstance(d, int) else getattr(d, "name", str(d)) for d in sinfo.shape)
-    return f"{sinfo.dtype}[{dims}]"
+    return f"{sinfo.dtype}[{', '.join(_size_text(d) for d in sinfo.shape)}]"
 
 
 def header(exe, name: str) -> str:

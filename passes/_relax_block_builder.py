@@ -25,6 +25,7 @@ class BlockBuilder:
     def __init__(self) -> None:
         self.bindings: list[rx.VarBinding] = []
         self.dataflow = True
+        self.signatures: dict = {}  # global name -> FuncStructInfo, for calls between functions
         self._used: dict[str, int] = {}
 
     def _name(self, base: str) -> str:
@@ -33,6 +34,11 @@ class BlockBuilder:
         return base if n == 0 else f"{base}{n}"
 
     def _deduce(self, e):
+        if isinstance(e, rx.Call) and isinstance(e.op, relay.GlobalVar) and e.op.name_hint in self.signatures:
+            try:  # a call of another translated function: its signature
+                return si.deduce_func_call(self.signatures[e.op.name_hint], [a.struct_info for a in e.args])
+            except si.StructInfoError as err:
+                raise _Unsupported(f"@{e.op.name_hint}: {err}") from None
         sinfo = deduce_struct_info(e, None)
         if sinfo is None:
             try:  # ask again for the message
@@ -74,6 +80,13 @@ class BlockBuilder:
         else:
             var = rx.DataflowVar(self._name("lv"), e.struct_info)
         self.bindings.append(rx.VarBinding(var, e))
+        return var
+
+    def match_cast(self, value, sinfo) -> rx.Var:
+        """`lv = R.match_cast(value, sinfo)`: binds the symbolic sizes `sinfo` introduces."""
+        value = self.normalize_arg(value)
+        var = (rx.DataflowVar if self.dataflow else rx.Var)(self._name("lv" if self.dataflow else "gv"), sinfo)
+        self.bindings.append(rx.MatchCast(var, value, sinfo))
         return var
 
     def take_block(self) -> rx.BindingBlock | None:

@@ -7,6 +7,8 @@ diagnostic at the reshape)."""
 
 from __future__ import annotations
 
+from math import gcd
+
 from irtool.ir import tir
 from irtool.ops import registry
 from irtool.ops.transform import reshape_shape, resolve_newshape
@@ -24,7 +26,16 @@ def new_shape(dims: tuple, newshape: tuple, allowzero: bool) -> tuple:
         except registry.TypeRelError as err:
             raise _Unsupported(str(err)) from None
     try:
-        return resolve_newshape(dims, newshape, allowzero, lambda a, b: _product([a, b]), _quotient)
+        try:
+            return resolve_newshape(dims, newshape, allowzero, lambda a, b: _product([a, b]), _quotient)
+        except _Unsupported:
+            if -4 in newshape:  # a split must divide
+                raise
+            # a -1 beside a static size the symbols' factor does not divide (a traced length,
+            # 10 of (S * N * 32) / 80): TVM's floordiv(prod(old), prod(new)); the reshape
+            # then checks the count at run time
+            return resolve_newshape(dims, newshape, allowzero, lambda a, b: _product([a, b]),
+                                    lambda d, k: _quotient(d, k, floor=True))
     except ValueError as err:
         raise _Unsupported(str(err)) from None
 
@@ -60,8 +71,9 @@ def _product(dims):
     return _rebuild(factor, syms)
 
 
-def _quotient(dims, known) -> tir.PrimExpr | int:
-    """prod(dims) / prod(known) when it is a product of symbols with an integer factor."""
+def _quotient(dims, known, floor: bool = False) -> tir.PrimExpr | int:
+    """prod(dims) / prod(known) when it is a product of symbols with an integer factor
+    (with `floor`, else its floordiv)."""
     factor, syms = _factors(_product(dims)) if dims else (1, [])
     divisor, known_syms = _factors(_product(known)) if known else (1, [])
     for k in known_syms:
@@ -69,6 +81,11 @@ def _quotient(dims, known) -> tir.PrimExpr | int:
         if match is None:
             raise _Unsupported("reshape -1 next to a symbolic dimension that is not copied")
         del syms[match]
-    if divisor == 0 or factor % divisor:
+    if divisor == 0:
+        raise _Unsupported("reshape -1 next to a dimension of size 0")
+    if factor % divisor and not floor:
         raise _Unsupported("reshape -1 of a symbolic shape that the other dimensions do not divide")
+    if factor % divisor:
+        g = gcd(factor, divisor)
+        return tir.BinOp("floordiv", _rebuild(factor // g, syms), tir.IntImm(divisor // g, "int64"))
     return _rebuild(factor // divisor, syms)

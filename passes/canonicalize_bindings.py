@@ -326,12 +326,16 @@ class _SymbolicVarCanonicalizer(ExprMutator):
         self.known = dict(saved)
         f = self.visit_expr(e.false_branch)
         self.known = saved
-        if cond is e.cond and t is e.true_branch and f is e.false_branch:
-            return e
         # The branches may know different values of a symbol (one is specialised for
         # N == 16): each ends in a match_cast back to the if's struct info, which the
-        # generic LCA would otherwise reduce to `ndim` only.
+        # generic LCA would otherwise reduce to `ndim` only. TVM's mutator rebuilds every
+        # branch, so this applies to unchanged branches too (a loop's else branch returning
+        # its (d, 2) parameter where the if is ndim=2).
         s = self.visit_struct_info(e.struct_info)
+        if cond is e.cond and t is e.true_branch and f is e.false_branch and (
+                s is None or (same_struct_info(s, struct_info_of(t, self.mod))
+                              and same_struct_info(s, struct_info_of(f, self.mod)))):
+            return e
         if s is not None:
             t = self._cast_branch(t, "then_branch_with_dyn", s)
             f = self._cast_branch(f, "else_branch_with_dyn", s)

@@ -34,10 +34,15 @@ that mean nothing in Relax). The others are small converter functions (`SPECIAL`
 nn.dense -> R.matmul(x, R.permute_dims(w)), nn.bias_add -> R.add with the bias reshaped
 to broadcast, Relay's reshape codes (0, -1, -2, -3, -4) resolved to the result shape,
 reductions with `exclude`, argmax's int32 result, clip's bounds as prim values, ... as
-TVM's relay_translator and Relax frontends write them. A Relay operator without a Relax
-counterpart (`NO_COUNTERPART`), an attribute value Relax cannot express, and constructs
-Relax cannot hold here (closures, calls of functions, references to global functions) are
-diagnostics at the offending expression.
+TVM's relay_translator and Relax frontends write them; a shape computed at run time (`dyn.*`)
+is R.tensor_to_shape + R.match_cast + the static op (_relay_to_relax_dynamic.py). A let-bound
+function (an imported ONNX Loop's recursive `while_loop`) is first lifted to a global function
+with its free variables as extra parameters (_relay_lift_functions.py); calls of the module's
+functions are Relax calls of them (a recursive one inside an R.If is TVM's Relax while loop).
+A Relay operator without a Relax counterpart (`NO_COUNTERPART`), an attribute value Relax
+cannot express, and constructs Relax cannot hold here (function expressions that are not
+let-bound, references to global functions as values) are diagnostics at the offending
+expression.
 
 A function with `if` is taken in A-normal form (passes/to_a_normal_form.py: each value in the
 innermost scope of its uses): runs of top-level bindings become dataflow blocks, each `if` an
@@ -61,6 +66,7 @@ from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.expr import Op
 from irtool.ir.module import IRModule
+from irtool.ir.relax_visitor import tir_vars
 from irtool.ir.types import ANY, TensorType, TupleType
 from irtool.ir.visitor import free_vars, post_order
 from irtool.ops import registry
@@ -68,7 +74,9 @@ from irtool.ops import relax as relax_ops
 from irtool.ops.transform import reshape_like_shape
 from irtool.transform import ModulePass, register
 
+from . import _relay_to_relax_dynamic as dynamic
 from ._relax_block_builder import _LEAVES, BlockBuilder, _Unsupported
+from ._relay_lift_functions import lift_local_functions
 from ._symbolic_reshape import new_shape
 from .to_a_normal_form import to_a_normal_form
 
@@ -162,7 +170,6 @@ DIRECT: dict[str, Direct] = {
     "squeeze":                Direct("relax.squeeze"),
     "concatenate":            Direct("relax.concat"),
     "stack":                  Direct("relax.stack"),
-    "split":                  Direct("relax.split"),
     "tile":                   Direct("relax.tile",                 (("repeats", "reps"),)),
     "repeat":                 Direct("relax.repeat"),
     "nn.conv2d":              Direct("relax.nn.conv2d",            (), _CONV_IGNORED),
@@ -191,9 +198,8 @@ NO_COUNTERPART = {
                    "only as a VM builtin on its storage, which LegalizeOps leaves alone)",
     "nn.lrn": "TVM 0.27's Relax has no LRN operator (its ONNX frontend composes it from R.nn.avg_pool3d, "
               "which irtool's Relax table lacks)",
-    **{op: "a shape computed at run time (Relax would take it as R.tensor_to_shape, which irtool's Relax table "
-           "lacks)" for op in ("dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones",
-                               "dyn.strided_slice", "dyn.tile")},
+    "dyn.strided_slice": "the result's sizes are clamped quotients of run-time bounds, which no match_cast of the "
+                         "operands names (TVM 0.27's R.dynamic_strided_slice is not in irtool's Relax table)",
     "unique": "Relay's outputs are as long as the input, the tail past num_unique unspecified; TVM 0.27's "
               "R.unique gives outputs of the unique count's length, known only at run time, and Relax "
               "cannot pad them back to a static length",
@@ -202,7 +208,8 @@ NO_COUNTERPART = {
 }
 
 Converter = Callable[["_Translator", relay.Call, list], object]
-SPECIAL: dict[str, Converter] = {}
+# shapes known at run time (dyn.*, shape_of of symbolic sizes): R.tensor_to_shape + match_cast
+SPECIAL: dict[str, Converter] = dict(dynamic.CONVERTERS)
 
 
 def special(*names: str) -> Callable[[Converter], Converter]:
@@ -429,17 +436,19 @@ def _arange(t, c, args):
     return call("relax.arange", *pv, dtype=dtype)
 
 
-@special("shape_of")
-def _shape_of(t, c, args):
-    # Relay's shape_of is a tensor; a static shape is that constant (Relax's R.shape_of is a shape value)
-    dims = _static_dims(args[0], "shape_of")
-    return rx.Constant(np.array(dims, dtype=c.attrs["dtype"] or "int32"))
-
-
 def _scalar_constant(e: relay.Expr, what: str):
     if not isinstance(e, relay.Constant) or e.data is None or e.data.size != 1:
         raise _Unsupported(f"{what} must be scalar constants")
     return e.data.reshape(()).item()
+
+
+@special("split")
+def _split(t, c, args):
+    # TVM 0.27's R.split into one part is that tensor, not a tuple; Relay's is a tuple of one
+    out = convert_direct(Direct("relax.split"), c, args)
+    if isinstance(si.deduce_call("relax.split", [args[0].struct_info], out.attrs), rx.TensorStructInfo):
+        return t.bb.tuple_of([t.bb.emit(out)])
+    return out
 
 
 @special("nn.pad")
@@ -554,15 +563,21 @@ def translated_ops() -> list[str]:
 
 
 class _Translator:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, signatures: dict | None = None, mod: IRModule | None = None) -> None:
         self.name = name
+        self.signatures = signatures or {}  # global name -> FuncStructInfo (calls between functions)
+        self.mod = mod
         self.bb = BlockBuilder()
+        self.bb.signatures = self.signatures
         self.env: dict[int, object] = {}  # id(Relay node) -> Relax expression
 
     def function(self, fn: relay.Function) -> rx.Function:
         params = []
-        for p in fn.params:
-            var = rx.Var(p.name_hint, struct_info_of_type(p.type_annotation or p.checked_type, p.span))
+        sig = self.signatures.get(self.name)
+        for i, p in enumerate(fn.params):
+            sinfo = sig.params[i] if sig is not None else \
+                struct_info_of_type(p.type_annotation or p.checked_type, p.span)
+            var = rx.Var(p.name_hint, sinfo)
             self.env[id(p)] = var
             params.append(var)
         if any(isinstance(n, relay.If) for n in post_order(fn.body, enter_functions=False)):
@@ -577,7 +592,7 @@ class _Translator:
         gv = self.bb.emit(self.graph(body, is_root=True), output=True)
         seq = rx.SeqExpr([rx.DataflowBlock(self.bb.bindings)], gv)
         seq.struct_info = gv.struct_info
-        return rx.Function(params, seq, gv.struct_info)
+        return rx.Function(params, seq, _well_defined(gv.struct_info, params))
 
     # -- Relay `if`: the function in A-normal form (each value in the innermost scope of its
     # uses), its top-level bindings in dataflow blocks, each `if` an R.If in a block of its own
@@ -615,7 +630,7 @@ class _Translator:
         self._close_block(blocks, dataflow=True)
         seq = rx.SeqExpr(blocks, out)
         seq.struct_info = out.struct_info
-        return rx.Function(params, seq, out.struct_info)
+        return rx.Function(params, seq, _well_defined(out.struct_info, params))
 
     def _close_block(self, blocks: list, dataflow: bool) -> None:
         block = self.bb.take_block()
@@ -683,7 +698,10 @@ class _Translator:
         if kind is relay.Tuple:
             return self.bb.tuple_of([self.env[id(f)] for f in node.fields])
         if kind is relay.TupleGetItem:
-            return rx.TupleGetItem(self.env[id(node.tuple_value)], node.index)
+            value = self.env[id(node.tuple_value)]
+            if isinstance(value, rx.Tuple):  # a tuple built here (split into one part): its field
+                return value.fields_[node.index]
+            return rx.TupleGetItem(value, node.index)
         what = {relay.Var: f"the free variable %{getattr(node, 'name_hint', '')}",
                 relay.GlobalVar: f"the global function @{getattr(node, 'name_hint', '')}",
                 relay.Function: "a function expression (closure)", relay.If: "`if`",
@@ -692,13 +710,14 @@ class _Translator:
                               f"takes one function of operator calls)", node.span)
 
     def call(self, c: relay.Call):
+        if isinstance(c.op, relay.GlobalVar) and c.op.name_hint in self.signatures:
+            # a call of a translated function (a lifted loop calling itself included)
+            gv = self.mod.get_global_var(c.op.name_hint) if self.mod is not None else c.op
+            return rx.Call(gv, [self.env[id(a)] for a in c.args])
         if type(c.op) is not Op:
             callee = f"@{c.op.name_hint}" if isinstance(c.op, relay.GlobalVar) else "a function value"
-            if isinstance(c.op, relay.GlobalVar) and c.op.name_hint == self.name:
-                raise DiagnosticError(f"relay-to-relax: @{self.name} calls itself: recursion has no Relax "
-                                      "dataflow counterpart", c.span)
-            raise DiagnosticError(f"relay-to-relax: calls of {callee} are not supported (only operator calls)",
-                                  c.span)
+            raise DiagnosticError(f"relay-to-relax: calls of {callee} are not supported (only operator calls "
+                                  "and calls of the module's Relay functions)", c.span)
         name = c.op.name
         for a in c.args:
             if id(a) not in self.env:  # a global function as a value
@@ -717,6 +736,12 @@ class _Translator:
             raise DiagnosticError(f"relay-to-relax: `{name}`: {err}", c.span) from None
 
 
+def _well_defined(sinfo, params: list):
+    """The return struct info seen from outside (TVM's emit_func_output): sizes a match_cast
+    binds inside the body (a run-time shape) are erased."""
+    return si.erase_to_well_defined(sinfo, tir_vars([p.struct_info for p in params]))
+
+
 def _let_chain(e: relay.Expr) -> tuple[list, relay.Expr]:
     lets = []
     while isinstance(e, relay.Let):
@@ -725,10 +750,21 @@ def _let_chain(e: relay.Expr) -> tuple[list, relay.Expr]:
     return lets, e
 
 
-def translate_function(fn: relay.Function, name: str = "main") -> rx.Function:
-    """The Relay function `@name` (types inferred) as a Relax function."""
+def signature(fn: relay.Function) -> rx.FuncStructInfo:
+    """A Relay function's Relax signature: its parameters' struct info (each `?` a fresh size)
+    and its result's, erased to the parameters' sizes (what a caller sees)."""
+    params = [struct_info_of_type(p.type_annotation or p.checked_type, p.span) for p in fn.params]
+    ret_type = fn.ret_type if fn.ret_type is not None else getattr(fn.checked_type, "ret_type", None)
+    ret = struct_info_of_type(ret_type, fn.span) if ret_type is not None else rx.ObjectStructInfo()
+    return rx.FuncStructInfo(params, si.erase_to_well_defined(ret, tir_vars(params)))
+
+
+def translate_function(fn: relay.Function, name: str = "main", signatures: dict | None = None,
+                       mod: IRModule | None = None) -> rx.Function:
+    """The Relay function `@name` (types inferred) as a Relax function; `signatures` (name ->
+    FuncStructInfo) are the module's functions it may call."""
     try:
-        return _Translator(name).function(fn)
+        return _Translator(name, signatures, mod).function(fn)
     except _Unsupported as err:  # raised while binding (struct info), not at a call
         raise DiagnosticError(f"relay-to-relax: {err}", fn.span) from None
 
@@ -742,11 +778,13 @@ class RelayToRelax(ModulePass):
     summary = "lower Relay functions to Relax dataflow blocks (TVM's former relay_translator)"
 
     def transform_module(self, mod: IRModule, ctx) -> IRModule:
-        relay_fns = {name: fn for name, fn in mod.functions.items() if isinstance(fn, relay.Function)}
-        if not relay_fns:
+        if not any(isinstance(fn, relay.Function) for fn in mod.functions.values()):
             return mod
+        mod = lift_local_functions(mod)  # let-bound functions (ONNX loops) become globals
+        relay_fns = {name: fn for name, fn in mod.functions.items() if isinstance(fn, relay.Function)}
         infer_types(mod)
+        signatures = {name: signature(fn) for name, fn in relay_fns.items()}
         functions = dict(mod.functions)
         for name, fn in relay_fns.items():
-            functions[name] = translate_function(fn, name)
+            functions[name] = translate_function(fn, name, signatures, mod)
         return mod.with_functions(functions)

@@ -619,3 +619,39 @@ def test_random_programs_match_tvm(tvm_python, tmp_path):
     proc = subprocess.run([tvm_python, str(runner), *parse_back], capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert agreed == RANDOM_MODULES and fused_functions > RANDOM_MODULES // 2, (agreed, fused_functions, errors)
+
+
+RUN_TIME_SHAPE = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tirx as T
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 1), dtype="float32"), s: R.Tensor((2,), dtype="int64")):
+        n = T.int64()
+        a = T.int64()
+        b = T.int64()
+        with R.dataflow():
+            lv = R.exp(x)
+            lv1 = R.tensor_to_shape(s)
+            lv2 = R.match_cast(lv1, R.Shape([a, b]))
+            lv3 = R.broadcast_to(lv, R.shape([a, b]))
+            gv = R.add(lv3, R.const(1, "float32"))
+            R.output(gv)
+        return gv
+"""
+
+
+def test_a_group_using_sizes_a_match_cast_binds_comes_after_it():
+    # regression: the fused exp/broadcast_to/add call was placed before the match_cast that
+    # binds a and b (TVM 0.27's FuseOps does the same, leaving a and b used before they are
+    # defined); the group now depends on the match_cast
+    mod = parse(RUN_TIME_SHAPE)
+    fused = get_pass("fuse-ops")()(get_pass("annotate-tir-op-pattern")()(get_pass("legalize-ops")()(mod)))
+    verify_module(fused)
+    main = to_text(fused).split("def main")[1]
+    assert main.index("R.match_cast(") < main.index("cls.fused_tir_exp_broadcast_to_add(x, R.shape([a, b]))")
+    lowered = get_pass("zero-pipeline")()(mod)
+    for n, shape in ((3, [3, 4]), (2, [2, 1])):
+        args = [np.arange(n, dtype="float32").reshape(n, 1), np.array(shape, "int64")]
+        np.testing.assert_allclose(run_relax(lowered, args), run_relax(mod, args), rtol=1e-6)

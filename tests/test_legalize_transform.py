@@ -39,6 +39,8 @@ CASES: list[tuple[str, str, str]] = [
     ("reshape-sym2", "x:nx4:float32", "R.reshape(x, R.shape([n, 2, 2]))"),
     ("reshape-sym3", "x:2xn:float32", "R.reshape(x, R.shape([2 * n]))"),
     ("reshape-sym5", "x:nx3x4:float32", "R.reshape(x, R.shape([n, 12]))"),
+    # regression: a reshape to 0-d (a one-element trip count) crashed (an empty ravel)
+    ("reshape-scalar", "x:1:int64", "R.reshape(x, R.shape([]))"),
     ("permute", "x:2x3x4:float32", "R.permute_dims(x)"),
     ("permute-axes", "x:2x3x4:float32", "R.permute_dims(x, axes=[0, 2, 1])"),
     ("permute-neg", "x:2x3x4:float32", "R.permute_dims(x, axes=[-1, 0, 1])"),

@@ -263,6 +263,8 @@ for dtype in FI:
     case("elemwise", f"square-{dtype}", f"x:3x1x37:{dtype}:small", "R.square(x)")
     case("creation", f"full_like-{dtype}", f"x:7x5:{dtype}", 'R.full_like(x, R.const(3, "int32"))')
 case("creation", "full_like-float32-to-int8", "x:0x5:float32", 'R.full_like(x, R.const(2.5, "float32"), dtype="int8")')
+# a shape value as a tensor: its symbolic size a PrimValue argument of the PrimFunc
+case("creation", "shape_to_tensor", "x:nx3:float32", "R.shape_to_tensor(R.shape([n, 3, n * 2]))")
 for dtype in ["float32", "float64", "float16"]:
     for tag, x, call in [("linear", "1x3x4x5", "R.image.resize2d(x, R.shape([7, 3]))"),
                          ("nearest", "1x2x4x4", 'R.image.resize2d(x, R.shape([8, 6]), method="nearest_neighbor")'),

@@ -114,9 +114,26 @@ def test_attention_with_a_flattened_projection():
     assert "newshape=[-3, 16]" in text and "reshape_like(%22, %x, lhs_end=2, rhs_end=3)" in text
     assert not [op for op in _ops(mod) if op.startswith("dyn.")]
     _check_against_onnxruntime(model, lambda x: irtool.interpret(mod, [x]))
-    # (its Relax form does not run yet: R.matmul of a (d * d_1, 16) operand loses the shape
-    # in irtool's struct info, and R.reshape of an operand of unknown shape to (d, d_1, 16)
-    # then deduces wrong sizes, which the Relax interpreter reports)
+
+
+def test_flattened_projection_lowers_to_relax_and_native_code():
+    # regression: R.matmul of the (d * d_1, 16) operand lost its shape in the struct info, and
+    # R.reshape of that unknown shape to (d, d_1, 16) gave the sizes' sentinels (the Relax
+    # interpreter reported them); the zero pipeline passes `d` of a `d * 2` batch to the
+    # batched matmuls as a PrimValue, and the native build takes it
+    from irtool.codegen.executable import build
+
+    model = attention_model(flatten=True)
+    mod = _import(model)
+    relax = get_pass("relay-to-relax")()(mod)
+    text = to_text(relax)
+    assert 'R.Tensor((d * d_1, 16), dtype="float32") = R.matmul(' in text
+    assert 'gv: R.Tensor((d, d_1, 16), dtype="float32") = R.reshape(' in text
+    lowered = get_pass("zero-pipeline")()(relax)
+    assert "T.max(d * 2, d * 2)" not in to_text(lowered)
+    _check_against_onnxruntime(model, lambda x: irtool.interpret(relax, [x]))
+    _check_against_onnxruntime(model, lambda x: irtool.interpret(lowered, [x]))
+    _check_against_onnxruntime(model, build(mod))
 
 
 def test_torch_encoder_keeps_fewer_dynamic_reshapes():

@@ -34,6 +34,10 @@ def t(shape, dtype="float32", fill="randn"):
     return {"kind": "tensor", "shape": list(shape), "dtype": dtype, "fill": fill}
 
 
+def unknown_shape(ndim, dtype="float32"):
+    return {"kind": "tensor", "shape": None, "ndim": ndim, "dtype": dtype}
+
+
 def tt(*tensors):
     return {"kind": "tensors", "fields": list(tensors)}
 
@@ -89,6 +93,8 @@ SAMPLES = {
     "relax.scatter_elements": ([t((3, 4)), t((2, 4), "int64", "index:3"), t((2, 4))], {"axis": 0, "reduction": "mul"}),
     "relax.einsum": ([tt(t((2, 3, 4)), t((2, 4, 5)))], {"subscripts": "bij,bjk->bik"}),
     "relax.arange": ([prim(0, "int64"), prim(10, "int64"), prim(3, "int64")], {}),
+    "relax.tensor_to_shape": ([t((3,), "int64", "index:5")], {}),
+    "relax.shape_to_tensor": ([shape([2, 3])], {}),
     "relax.matmul": ([t((2, 1, 3, 4)), t((5, 4, 6))], {}),
     "relax.nn.conv2d": ([t((1, 3, 8, 8)), t((4, 3, 3, 3))], {"strides": 2, "padding": 1}),
     "relax.nn.conv2d_transpose": ([t((1, 3, 5, 5)), t((3, 4, 3, 3))],
@@ -164,7 +170,7 @@ def assert_describes(sinfo, value):
         for s, v in zip(sinfo, value):
             assert_describes(s, v)
     elif isinstance(sinfo, ShapeStructInfo):
-        assert tuple(value) == sinfo.values
+        assert tuple(value) == sinfo.values if sinfo.values is not None else len(value) == sinfo.ndim
     else:
         assert isinstance(value, np.ndarray), type(value)
         if sinfo.shape is None:  # known rank only (R.nonzero)
@@ -332,6 +338,10 @@ def test_layer_norm_over_several_axes():
 
 def test_shape_of_and_expand_dims():
     assert run("relax.shape_of", np.zeros((2, 3))) == (2, 3)
+    # a run-time shape (a reshape target computed in a tensor) as a shape value and back
+    assert run("relax.tensor_to_shape", np.array([4, 0, 7])) == (4, 0, 7)
+    np.testing.assert_array_equal(run("relax.shape_to_tensor", (2, 5)), np.array([2, 5], "int64"))
+    assert run("relax.shape_to_tensor", (2, 5)).dtype == np.int64
     assert run("relax.expand_dims", np.zeros((2, 3)), axis=[0, -1]).shape == (1, 2, 3, 1)
 
 
@@ -379,11 +389,16 @@ _TVM_SCRIPT = textwrap.dedent('''
 
     def dim(d):
         if isinstance(d, str):
-            return SYMS.setdefault(d, tir.Var(d, "int64"))
+            out = 1
+            for f in d.split("*"):
+                out = out * (int(f) if f.isdigit() else SYMS.setdefault(f, tir.Var(f, "int64")))
+            return out
         return d
 
     def arg(a):
         k = a["kind"]
+        if k == "tensor" and a["shape"] is None:
+            return relax.Var("v", relax.TensorType(None, a["dtype"], ndim=a["ndim"]))
         if k == "tensor":
             return relax.Var("v", relax.TensorType([dim(d) for d in a["shape"]], a["dtype"]))
         if k == "tensors":
@@ -440,7 +455,10 @@ _TVM_SCRIPT = textwrap.dedent('''
         bb = relax.BlockBuilder()
         with bb.function("main", []):
             try:
-                call = bb.normalize(fn(*[arg(a) for a in case["args"]], **case["attrs"]))
+                args = [arg(a) for a in case["args"]]
+                if case["op"] == "relax.shape_to_tensor":  # its Python API takes a ShapeExpr only
+                    args = [relax.ShapeExpr(args[0])]
+                call = bb.normalize(fn(*args, **case["attrs"]))
                 text = str(call)
                 inner = text[text.index("(") + 1:text.rindex(")")]
                 attrs = [p.split("=", 1) for p in split_top(inner) if p.split("=", 1)[0].isidentifier()
@@ -570,6 +588,28 @@ SYMBOLIC = [
     ("ss_step", "relax.strided_slice", [t(("n", 4)), prims([0]), prims([2]), prims([10]), prims([3])], {}),
     ("ss_tail", "relax.strided_slice", [t(("n", 4)), prims([0]), prims([-3]), prims([2**63 - 1])], {}),
     ("ss_rev", "relax.strided_slice", [t(("n", 4)), prims([0]), prims([-1]), prims([-2**63]), prims([-1])], {}),
+    # products of symbols (a flattened (batch * sequence, features) projection) and tensors of
+    # unknown shape: regression, the product's shape was lost and a reshape of an unknown
+    # shape to (n, m, 16) gave the sentinels' values
+    ("matmul_prod", "relax.matmul", [t(("n*m", 16)), t((16, 8))], {}),
+    ("add_prod_commuted", "relax.add", [t(("n*m", 4)), t(("m*n", 4))], {}),
+    ("sum_prod", "relax.sum", [t(("n*m*2", 4))], {"axis": [1]}),
+    ("permute_prod", "relax.permute_dims", [t(("n*m", 4, "n"))], {}),
+    ("reshape_unknown", "relax.reshape", [unknown_shape(2), shape(["n", "m", 16])], {}),
+    ("reshape_prod", "relax.reshape", [t(("n*m", 16)), shape(["n", "m", 16])], {}),
+    ("reshape_prod_split", "relax.reshape", [t(("n*m*2", 16)), shape(["n", -1, 16])], {}),
+    ("reshape_prod_flat", "relax.reshape", [t(("n*m*2", 16)), shape([-1, 8])], {}),
+    ("broadcast_unknown", "relax.broadcast_to", [unknown_shape(2), shape(["n", 4])], {}),
+    ("broadcast_static_to_symbol", "relax.broadcast_to", [t((2, 3)), shape(["n", 3])], {}),
+    ("broadcast_symbols", "relax.broadcast_to", [t((1, "n", 4)), shape(["m", "n", 4])], {}),
+    ("matmul_k_unproven", "relax.matmul", [t(("n", "m")), t((12, 36))], {}),
+    ("matmul_k_unproven_batch", "relax.matmul", [t((2, "n", "m")), t((12, 36))], {}),
+    ("squeeze_symbolic_axis", "relax.squeeze", [t(("n", "m", 3))], {"axis": [0]}),
+    ("squeeze_negative_axis", "relax.squeeze", [t(("n", 1))], {"axis": [-1]}),
+    ("tensor_to_shape", "relax.tensor_to_shape", [t((3,), "int64")], {}),
+    ("tensor_to_shape_n", "relax.tensor_to_shape", [t(("n",), "int32")], {}),
+    ("shape_to_tensor", "relax.shape_to_tensor", [shape(["n", 3, "n*m"])], {}),
+    ("full_prod", "relax.full", [shape(["n*m", 3]), t(())], {}),
 ]
 ENVS = [{"n": 5, "m": 7}, {"n": 8, "m": 2}, {"n": 13, "m": 30}, {"n": 2, "m": 40}]
 LESS_PRECISE = {("split3", "ndim only")}
@@ -587,7 +627,15 @@ def test_symbolic_struct_info_agrees_with_tvm_numerically():
         a = json.loads(json.dumps(a))
 
         def d(x):
-            return syms[x] if isinstance(x, str) else x
+            if not isinstance(x, str):
+                return x
+            out = None
+            for f in x.split("*"):
+                f = tir.IntImm(int(f), "int64") if f.isdigit() else syms[f]
+                out = f if out is None else tir.BinOp("mul", out, f)
+            return out
+        if a["kind"] == "tensor" and a["shape"] is None:
+            return TensorStructInfo(None, a["dtype"], ndim=a["ndim"])
         if a["kind"] == "tensor":
             return TensorStructInfo(tuple(d(x) for x in a["shape"]), a["dtype"])
         if a["kind"] == "tensors":

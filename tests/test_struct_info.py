@@ -212,6 +212,29 @@ def test_reshape_of_symbols_keeps_the_target_shape():
     assert_tensor(deduce_call("relax.reshape", [T((n, 4)), ShapeStructInfo([n, 3])]), (n, 3))  # TVM cannot prove n*4 != n*3
 
 
+def test_products_of_symbols_keep_their_shape():
+    """Regression: a (n * m, 16) operand (a flattened attention projection) lost its shape in
+    every op but reshape; TVM 0.27 keeps it (and proves m * n equal to n * m)."""
+    nm = tir.BinOp("mul", n, m)
+    s = deduce_call("relax.matmul", [T((nm, 16)), T((16, 8))])
+    assert_tensor(s, (nm, 8))
+    assert s.shape[0] is nm
+    assert_tensor(deduce_call("relax.add", [T((nm, 4)), T((tir.BinOp("mul", m, n), 4))]), (nm, 4))
+    assert_tensor(deduce_call("relax.permute_dims", [T((nm, 4, n))]), (n, 4, nm))
+    assert_tensor(deduce_call("relax.sum", [T((mul(nm, 2), 4))], {"axis": [1]}), (mul(nm, 2),))
+    # a -1 next to one of the product's factors still divides it
+    assert_tensor(deduce_call("relax.reshape", [T((mul(nm, 2), 16)), ShapeStructInfo([n, -1, 16])]), (n, mul(m, 2), 16))
+    assert prim_equal(nm, tir.BinOp("mul", m, n)) and not prim_equal(nm, mul(n, 2))
+
+
+def test_shape_values_fit_where_tensor_dims_are_unknown():
+    """Regression: reshaping (or broadcasting) a tensor of unknown shape to (n, m, 16) gave the
+    sentinel values of n and m as static sizes; TVM 0.27 gives the target shape."""
+    assert_tensor(deduce_call("relax.reshape", [T(ndim=2), ShapeStructInfo([n, m, 16])]), (n, m, 16))
+    assert_tensor(deduce_call("relax.broadcast_to", [T(ndim=2), ShapeStructInfo([n, 4])]), (n, 4))
+    assert_ndim_only(deduce_call("relax.add", [T((n, 4)), T((m, 4))]), 2)
+
+
 def test_squeeze_without_axis_of_a_symbolic_shape_has_unknown_rank():
     assert_ndim_only(deduce_call("relax.squeeze", [T((n, 1))]), -1)  # n may be 1: TVM the same
     assert_tensor(deduce_call("relax.squeeze", [T((n, 1))], {"axis": [1]}), (n,))

@@ -237,3 +237,29 @@ def _reflect_in_range(shape, before, after) -> bool:
             return isinstance(d, tir.Var) and int(b) == 0 and int(a) == 0
         return 0 <= int(b) < s and 0 <= int(a) < s
     return all(ok(d, b, a) for d, b, a in zip(shape, before, after))
+
+
+@register_legalize("relax.shape_to_tensor")
+def _shape_to_tensor(bb, call):
+    """TVM's legalize_ops/create.py: element i is the shape's value i (an if_then_else chain);
+    the symbolic values are the PrimFunc's scalar parameters."""
+    shape = call.args[0]
+    values = shape.values if isinstance(shape, rx.ShapeExpr) else getattr(shape.struct_info, "values", None)
+    if values is None:
+        return call
+    values = [tir.IntImm(v, "int64") if isinstance(v, int) else v for v in values]
+    symbolic = [v for v in values if not isinstance(v, tir.IntImm)]
+
+    def te_shape_to_tensor(*sym):
+        sym = list(sym)
+        resolved = [v if isinstance(v, tir.IntImm) else sym.pop(0) for v in values]
+
+        def fcompute(i):
+            result = tb.const(0, "int64")
+            for idx in range(len(values) - 1, -1, -1):
+                result = tb.if_then_else(tb.eq(i, tb.const(idx, "int64")), tb.cast("int64", resolved[idx]), result)
+            return result
+
+        return te.compute((len(values),), fcompute, name="shape_to_tensor")
+
+    return bb.call_te(te_shape_to_tensor, *symbolic, primfunc_name_hint="shape_to_tensor")

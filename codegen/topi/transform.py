@@ -53,6 +53,8 @@ def _const(e) -> int | None:
 
 
 def ravel_index(indices, shape) -> tir.PrimExpr:
+    if not indices:  # a 0-d tensor's one element (reshape (1,) -> (), a scalar trip count)
+        return tb.const(0, "int64")
     idx = indices[0]
     for i in range(1, len(indices)):
         idx = tb.add(tb.mul(idx, shape[i]), indices[i])

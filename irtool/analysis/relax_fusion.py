@@ -36,7 +36,7 @@ from ..ir import tir
 from ..ir.expr import GlobalVar, Op
 from ..ir.module import IRModule
 from ..ir.node_structural import node_equal, node_hash
-from ..ir.relax_visitor import ExprMutator, ExprVisitor
+from ..ir.relax_visitor import ExprMutator, ExprVisitor, tir_vars
 from . import struct_info as si
 from .graph_partitioner import INJECTIVE, MAX_FUSED_OPS, OPAQUE, GraphPartitioner, IndexedForwardGraph
 
@@ -267,7 +267,10 @@ class FunctionCreator(ExprMutator):
         name = expr.name_hint if is_var else f"param_{self.n_const_params}"
         if not is_var:
             self.n_const_params += 1
-        if not _is_inlinable(expr):
+        # a size variable a call_tir passes (`R.call_tir(f, (x, d))`, a PrimFunc taking `d`
+        # because only `d * 2` is a dimension) stays in the call, as in TVM 0.27's output;
+        # the function gets it through its `tir_vars` shape parameter
+        if not _is_inlinable(expr) and not (call is not None and isinstance(expr, rx.PrimValue)):
             sinfo = _constant_param_struct_info(expr, call, position, self.mod)
             self.arguments.append(expr)
             self.params.append(rx.Var(name, sinfo))
@@ -413,6 +416,7 @@ class OperatorFusor(ExprMutator):
         self.functions = dict(mod.functions)
         self.group_deps: dict = {}
         self.outer_bindings: dict = {}
+        self.param_sizes: set = set()  # the sizes the current function's parameters define
         self.by_hash: dict | None = None
 
     def transform(self) -> IRModule:
@@ -421,6 +425,7 @@ class OperatorFusor(ExprMutator):
             if not is_fusable_function(fn):
                 continue
             self.outer_bindings = _var_to_value(fn)
+            self.param_sizes = set(tir_vars([p.struct_info for p in fn.params]))
             self.memo.clear()
             new = self.visit_expr(fn)
             if new is not fn:
@@ -520,9 +525,20 @@ class OperatorFusor(ExprMutator):
         return self.mod.get_global_var(name)
 
     def _collect_boundary(self, bindings, creators: dict) -> None:
+        defined_by: dict = {}  # a size variable -> the match_cast variable that binds it
+        seen = set(self.param_sizes)
         for b in bindings:
             current = self._group(b.var)
-            for used in _vars_read(b.value):
+            # a size a match_cast binds (a run-time shape) orders its users after it, though
+            # no variable of the match_cast is read
+            sizes = tir_vars((b.var.struct_info, b.value))
+            size_users = [defined_by[v] for v in sizes if v in defined_by] if defined_by else []
+            if isinstance(b, rx.MatchCast):
+                for v in tir_vars(b.struct_info):
+                    if v not in seen:
+                        defined_by.setdefault(v, b.var)
+            seen.update(sizes)
+            for used in list(_vars_read(b.value)) + size_users:
                 if used not in self.group_of:
                     continue
                 producer = self._group(used)

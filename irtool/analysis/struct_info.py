@@ -30,7 +30,7 @@ from ..ir.relax import (
 from ..ir.relax import Var as RelaxVar
 from ..ops import relax as relax_ops
 from ..ops import relax_memory
-from ..ops.registry import AttrError
+from ..ops.registry import AttrError, TypeRelError
 from .struct_info_fit import (
     _RANKS,
     StructInfoError,
@@ -101,6 +101,14 @@ def deduce_call(op_name: str, args_sinfo: list, attrs=None, arg_exprs=None, sinf
     op = relax_ops.lookup(op_name)
     if op is None:
         raise StructInfoError(f"unknown Relax operator `{op_name}`")
+    if op.deduce is not None and len(args_sinfo) == len(op.args):
+        try:
+            full = relax_ops.make_call_attrs(op, attrs)
+            out = op.deduce(list(args_sinfo), dict(full.items()) if full is not None else {})
+        except (TypeRelError, AttrError) as err:
+            raise StructInfoError(str(err)) from None
+        if out is not None:
+            return out
     key = _static_key(op, args_sinfo, attrs)
     known = _STATIC_RESULTS.get(key) if key is not None else None
     if known is not None:

@@ -18,15 +18,20 @@ computes on the TIR expressions directly instead.
 When the relation rejects the sentinels (n broadcast against m, which only runs when n == m or
 one of them is 1), it runs again with `?` for every symbolic tensor dimension: if that passes,
 an output tensor with a `?` gets its ndim and dtype only (as TVM does for a broadcast it cannot
-prove) and one without keeps its static shape (matmul (2, n) x (4, 5): (2, 5), as TVM); if not,
-the call is invalid. Unknown dimensions (`R.Tensor(ndim=2)`) are anonymous symbols; an
+prove) and one without keeps its shape, fitted over the shape and prim values alone (matmul
+(2, n) x (4, 5): (2, 5); a reshape of an unknown shape to (n, m, 16): (n, m, 16), as TVM); if
+not, the call is invalid. Unknown dimensions (`R.Tensor(ndim=2)`) are anonymous symbols; an
 unknown rank is tried with a few ranks and comes out as `ndim=-1`; an unknown dtype is tried with
 a few dtypes, and the result's dtype is kept only where it does not follow the guess.
 
 Where this differs from TVM 0.27 (which simplifies symbolic expressions with its arithmetic
 analyzer):
-- products of symbols and min/max are not fitted (reshape has its own symbolic relation that
-  keeps the target shape and writes a -1 among constants as `n * m`, as TVM does); split of n
+- a product of symbols (`d * d_1`, in any order) is one atom, so an op that carries it
+  (matmul of (d * d_1, 16), add, transpose, a reduction) keeps it; where an output does not
+  fit so (reshape of (d * d_1 * 2, 16) to (d, -1, 16)), the call is deduced again with the
+  product expanded into its factors and that tensor's fit is taken. Other products and
+  min/max are not fitted (reshape has its own symbolic relation that keeps the target
+  shape and writes a -1 among constants as `n * m`, as TVM does); split of n
   at [3] gives ndim only, TVM
   `T.max(T.min(3, n) - T.min(0, n), 0)` and `T.max(n - 3, 0)`. strided_slice, whose symbolic
   bounds are the common case, has its own symbolic relation (`RelaxOp.sym_rel`) that writes
@@ -120,9 +125,13 @@ class _Atoms:
     """The symbols of a call: TIR variables, expressions we cannot evaluate (taken whole), and
     anonymous unknown dimensions."""
 
-    def __init__(self) -> None:
+    def __init__(self, products: bool = True) -> None:
         self.exprs: list = []  # a Var, an opaque PrimExpr, or None (anonymous)
         self._index: dict = {}
+        # a product of symbols (`d * d_1`) as an atom of its own (fits a matmul's (d * d_1, 16)),
+        # or as the product of its factors' atoms (fits a reshape of it to (d, -1): d_1 * 16)
+        self.products = products
+        self.has_products = False
 
     def __len__(self) -> int:
         return len(self.exprs)
@@ -132,6 +141,21 @@ class _Atoms:
         if k not in self._index:
             self._index[k] = len(self.exprs)
             self.exprs.append(e)
+        return self._index[k]
+
+    def of_product(self, factors: list, whole=None) -> int:
+        """The atom of a product of non-constant factors (`d * d_1` and `d_1 * d` are one);
+        `whole` is the product as written, if it has no constant factor."""
+        k = ("prod",) + tuple(sorted((_key(f) for f in factors), key=repr))
+        if k not in self._index:
+            expr = whole
+            if expr is None:
+                expr = factors[0]
+                for f in factors[1:]:
+                    expr = tir.BinOp("mul", expr, f)
+            self._index[k] = len(self.exprs)
+            self.exprs.append(expr)
+            self.has_products = True
         return self._index[k]
 
     def anon(self) -> int:
@@ -158,6 +182,14 @@ def _compile(e, atoms: _Atoms):
         return ("c", e.value)
     if isinstance(e, tir.Var):
         return ("a", atoms.of(e))
+    if isinstance(e, tir.BinOp) and e.op == "mul":
+        factors: list = []
+        coef = _factors(e, factors)
+        if len(factors) >= 2 and atoms.products:  # one atom, whatever the factors' order
+            if not coef:
+                return ("c", 0)
+            i = atoms.of_product(factors, e if coef == 1 else None)
+            return ("a", i) if coef == 1 else ("mul", ("a", i), ("c", coef))
     if isinstance(e, tir.BinOp) and e.op in _FITTED_OPS:
         a, b = _compile(e.a, atoms), _compile(e.b, atoms)
         if a[0] == "c" and b[0] == "c":
@@ -169,6 +201,19 @@ def _compile(e, atoms: _Atoms):
     if isinstance(e, tir.Cast) and _is_int_dtype(e.dtype):
         return _compile(e.value, atoms)
     return ("a", atoms.of(e))
+
+
+def _factors(e, out: list) -> int:
+    """Flattens a product: appends its non-constant factors to `out`, returns the constant one."""
+    if isinstance(e, tir.BinOp) and e.op == "mul":
+        return _factors(e.a, out) * _factors(e.b, out)
+    if isinstance(e, tir.Cast) and _is_int_dtype(e.dtype):
+        return _factors(e.value, out)
+    value = _const(e)
+    if value is not None:
+        return value
+    out.append(e)
+    return 1
 
 
 def _const(e) -> int | None:
@@ -326,10 +371,12 @@ def _prim_value(sinfo, expr):
 class _Call:
     """One call, its arguments turned into templates over atoms."""
 
-    def __init__(self, op, args_sinfo, arg_exprs, attrs: dict, rank: int | None, dtype_guess: str | None) -> None:
+    def __init__(self, op, args_sinfo, arg_exprs, attrs: dict, rank: int | None, dtype_guess: str | None,
+                 products: bool = True) -> None:
         self.op = op
         self.attrs = attrs
-        self.atoms = _Atoms()
+        self.inputs = (op, args_sinfo, arg_exprs, attrs, rank, dtype_guess)
+        self.atoms = _Atoms(products)
         self.tensor_dims: list = []  # every symbolic tensor dimension (for the small-value check)
         self.vdevice = None  # the first tensor argument's virtual device, given to the results
         self.args = []
@@ -564,13 +611,14 @@ class _Fitter:
         self.odd = tuple(b + j + 1 for j, b in enumerate(self.base))  # off the multiples of 720720
         self._runs: dict = {}
         self.sig = None
+        self.any_dims = False  # runs with `?` for every symbolic tensor dimension
 
     def dims_at(self, env):
         """The flat output dims at `env`, or None if the relation fails or the structure changes."""
         env = tuple(env)
         if env not in self._runs:
             try:
-                out = self.call.run(env)
+                out = self.call.run(env, self.any_dims)
                 dims, sig = [], []
                 _flatten(out, dims, sig)
                 self._runs[env] = dims if sig == self.sig else None
@@ -630,6 +678,49 @@ class _Fitter:
 
 def _deduce_core(call: _Call):
     """Struct info of the call, for known ranks and dtypes. Raises StructInfoError."""
+    if not call.atoms.has_products:
+        return _deduce_one(call)
+    # products of symbols: each as one atom first; a tensor that does not fit so (reshape of
+    # (d * d_1 * 2, 16) to (d, -1, 16)) is tried with the products expanded
+    try:
+        first = _deduce_one(call)
+    except StructInfoError:
+        first = None
+    if first is not None and _complete(first):
+        return first
+    try:
+        second = _deduce_one(_Call(*call.inputs, products=False))
+    except StructInfoError:
+        if first is None:
+            raise
+        return first
+    return second if first is None else _merge(first, second)
+
+
+def _complete(s: StructInfo) -> bool:
+    if isinstance(s, TupleStructInfo):
+        return all(_complete(f) for f in s)
+    if isinstance(s, TensorStructInfo):
+        return s.shape is not None
+    if isinstance(s, ShapeStructInfo):
+        return s.values is not None
+    return True
+
+
+def _merge(a: StructInfo, b: StructInfo) -> StructInfo:
+    """`a`, with the shapes `b` knows where `a` has none (two deductions of one call)."""
+    if isinstance(a, TupleStructInfo) and isinstance(b, TupleStructInfo) and len(a) == len(b):
+        return TupleStructInfo([_merge(x, y) for x, y in zip(a, b)])
+    if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo) and a.shape is None \
+            and b.shape is not None and a.ndim == b.ndim:
+        return b
+    if isinstance(a, ShapeStructInfo) and isinstance(b, ShapeStructInfo) and a.values is None \
+            and b.values is not None and a.ndim == b.ndim:
+        return b
+    return a
+
+
+def _deduce_one(call: _Call):
     op, atoms = call.op, call.atoms
     if not len(atoms):  # static: one run of the relation
         try:
@@ -649,6 +740,7 @@ def _deduce_core(call: _Call):
             _flatten(out, dims, sig)
             return _rebuild(sig, dims, call.vdevice)
     fitter = _Fitter(call)
+    anon = {j for j, e in enumerate(atoms.exprs) if e is None}
     try:
         out = call.run(fitter.base)
     except (TypeRelError, AttrError):
@@ -656,9 +748,14 @@ def _deduce_core(call: _Call):
             out = call.run(fitter.base, any_dims=True)
         except (TypeRelError, AttrError) as err2:
             raise StructInfoError(_named(str(err2), fitter, atoms)) from None
+        # a tensor with a `?` gets ndim only; the other dims come from static dims and shape
+        # or prim values (a reshape of an unknown-shape tensor to (d, d_1, 16)): fitted
+        fitter.any_dims = True
         dims, sig = [], []
         _flatten(out, dims, sig)
-        return _rebuild(sig, dims, call.vdevice)  # a tensor with a `?` gets ndim only
+        fitter.sig = sig
+        fitter._runs[fitter.base] = dims
+        return _rebuild(sig, _fit_dims(fitter, dims, anon, {}, None), call.vdevice)
     dims, sig = [], []
     _flatten(out, dims, sig)
     if op.rank_depends is not None and call.tensor_dims and op.rank_depends(call.attrs):
@@ -670,7 +767,6 @@ def _deduce_core(call: _Call):
     for j, e in enumerate(atoms.exprs):
         if e is not None:
             known[(tuple(int(i == j) for i in range(len(atoms))), 0, 1)] = e
-    anon = {j for j, e in enumerate(atoms.exprs) if e is None}
     for a in call.args:
         for d in (a.dims or ()) if isinstance(a, _Tensor) else ():
             if isinstance(d, _Sym) and d.expr is not None and not (_atoms_in(d.tree, set()) & anon):
@@ -678,6 +774,12 @@ def _deduce_core(call: _Call):
                 if form is not None:
                     known.setdefault(form, d.expr)
     small = fitter.dims_at(fitter.small) if fitter.small_ok() else None
+    return _rebuild(sig, _fit_dims(fitter, dims, anon, known, small), call.vdevice)
+
+
+def _fit_dims(fitter: _Fitter, dims: list, anon: set, known: dict, small) -> list:
+    """Each output dimension as an int or TIR expression of the atoms, None where no form fits."""
+    atoms = fitter.call.atoms
     result = []
     for i, d in enumerate(dims):
         if d is ANY:
@@ -694,7 +796,7 @@ def _deduce_core(call: _Call):
             result.append(form[1])
         else:
             result.append(known.get(form) or _build_expr(form, atoms))
-    return _rebuild(sig, result, call.vdevice)
+    return result
 
 
 def _named(message: str, fitter: _Fitter, atoms: _Atoms) -> str:

@@ -81,22 +81,55 @@ class RelaxInterpreter:
             raise DiagnosticError(f"the module has no Relax function `{name}`")
         if len(args) != len(fn.params):
             raise DiagnosticError(f"`{name}` takes {len(fn.params)} arguments, got {len(args)}", fn.span)
-        env: dict[int, object] = {}
-        shape_env: dict[int, int] = {}
-        for p, a in zip(fn.params, args, strict=True):
-            if isinstance(a, np.generic):  # a NumPy scalar (a Relay bool condition) is a 0-d tensor
-                a = np.asarray(a)
-            self.match(a, p.struct_info, shape_env, f"argument `{p.name_hint}` of `{name}`", bind=True)
-            env[id(p)] = a
-        result = self.seq(fn.body, env, shape_env)
-        if fn.ret_struct_info is not None:
-            self.match(result, fn.ret_struct_info, shape_env, f"the result of `{name}`", bind=True)
+        outer, outer_env = (fn, name), None
+        while True:  # a call whose value the function returns (a while loop's) runs in place
+            env: dict[int, object] = {}
+            shape_env: dict[int, int] = {}
+            for p, a in zip(fn.params, args, strict=True):
+                if isinstance(a, np.generic):  # a NumPy scalar (a Relay bool condition) is a 0-d tensor
+                    a = np.asarray(a)
+                self.match(a, p.struct_info, shape_env, f"argument `{p.name_hint}` of `{name}`", bind=True)
+                env[id(p)] = a
+            outer_env = shape_env if outer_env is None else outer_env
+            result = self.seq(fn.body, env, shape_env, tail=True)
+            if not isinstance(result, _TailCall):
+                break
+            name, args = result.name, result.args
+            fn = self.mod.functions[name]
+            if len(args) != len(fn.params):
+                raise DiagnosticError(f"`{name}` takes {len(fn.params)} arguments, got {len(args)}", fn.span)
+        # the result checked against the first function's and the last one's return struct info
+        for f, n, sizes in ((*outer, outer_env), (fn, name, shape_env)):
+            if f.ret_struct_info is not None:
+                self.match(result, f.ret_struct_info, sizes, f"the result of `{n}`", bind=True)
         return result
 
-    def seq(self, seq: rx.SeqExpr, env: dict, shape_env: dict):
+    def _tail_call(self, value, env: dict, shape_env: dict):
+        """A call of a Relax function whose value is returned (through ifs): a _TailCall;
+        an if's branch that ends otherwise: its value, in a 1-tuple; else None."""
+        if isinstance(value, rx.Call) and isinstance(value.op, GlobalVar) and \
+                isinstance(self.mod.functions.get(value.op.name_hint), rx.Function):
+            return _TailCall(value.op.name_hint, [self.eval(a, env, shape_env) for a in value.args])
+        if isinstance(value, rx.If):
+            cond = self.eval(value.cond, env, shape_env)
+            branch = value.true_branch if bool(np.asarray(cond)) else value.false_branch
+            out = self.seq(branch, env, shape_env, tail=True)
+            return out if isinstance(out, _TailCall) else (out,)
+        return None
+
+    def seq(self, seq: rx.SeqExpr, env: dict, shape_env: dict, tail: bool = False):
+        last = seq.blocks[-1].bindings[-1] if tail and seq.blocks and seq.blocks[-1].bindings else None
+        if last is not None and (last.var is not seq.body or isinstance(last, rx.MatchCast)):
+            last = None
         for block in seq.blocks:
             for b in block.bindings:
-                value = self.eval(b.value, env, shape_env)
+                if b is last:
+                    out = self._tail_call(b.value, env, shape_env)
+                    if isinstance(out, _TailCall):
+                        return out
+                    value = out[0] if out is not None else self.eval(b.value, env, shape_env)
+                else:
+                    value = self.eval(b.value, env, shape_env)
                 if isinstance(b, rx.MatchCast):
                     self.match(value, b.struct_info, shape_env, f"R.match_cast to `{b.var.name_hint}`", bind=True)
                 else:
@@ -194,7 +227,9 @@ class RelaxInterpreter:
             try:
                 if op.name in relax_memory.MEMORY_OPS:
                     return relax_memory.evaluate(op.name, args, self.poison)
-                return relax_ops.evaluate(op.name, args, call.attrs, [_dtype_of(a) for a in call.args])
+                out = relax_ops.evaluate(op.name, args, call.attrs, [_dtype_of(a) for a in call.args])
+                # a shape-valued operator (R.shape_of, R.tensor_to_shape) gives a shape value
+                return ShapeValue(out) if isinstance(call.struct_info, rx.ShapeStructInfo) else out
             except (ValueError, TypeError, IndexError) as err:
                 raise DiagnosticError(f"`{op.name}` failed: {err}", call.span) from None
         callee = self.eval(op, env, shape_env) if not isinstance(op, GlobalVar) else FunctionValue(op.name_hint)
@@ -252,6 +287,16 @@ class RelaxInterpreter:
             impl(*inputs, *(out if isinstance(out, tuple) else (out,)))
             return out
         return impl(*[self.eval(a, env, shape_env) for a in call.args[1:]])
+
+
+class _TailCall:
+    """A call of a Relax function in tail position, to run in the caller's place."""
+
+    __slots__ = ("name", "args")
+
+    def __init__(self, name: str, args: list) -> None:
+        self.name = name
+        self.args = args
 
 
 def _nonzero(x):

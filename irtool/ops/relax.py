@@ -34,6 +34,8 @@ Each `RelaxOp` says how a Relax call is written and what it means:
     dtype_from_prim  the index of the prim argument whose dtype is the result's (R.one_hot's on_value): the
                 relation sees the prim as a float32 scalar and the dtype is set afterwards; the reference
                 gets that argument (and the other prims) as 0-d arrays of their dtypes.
+    deduce      struct info straight from the arguments' struct info, for a result whose length is
+                a tensor argument's size (R.tensor_to_shape: R.Shape(ndim=k) of a (k,) tensor)
     sym_rel     a relation on symbolic values, for results no sentinel fit can express: it
                 takes dims and prim values as ints or TIR expressions (None: unknown) and returns
                 the result type with TIR dims, or None to leave the call to the generic way.
@@ -49,11 +51,11 @@ Registry (Relay) operators with no Relax operator of their own, Relay-only:
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile,
     argwhere, unique, random.uniform, random.normal, random.multinomial
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
-R.max over the spatial axes, argwhere as R.nonzero transposed and cast ...; the dyn.* ops' shapes
-would be R.tensor_to_shape values. TVM 0.27's R.unique gives outputs of the unique count's length
-(Relay's: of the input's) and its Relax has no random-number generator: only
-R.multinomial_from_uniform, which samples at given uniform values. passes/relay_to_relax.py
-says, per operator, why it has no translation.)
+R.max over the spatial axes, argwhere as R.nonzero transposed and cast ...; the dyn.* ops as
+R.tensor_to_shape of the shape tensor, R.match_cast to fresh sizes, and the static op. TVM
+0.27's R.unique gives outputs of the unique count's length (Relay's: of the input's) and its
+Relax has no random-number generator: only R.multinomial_from_uniform, which samples at given
+uniform values. passes/relay_to_relax.py says, per operator, why it has no translation.)
 R.one_hot, R.image.grid_sample and R.vision.roi_align / roi_pool / all_class_non_max_suppression
 reuse their Relay operators' relations and references; TVM 0.27's Relax differs in: one_hot's
 on/off values are PrimValues giving the result's dtype and any negative axis counts from the end;
@@ -98,6 +100,7 @@ from .relax_bridge import (
     _arg_reduce,
     _batch_norm,
     _broadcast_to,
+    _broadcast_to_deduce,
     _cast_to_attr,
     _clip,
     _concat,
@@ -111,6 +114,7 @@ from .relax_bridge import (
     _layer_norm_rel,
     _matmul,
     _matmul_rel,
+    _matmul_sym,
     _nonzero,
     _nonzero_rel,
     _one_hot,
@@ -124,11 +128,17 @@ from .relax_bridge import (
     _scatter_nd,
     _shape_of,
     _shape_of_rel,
+    _shape_to_tensor,
+    _shape_to_tensor_rel,
     _split,
     _split_rel,
+    _squeeze_deduce,
     _strided_slice,
     _strided_slice_sym,
     _take,
+    _tensor_to_shape,
+    _tensor_to_shape_deduce,
+    _tensor_to_shape_rel,
     _tile,
     _to_int64,
     _variance,
@@ -165,6 +175,7 @@ class RelaxOp:
     positional_attrs: tuple[str, ...] = ()
     ref_options: tuple[tuple[str, Any], ...] = ()
     dtype_from_prim: int | None = None
+    deduce: Callable | None = None
     _specs: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -418,7 +429,7 @@ _op("relax.reshape",            "x shape:shape",                 (),           "
     sym_rel=_reshape_sym)
 _op("relax.permute_dims",       "x",                             (_A("axes", "ints?", None),), "transpose")
 _op("relax.squeeze",            "x",                             (_A("axis", "ints?", None),), "squeeze",
-    rank_depends=lambda at: at["axis"] is None)
+    rank_depends=lambda at: at["axis"] is None, deduce=_squeeze_deduce)
 _op("relax.expand_dims",        "x",                             (_A("axis", "ints"),), "expand_dims",
     rel=_expand_dims_rel, ref=_expand_dims)
 _op("relax.concat",             "tensors:tensors",               (_A("axis", "int?", 0),), "concatenate",
@@ -432,7 +443,7 @@ _op("relax.strided_slice",      "x axes:prims begin:prims end:prims strides:prim
 _op("relax.take",               "x indices",                     TAKE,         "take",             convert=_take)
 _op("relax.gather_elements",    "data indices",                  (_A("axis", "int", 0),), "gather")
 _op("relax.broadcast_to",       "x shape:shape",                 (),           "broadcast_to",
-    convert=_broadcast_to)
+    convert=_broadcast_to, deduce=_broadcast_to_deduce)
 _op("relax.tile",               "data",                          (_A("repeats", "ints"),), "tile", convert=_tile)
 _op("relax.repeat",             "data",                          REPEAT,       "repeat",           convert=_repeat)
 _op("relax.full",               "shape:shape fill_value",        DTYPE_OPT,    "full",             convert=_full)
@@ -441,8 +452,12 @@ _op("relax.ones",               "shape:shape",                   DTYPE,        "
 _op("relax.arange",             "start:prim end:prim step:prim", DTYPE_OPT,    "arange",           convert=_arange)
 _op("relax.shape_of",           "x",                             (),           "shape_of",         rel=_shape_of_rel,
     ref=_shape_of)
+_op("relax.tensor_to_shape",    "x",                             (),           None,
+    rel=_tensor_to_shape_rel, ref=_tensor_to_shape, deduce=_tensor_to_shape_deduce)
+_op("relax.shape_to_tensor",    "shape:shape",                   (),           None,
+    rel=_shape_to_tensor_rel, ref=_shape_to_tensor)
 _op("relax.matmul",             "x1 x2",                         OUT_DTYPE,    None,               rel=_matmul_rel,
-    ref=_matmul)
+    ref=_matmul, sym_rel=_matmul_sym)
 _op("relax.nn.conv2d",          "data weight",                   CONV2D,       "nn.conv2d",        derived=OUT_LAYOUT)
 _op("relax.nn.conv2d_transpose", "data weight",                  CONV2D_T,     "nn.conv2d_transpose",
     derived=OUT_LAYOUT)

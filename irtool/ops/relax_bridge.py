@@ -399,6 +399,27 @@ def _matmul_rel(args, attrs):
     return TensorType(out, dtype)
 
 
+def _matmul_sym(args, attrs):
+    """TVM 0.27 accepts reduction lengths it cannot prove different ((d_2, d_3) x (12, 36) is
+    (d_2, 36), d_3 taken to be 12); the sentinel fit would see two different sizes. Only for
+    such lengths and batch dims that are absent on one side or the same: else None."""
+    from ..analysis.struct_info_fit import prim_equal
+
+    a, b = args
+    if not a.shape or not b.shape:
+        return None
+    sa = (1,) + a.shape if len(a.shape) == 1 else a.shape
+    sb = b.shape + (1,) if len(b.shape) == 1 else b.shape
+    ka, kb = sa[-1], sb[-2]
+    if isinstance(ka, int) and isinstance(kb, int) or prim_equal(ka, kb):
+        return None
+    ba, bb = sa[:-2], sb[:-2]
+    if ba and bb and (len(ba) != len(bb) or not all(prim_equal(x, y) for x, y in zip(ba, bb))):
+        return None
+    out = (ba or bb) + ((sa[-2],) if len(a.shape) > 1 else ()) + ((sb[-1],) if len(b.shape) > 1 else ())
+    return TensorType(out, attrs["out_dtype"] or same_dtype("matmul", a, b))
+
+
 def _matmul(a, b, out_dtype=""):
     from .nn import _matmul as relay_matmul  # accumulates wide, rounds once, as nn.matmul
 
@@ -464,12 +485,13 @@ def _split_rel(args, attrs):
     for be in _split_bounds(t.shape[axis], attrs["indices_or_sections"]):
         size = ANY if be is None else max(0, be[1] - be[0])
         fields.append(TensorType(t.shape[:axis] + (size,) + t.shape[axis + 1:], t.dtype))
-    return TupleType(fields)
+    return fields[0] if len(fields) == 1 else TupleType(fields)  # one part: the tensor (TVM 0.27)
 
 
 def _split(x, indices_or_sections, axis=0):
     axis = axis + x.ndim if axis < 0 else axis
-    return tuple(np.take(x, np.arange(b, e), axis=axis) for b, e in _split_bounds(x.shape[axis], indices_or_sections))
+    parts = tuple(np.take(x, np.arange(b, e), axis=axis) for b, e in _split_bounds(x.shape[axis], indices_or_sections))
+    return parts[0] if len(parts) == 1 else parts
 
 
 def _variance_rel(args, attrs):
@@ -540,6 +562,95 @@ def _shape_of_rel(args, attrs):
 
 def _shape_of(x):
     return ShapeResult(tuple(int(d) for d in x.shape))
+
+
+# R.tensor_to_shape / R.shape_to_tensor: a run-time shape (a reshape target computed in a
+# tensor) as a shape value, and back. The shape value's length is the tensor's static length.
+
+
+def _tensor_to_shape_rel(args, attrs):
+    x = tensor_arg(args, 0, "x")
+    if len(x.shape) != 1:
+        raise TypeRelError(f"R.tensor_to_shape expects a 1-d tensor, got one of rank {len(x.shape)}")
+    if x.shape[0] is ANY or not 0 <= x.shape[0] <= 64:
+        raise TypeRelError("R.tensor_to_shape needs the tensor's length (at most 64)")
+    return ShapeResult([ANY] * x.shape[0])
+
+
+def _tensor_to_shape(x):
+    if x.ndim != 1:
+        raise ValueError(f"R.tensor_to_shape expects a 1-d tensor, got shape {x.shape}")
+    return ShapeResult(tuple(int(v) for v in x))
+
+
+def _tensor_to_shape_deduce(args_sinfo: list, attrs: dict):
+    """TVM 0.27: R.Shape(ndim=k) of a 1-d tensor of static length k (any dtype), ndim=-1 if the
+    length is not static; an error for another rank."""
+    from ..ir.relax import ShapeStructInfo, TensorStructInfo
+
+    x = args_sinfo[0]
+    if not isinstance(x, TensorStructInfo):
+        raise TypeRelError(f"R.tensor_to_shape expects a tensor, got {type(x).__name__}")
+    if x.ndim != 1:
+        raise TypeRelError(f"R.tensor_to_shape expects a 1-d tensor, got one of ndim {x.ndim}")
+    length = x.shape[0] if isinstance(x.shape, tuple) else None
+    return ShapeStructInfo(ndim=length if isinstance(length, int) else -1)
+
+
+def _broadcast_to_deduce(args_sinfo: list, attrs: dict):
+    """TVM 0.27's BroadcastTo: the target shape as written; an error only for fewer target dims
+    or two static sizes that differ (the input's not 1). None: the generic way (a shape
+    variable, arguments that are not a tensor and a shape of known values)."""
+    from ..ir.relax import ShapeStructInfo, TensorStructInfo
+
+    x, shape = args_sinfo
+    if not isinstance(x, TensorStructInfo) or not isinstance(shape, ShapeStructInfo) or shape.values is None \
+            or x.shape is not None and not isinstance(x.shape, tuple):
+        return None
+    target = shape.values
+    if x.ndim > len(target):
+        raise TypeRelError(f"broadcast_to needs a target shape of at least the tensor's {x.ndim} dims, "
+                           f"got {len(target)}")
+    for i, d in enumerate(x.shape or ()):
+        want = target[len(target) - x.ndim + i]
+        have, want = _static_size(d), _static_size(want)
+        if have is not None and want is not None and have != 1 and have != want:
+            raise TypeRelError(f"cannot broadcast size {have} to {want} (dim {i})")
+    return TensorStructInfo(tuple(target), x.dtype, vdevice=x.vdevice)
+
+
+def _squeeze_deduce(args_sinfo: list, attrs: dict):
+    """TVM 0.27's Squeeze with axes given: the other dims (a symbolic size squeezed is taken to
+    be 1; a static one must be). Without axes, or without a shape: the generic way."""
+    from ..ir.relax import TensorStructInfo
+
+    x, axes = args_sinfo[0], attrs.get("axis")
+    if axes is None or not isinstance(x, TensorStructInfo) or not isinstance(x.shape, tuple):
+        return None
+    ndim = len(x.shape)
+    picked = set()
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise TypeRelError(f"squeeze axis {a} is out of range for a tensor of rank {ndim}")
+        picked.add(a % ndim)
+    for a in picked:
+        if _static_size(x.shape[a]) not in (None, 1):
+            raise TypeRelError(f"squeeze axis {a} has size {_static_size(x.shape[a])}, not 1")
+    return TensorStructInfo(tuple(d for i, d in enumerate(x.shape) if i not in picked), x.dtype, vdevice=x.vdevice)
+
+
+def _static_size(d):
+    if isinstance(d, int):
+        return d
+    return d.value if isinstance(d, tir.IntImm) else None
+
+
+def _shape_to_tensor_rel(args, attrs):
+    return TensorType((len(args[0]),), "int64")
+
+
+def _shape_to_tensor(shape):
+    return np.array(shape, dtype="int64")
 
 
 # ----------------------------------------------------------------------------- one_hot, nonzero
