@@ -479,7 +479,7 @@ def _with_reads(block: tir.SBlock) -> tir.SBlock:
     region per buffer (a point, or per dimension the span of constant offsets, else all)."""
     accesses: dict = {}
     loads = _loads(block.init) if block.init is not None else []
-    for ld in loads + _loads(block.body):
+    for ld in _inner_first(loads + _loads(block.body)):
         accesses.setdefault(ld.buffer, []).append(ld.indices)
     writes = {r.buffer for r in block.writes}
     regions = []
@@ -488,6 +488,24 @@ def _with_reads(block: tir.SBlock) -> tir.SBlock:
             continue
         regions.append(_region(buf, index_lists))
     return block.replace(reads=tuple(regions))
+
+
+def _inner_first(loads: list) -> list:
+    """Loads with those nested in another's indices first (`i[..]` before `x[.., i[..], ..]`),
+    the order of TVM's regions after compute_inline."""
+    out, seen = [], set()
+    for ld in loads:
+        if id(ld) in seen:
+            continue
+        for i in ld.indices:
+            for inner in _loads(i):
+                if id(inner) not in seen:
+                    seen.add(id(inner))
+                    out.append(inner)
+        if id(ld) not in seen:
+            seen.add(id(ld))
+            out.append(ld)
+    return out
 
 
 def _region(buf: tir.Buffer, index_lists) -> tir.BufferRegion:
