@@ -104,7 +104,7 @@ def _random_dilated(seed: int, count: int) -> list[tuple[str, str, str]]:
 RANDOM_DILATED = _random_dilated(11, 300)
 
 UNLEGALIZED: list[tuple[str, str, str]] = [
-    ("symbolic", "x:1x1xnx7:float32", "R.nn.avg_pool2d(x, pool_size=[2, 2])"),
+    ("symbolic-dilated", "x:1x1xnx7:float32", "R.nn.avg_pool2d(x, pool_size=[2, 2], dilation=[2, 1])"),
     ("pad-ge-kernel", *_pool("1x1x7x7", (2, 2), (1, 1), (2, 2, 2, 2), True)),
     ("strided-kernel6", *_pool("1x1x9x9", (6, 6), (2, 2), (0, 0, 0, 0), True)),
     ("dilated-pad-ge-kernel", *_pool("1x1x9x9", (2, 2), (1, 1), (2, 0, 0, 0), True, ", dilation=[2, 2]")),

