@@ -53,6 +53,20 @@ EXTRA: list[tuple[str, str, str]] = [
     ("max-nm", "x:1x2xnxm:float32", "R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])"),
 ]
 
+# adaptive pooling of symbolic sizes: output 1 (the whole axis), the axis itself
+# (output_size omitted) or any other constant (TOPI's uneven window, nested sblocks)
+ADAPTIVE_GRID: list[tuple[str, str, str]] = [
+    (f"adaptive-{layout}-{oh}x{ow}", "x:1x2xnxm:float32" if layout == "NCHW" else "x:1xnxmx2:float32",
+     f'R.nn.adaptive_avg_pool2d(x, output_size=[{oh}, {ow}], layout="{layout}")')
+    for layout, oh, ow in itertools.product(("NCHW", "NHWC"), range(1, 13), (1, 2, 5))
+] + [
+    (f"adaptive-mixed-{oh}x{ow}", "x:1x2xnx6:float16", f"R.nn.adaptive_avg_pool2d(x, output_size=[{oh}, {ow}])")
+    for oh, ow in itertools.product((1, 2, 3, 7), (1, 3, 4, 6, 7))
+] + [
+    ("adaptive-identity", "x:1x2xnxm:float32", "R.nn.adaptive_avg_pool2d(x)"),
+    ("adaptive-batch", "x:bx2x6x6:float32", "R.nn.adaptive_avg_pool2d(x, output_size=[3, 4])"),
+]
+
 UNLEGALIZED: list[tuple[str, str, str]] = [
     ("avg-dilated", *_avg(2, 1, 2, 0, 0, True, False)),
 ]
@@ -63,10 +77,10 @@ SIZES = (13, 14, 15)  # at least the widest dilated window (13)
 def _input(params: str, n: int, seed: int) -> np.ndarray:
     """A random input for `x:AxB:dtype` with every symbol set to n (a batch symbol to 2)."""
     dims = [int(d) if d.isdigit() else (2 if d == "b" else n) for d in params.split(":")[1].split("x")]
-    return np.random.default_rng(seed).standard_normal(dims).astype("float32")
+    return np.random.default_rng(seed).standard_normal(dims).astype(params.split(":")[2])
 
 
-SAMPLED = AVG_GRID[::3] + MAX_GRID[::11] + EXTRA
+SAMPLED = AVG_GRID[::3] + MAX_GRID[::11] + EXTRA + ADAPTIVE_GRID[::2] + ADAPTIVE_GRID[-2:]
 
 
 @pytest.mark.parametrize("case", SAMPLED, ids=[c[0] for c in SAMPLED])
@@ -76,7 +90,8 @@ def test_legalized_matches_reference(case):
     mod = parse(case_text(params, call))
     out = legalize(mod)
     for n in SIZES:
-        check_legalized(mod, out, _input(params, n, n), tol=1e-5, roundtrip=n == SIZES[0])
+        check_legalized(mod, out, _input(params, n, n), tol=2e-3 if "float16" in params else 1e-5,
+                        roundtrip=n == SIZES[0])
 
 
 @pytest.mark.parametrize("case", UNLEGALIZED, ids=[c[0] for c in UNLEGALIZED])
@@ -95,3 +110,8 @@ def test_avg_pool_text_matches_tvm(tvm_python, tmp_path):
 def test_max_pool_text_matches_tvm(tvm_python, tmp_path):
     cases = MAX_GRID + [c for c in EXTRA if c[0].startswith("max")]
     assert _assert_tvm_equal(tvm_python, tmp_path, cases) == len(cases)
+
+
+@pytest.mark.tvm
+def test_adaptive_pool_text_matches_tvm(tvm_python, tmp_path):
+    assert _assert_tvm_equal(tvm_python, tmp_path, ADAPTIVE_GRID) == len(ADAPTIVE_GRID)

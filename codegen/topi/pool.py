@@ -240,6 +240,30 @@ class _Window:
         return _bin("add", _bin("floordiv", _bin("add", term, _i64(const)), _i64(div)), _i64(1))
 
 
+class _SymbolicWindow(_Window):
+    """TOPI's adaptive window along an axis of symbolic size n (a variable) and constant
+    output size o > 1, which may or may not divide n: TVM's analyzer leaves TOPI's
+    expressions as they are, `v * n // o` to `Select((v + 1) * n % o == 0, e, e + 1)` with
+    `e = (v + 1) * n // o`, and relaxes the outer read region to `e + 1 - v * n // o`."""
+
+    def __init__(self, n: tir.Var, o: int) -> None:
+        self.n, self.o, self.k = n, o, None
+
+    def _scaled(self, v: tir.PrimExpr) -> tir.PrimExpr:
+        return _bin("mul", v, self.n)
+
+    def end_floor(self, value: tir.PrimExpr) -> tir.PrimExpr:
+        return _bin("floordiv", self._scaled(_bin("add", value, _i64(1))), _i64(self.o))
+
+    def end(self, v: tir.Var, value: tir.PrimExpr) -> tir.PrimExpr:
+        cond = _bin("eq", _bin("floormod", self._scaled(_bin("add", v, _i64(1))), _i64(self.o)), _i64(0))
+        e = self.end_floor(value)
+        return tir.Select(cond, e, _bin("add", e, _i64(1)))
+
+    def read_extent(self, v: tir.Var) -> tir.PrimExpr:
+        return _bin("sub", _bin("add", self.end_floor(v), _i64(1)), self.start(v))
+
+
 def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Tensor:
     """adaptive_pool_impl with pool_type avg. An axis whose output size divides its input
     size has the constant window `o * (n / o) + rv`; any other axis a window whose extent
@@ -248,8 +272,12 @@ def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Te
     out_shape = list(x.shape)
     windows: list = []
     for size, ii in zip(output_size, axes):
-        out_shape[ii] = size
         n = const_int(x.shape[ii])
+        if n is None:  # a size variable: pooled to itself (windows of 1), to 1 (all of it), or else
+            out_shape[ii] = x.shape[ii] if size is x.shape[ii] else tb.const(size, "int64")
+            windows.append(1 if size is x.shape[ii] else x.shape[ii] if size == 1 else _SymbolicWindow(x.shape[ii], size))
+            continue
+        out_shape[ii] = size
         windows.append(n // size if n % size == 0 else _Window(n, size))
 
     relaxed: dict = {}
@@ -258,7 +286,7 @@ def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Te
         indices, raxes = list(output), []
         for i, ii in enumerate(axes):
             w = windows[i]
-            if isinstance(w, int):
+            if not isinstance(w, _Window):
                 rv = te.reduce_axis((0, w), name=f"rv{i}")
                 indices[ii] = tb.add(tb.mul(output[ii], w), rv.var)
             else:
@@ -272,13 +300,13 @@ def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Te
     # TOPI's pooled axes are int32 (the output size attribute), the others int64
     pool_sum.op.narrow_axes = frozenset(id(pool_sum.op.axis[ii].var) for ii in axes)
     pool_sum.op.relaxed_extents = relaxed
-    uneven = any(not isinstance(w, int) for w in windows)
+    uneven = any(isinstance(w, _Window) for w in windows)
 
     def average(output):
         factor = tb.cast(x.dtype, 1)
         for i, ii in enumerate(axes):
             w = windows[i]
-            term = tb.cast(x.dtype, tb.cast("int32", w)) if isinstance(w, int) else w.divisor(output[ii], x.dtype)
+            term = w.divisor(output[ii], x.dtype) if isinstance(w, _Window) else tb.cast(x.dtype, tb.cast("int32", w))
             factor = tb.mul(factor, term)
         return tb.div(pool_sum(*output), factor)
 
@@ -529,9 +557,11 @@ def _adaptive_avg_pool2d(bb, call):
     if at["out_layout"] != at["layout"] or axes is None:
         return call
     shape = call.args[0].struct_info.shape
-    in_sizes = [const_int(shape[i]) for i in axes]
+    in_sizes = [shape[i] for i in axes]
     out_sizes = list(at["output_size"]) if at["output_size"] is not None else list(in_sizes)
-    if any(i is None or o is None or int(o) <= 0 for i, o in zip(in_sizes, out_sizes)):
-        return call  # symbolic sizes: see the module docstring
-    return bb.call_te(adaptive_avg_pool, call.args[0], [int(o) for o in out_sizes], axes,
-                      primfunc_name_hint="adaptive_avg_pool2d")
+    out_sizes = [o if o is n or const_int(o) is None else const_int(o) for n, o in zip(in_sizes, out_sizes)]
+    if any(not (isinstance(n, tir.Var) and o is n) and (const_int(o) is None or const_int(o) <= 0 or
+                                                       (const_int(n) is None and not isinstance(n, tir.Var)))
+           for n, o in zip(in_sizes, out_sizes)):
+        return call  # a size expression other than a variable (module docstring)
+    return bb.call_te(adaptive_avg_pool, call.args[0], out_sizes, axes, primfunc_name_hint="adaptive_avg_pool2d")
