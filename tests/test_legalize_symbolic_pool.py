@@ -1,5 +1,6 @@
 """legalize-ops on pools over a symbolic size (codegen/topi/pool.py): R.nn.avg_pool2d and
-R.nn.max_pool2d with H = n, both count_include_pad modes and ceil_mode (the pooled size as
+R.nn.max_pool2d with H = n, W = m or both (any kernel, stride and pad; avg_pool2d's symbolic axes
+undilated), both count_include_pad modes and ceil_mode (the pooled size as
 TVM's analyzer prints it, an if_then_else where the last ceil_mode window may be dropped), and
 R.nn.adaptive_avg_pool2d. Every case is one call_tir whose PrimFunc, run by the TIR
 interpreter with concrete sizes, equals the op's NumPy reference; (tvm-marked) TVM 0.27's
@@ -8,6 +9,7 @@ LegalizeOps prints byte-identical text for each case of the grids."""
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 from test_legalize_avg_pool import _assert_tvm_equal, _ops, check_legalized
@@ -31,6 +33,38 @@ AVG_GRID: list[tuple[str, str, str]] = [
                                                      (False, True))
     if ph < k and pt < k
 ]
+
+
+
+def _random_symbolic(seed: int, count: int) -> list[tuple[str, str, str]]:
+    """avg_pool2d with H = n, W = m or both (the other a constant 1..24, dilated 2..4 on about
+    a third of the cases), kernels 1..10, strides 1..8, pads up to the kernel + 2."""
+    rng = random.Random(seed)
+
+    def axis(symbol: str | None):
+        while True:
+            n, k, s = rng.randint(1, 24), rng.randint(1, 10), rng.randint(1, 8)
+            d = 1 if symbol or rng.random() < 0.7 else rng.randint(2, 4)
+            top = k - 1 if d > 1 else k + 2
+            ph, pt = rng.randint(0, top), rng.randint(0, top)
+            if n + ph + pt >= (k - 1) * d + 1:
+                return symbol or n, k, s, d, ph, pt
+
+    cases: dict = {}
+    while len(cases) < count:
+        sym_h, sym_w = rng.random() < 0.7, rng.random() < 0.5
+        if not (sym_h or sym_w):
+            continue
+        (nh, kh, sh, dh, th, bh), (nw, kw, sw, dw, lw, rw) = axis("n" if sym_h else None), axis("m" if sym_w else None)
+        inc, ceil = rng.random() < 0.5, rng.random() < 0.5
+        name = f"avg-{nh}_{kh}_{sh}_{dh}_{th}_{bh}x{nw}_{kw}_{sw}_{dw}_{lw}_{rw}{'i' if inc else 'e'}{'c' if ceil else ''}"
+        cases[name] = (f"x:1x2x{nh}x{nw}:float32",
+                       f"R.nn.avg_pool2d(x, pool_size=[{kh}, {kw}], strides=[{sh}, {sw}], dilation=[{dh}, {dw}], "
+                       f"padding=[{th}, {lw}, {bh}, {rw}], count_include_pad={inc}, ceil_mode={ceil})")
+    return [(name, *case) for name, case in cases.items()]
+
+
+AVG_RANDOM = _random_symbolic(4242, 400)
 
 # max_pool2d has no divisor: the pooled size is the symbolic part, pads up to 2 of any kernel
 MAX_GRID: list[tuple[str, str, str]] = [
@@ -80,7 +114,7 @@ def _input(params: str, n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(dims).astype(params.split(":")[2])
 
 
-SAMPLED = AVG_GRID[::3] + MAX_GRID[::11] + EXTRA + ADAPTIVE_GRID[::2] + ADAPTIVE_GRID[-2:]
+SAMPLED = AVG_GRID[::3] + AVG_RANDOM[::8] + MAX_GRID[::11] + EXTRA + ADAPTIVE_GRID[::2] + ADAPTIVE_GRID[-2:]
 
 
 @pytest.mark.parametrize("case", SAMPLED, ids=[c[0] for c in SAMPLED])
@@ -102,7 +136,7 @@ def test_uncovered_cases_stay_unlegalized(case):
 
 @pytest.mark.tvm
 def test_avg_pool_text_matches_tvm(tvm_python, tmp_path):
-    cases = AVG_GRID + [c for c in EXTRA if c[0].startswith("avg")]
+    cases = AVG_GRID + AVG_RANDOM + [c for c in EXTRA if c[0].startswith("avg")]
     assert _assert_tvm_equal(tvm_python, tmp_path, cases) == len(cases)
 
 

@@ -323,20 +323,23 @@ def _avg_pool_count(v: tir.Var, n: int, k: int, s: int, head: int, tail: int, in
 
     def scaled_min(offset: int, bound: int) -> tir.PrimExpr:
         """min(v * s + offset, bound), the stride scaled out when it divides both constants."""
-        if offset % s == 0 and bound % s == 0 and offset // s <= 1:
+        if offset % s == 0 and bound % s == 0 and abs(offset // s) <= 1:
             return tb.mul(tb.min_(tb.add(v, c(offset // s)), c(bound // s)), c(s))
         return tb.min_(tb.add(tb.mul(v, c(s)), c(offset)), c(bound))
 
     reach, vs = k - 1 - head, tb.mul(v, c(s))
     if include_pad:
         last = n + tail - 1
-        if s > 1 and reach % s == 0 and last % s == 0 and reach // s <= 1:
+        if s > 1 and reach % s == 0 and last % s == 0 and abs(reach // s) <= 1:
             return tb.add(tb.mul(tb.min_(c(reach // s), tb.sub(c(last // s), v)), c(s)), c(1 + head))
-        return tb.add(tb.min_(c(reach), tb.sub(c(last), vs)), c(1 + head))
+        remaining = _bin("mul", v, c(-s)) if last == 0 and s > 1 else tb.sub(c(last), vs)  # `0 - v * s`
+        return tb.add(tb.min_(c(reach), remaining), c(1 + head))
     if s == 1:
         return tb.sub(tb.add(tb.min_(c(reach), tb.sub(c(n - 1), v)), c(1 + head)),
                       tb.max_(tb.sub(c(head), v), c(0)))
     if head == 0:
+        if reach == 0 and n == 1:  # scaled_min is `min(v, 0) * s` too: the two terms add up
+            return tb.sub(tb.add(tb.mul(tb.min_(v, c(0)), c(2 * s)), c(1)), vs)
         return tb.sub(tb.add(tb.add(tb.mul(tb.min_(v, c(0)), c(s)), scaled_min(reach, n - 1)), c(1)), vs)
     skipped = (tb.mul(tb.max_(tb.sub(c(head // s), v), c(0)), c(s)) if head % s == 0 and head // s <= 1
                else tb.max_(tb.sub(c(head), vs), c(0)))
@@ -365,26 +368,32 @@ def _symbolic_count(v: tir.Var, n: tir.PrimExpr, k: int, s: int, head: int, tail
             return _bin("sub", _bin("add", n, _i64(offset)), vs)
         return _offset(_bin("sub", n, vs), offset)
 
+    def min_plus(offset: int, base: int) -> tir.PrimExpr:
+        """min(reach, n + offset - v * s) + base; min(c, y + c) + b -> min(0, y) + (b + c)."""
+        if reach == offset:
+            return _offset(_bin("min", _i64(0), last_minus(0)), base + reach)
+        return _offset(_bin("min", _i64(reach), last_minus(offset)), base)
+
     if include_pad:
         if head == 0 and tail == 0:
             if s == 1 or k == 1:
                 return _bin("min", _i64(k), last_minus(0))
             return _bin("sub", _bin("min", _bin("add", vs, _i64(k)), n), vs)
-        if reach == tail - 1:  # min(c, y + c) + b -> min(0, y) + (b + c)
-            return _bin("add", _bin("min", _i64(0), last_minus(0)), _i64(1 + head + reach))
-        return _bin("add", _bin("min", _i64(reach), last_minus(tail - 1)), _i64(1 + head))
+        return min_plus(tail - 1, 1 + head)
     if s == 1:
         if head == 0:
             return _bin("sub", _bin("min", _i64(k), last_minus(0)), _bin("max", _bin("sub", _i64(0), v), _i64(0)))
-        return _bin("sub", _bin("add", _bin("min", _i64(reach), last_minus(-1)), _i64(1 + head)),
-                    _bin("max", _bin("sub", _i64(head), v), _i64(0)))
+        return _bin("sub", min_plus(-1, 1 + head), _bin("max", _bin("sub", _i64(head), v), _i64(0)))
     if head == 0:
         return _bin("sub", _bin("add", _bin("mul", _bin("min", v, _i64(0)), _i64(s)),
                                 _bin("min", _bin("add", vs, _i64(k)), n)), vs)
     skipped = (_bin("mul", _bin("max", _bin("sub", _i64(head // s), v), _i64(0)), _i64(s))
                if head % s == 0 and head // s <= 1 else _bin("max", _bin("sub", _i64(head), vs), _i64(0)))
-    window_end = _bin("min", _offset(vs, reach), _bin("sub", n, _i64(1)))
-    return _bin("sub", _bin("sub", _bin("add", window_end, _i64(1 + head)), skipped), vs)
+    if reach == -1:  # min(x - 1, y - 1) + b -> min(x, y) + (b - 1)
+        window_end = _offset(_bin("min", vs, n), head)
+    else:
+        window_end = _bin("add", _bin("min", _offset(vs, reach), _bin("sub", n, _i64(1))), _i64(1 + head))
+    return _bin("sub", _bin("sub", window_end, skipped), vs)
 
 
 def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: int,
@@ -529,10 +538,8 @@ def _avg_pool2d(bb, call):
     dilation = [int(d) for d in at["dilation"]]
     if any(const_int(shape[ii]) is None and (dilation[i] > 1 or not isinstance(shape[ii], tir.Var))
            for i, ii in enumerate(axes)) or \
-            any(p >= kernel[i % 2] for i, p in enumerate(padding)) or \
-            any(dilation[i % 2] == 1 and strides[i % 2] > 1 and (kernel[i % 2] > 5 or p > 2)
-                for i, p in enumerate(padding)):
-        return call  # beyond the grid checked against TVM (module docstring)
+            any(dilation[i % 2] > 1 and p >= kernel[i % 2] for i, p in enumerate(padding)):
+        return call  # beyond the forms checked against TVM (module docstring)
     return bb.call_te(avg_pool, call.args[0], kernel=kernel, stride=strides,
                       padding=padding, count_include_pad=at["count_include_pad"], axes=axes,
                       ceil_mode=bool(at["ceil_mode"]), dilation=dilation,
