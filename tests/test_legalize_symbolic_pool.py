@@ -11,13 +11,12 @@ from __future__ import annotations
 import itertools
 import random
 
+import numpy as np
 import pytest
 from test_legalize_avg_pool import _assert_tvm_equal, _ops, check_legalized
 from test_legalize_ops import case_text, legalize
 
 from irtool.text import parse
-
-import numpy as np
 
 
 def _avg(k: int, s: int, d: int, ph: int, pt: int, include: bool, ceil: bool) -> tuple[str, str]:

@@ -21,19 +21,27 @@ TOPI's `[v * n // o, Select(((v + 1) * n) % o == 0, e, e + 1))`, whose extent de
 CreatePrimFunc then nests the reduction (codegen/te.py, `adaptive_pool_sum_l1`) and `_Window`
 writes the start, end, divisor and the read region of the outer sblock in TVM's printed forms
 (checked on every input size 1..12 against every output size 1..12, both layouts:
-tests/test_legalize_adaptive_pool.py). Symbolic sizes stay unlegalized.
+tests/test_legalize_adaptive_pool.py). Over a size variable n, `_SymbolicWindow` keeps TOPI's
+expressions as TVM does; an output of 1 takes the whole axis, an omitted output size the axis
+itself (tests/test_legalize_symbolic_pool.py).
 
 avg_pool2d's divisor is TOPI's `(min(start + k - 1, n + pad_tail - 1) - start) + 1` per axis
 (start = v * s - pad_head; without count_include_pad the padded head is also subtracted,
 `- max(pad_head - v * s, 0)`, the end clamps at n - 1 and the product is `max(.., 1)`).
 CreatePrimFunc's simplifier rewrites it; `_avg_pool_count` writes the rewritten form directly,
-as TVM 0.27 prints it for constant sizes, dilation 1, ceil_mode False, both pads < kernel:
-the stride scales a `min`/`max` out when it divides both of its constants and the offset
-is at most one stride (`min(v * 2 + 2, 8)` -> `min(v + 1, 4) * 2`, but `min(v * 2 + 4, 8)`
-stays), and a padding-free strided window counts the head as `min(v, 0) * s`. Checked
-byte-for-byte against TVM on every stride 1..4, kernel 1..5, pads 0..2 (< kernel), sizes 7..9
-(tests/test_legalize_avg_pool.py); ceil_mode (the tail padded by stride - 1 more, the divisor
-unchanged) on the same grid.
+as TVM 0.27 prints it for constant sizes and dilation 1: the stride scales a `min`/`max` out
+when it divides both of its constants and the offset is at most one stride either way
+(`min(v * 2 + 2, 8)` -> `min(v + 1, 4) * 2`, but `min(v * 2 + 4, 8)` stays), and a
+padding-free strided window counts the head as `min(v, 0) * s`. Checked byte-for-byte against
+TVM on every stride 1..4, kernel 1..5, pads 0..2 (< kernel), sizes 7..9, on kernels up to 9,
+strides up to 5 and pads up to 4 (a pad of the whole kernel or more included), and on random
+pools with sizes from 1 (tests/test_legalize_avg_pool.py); ceil_mode (the tail padded by
+stride - 1 more, the divisor unchanged) on the same grids.
+
+Over a symbolic size (a size variable) `_symbolic_count` writes the forms TVM prints with n
+kept whole, and `_symbolic_out_size` the pooled size: `(n + c) // s + 1` folded where s
+divides c, and with ceil_mode the check `(n + c) // s * s >= n + head` as an if_then_else on
+`(n + c) % s` (max_pool2d too; tests/test_legalize_symbolic_pool.py).
 
 A dilated axis (d > 1) counts `(end - first) / d + 1` with C++'s truncating `/`, first = start
 moved past the padded head by whole dilation steps (`max((d - 1 - start) / d, 0)` of them,
@@ -45,9 +53,9 @@ the min is `min(r, b - v * s)` (with count_include_pad, or when s <= d) or
 the jump count `max(Div(d - 1 + pad_head - v * s, d), 0) * d` loses its Div when d divides
 both and the stride ratio scales out as well; the sum is divided exactly when d divides every
 coefficient, and `Div(x * c, d)` becomes `Div(x, d / c)`. Byte-identical to TVM on the grid
-above with d 2..3 and on random pools with sizes up to 24, kernels, strides and dilations up
-to 8 (tests/test_legalize_avg_pool.py). Left unlegalized: symbolic sizes, a pad >= kernel, and
-undilated strided axes with a kernel over 5 or a pad over 2 (unverified forms).
+above with d 2..3 and on random pools with sizes up to 32, kernels up to 12, strides and
+dilations up to 8 (tests/test_legalize_avg_pool.py). Left unlegalized: a dilated axis of
+symbolic size, or padded by its kernel or more (forms not written).
 """
 
 from __future__ import annotations
@@ -275,7 +283,8 @@ def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Te
         n = const_int(x.shape[ii])
         if n is None:  # a size variable: pooled to itself (windows of 1), to 1 (all of it), or else
             out_shape[ii] = x.shape[ii] if size is x.shape[ii] else tb.const(size, "int64")
-            windows.append(1 if size is x.shape[ii] else x.shape[ii] if size == 1 else _SymbolicWindow(x.shape[ii], size))
+            n_sym = x.shape[ii]
+            windows.append(1 if size is n_sym else n_sym if size == 1 else _SymbolicWindow(n_sym, size))
             continue
         out_shape[ii] = size
         windows.append(n // size if n % size == 0 else _Window(n, size))
