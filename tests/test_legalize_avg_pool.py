@@ -5,8 +5,8 @@ of every stride 1..4, kernel 1..5 and padding below the kernel on sizes 7..9, wi
 ceil_mode, the same grid dilated (2 and 3, both count_include_pad modes, with and without
 ceil_mode), seeded random pools dilated up to 8 on either or both axes, a grid of undilated
 strided windows with kernels up to 9 and pads up to 4 (a pad of the whole kernel or more
-included) and random pools with sizes from 1. The cases left unlegalized (a dilated symbolic
-axis, a dilated axis padded by its kernel or more) are checked as such."""
+included) and random pools with sizes from 1. The case left unlegalized (a dilated axis padded
+by its kernel or more) is checked as such."""
 
 from __future__ import annotations
 
@@ -142,7 +142,6 @@ def _random_wide(seed: int, count: int) -> list[tuple[str, str, str]]:
 RANDOM_WIDE = _random_wide(2026, 600)
 
 UNLEGALIZED: list[tuple[str, str, str]] = [
-    ("symbolic-dilated", "x:1x1xnx7:float32", "R.nn.avg_pool2d(x, pool_size=[2, 2], dilation=[2, 1])"),
     ("dilated-pad-ge-kernel", *_pool("1x1x9x9", (2, 2), (1, 1), (2, 0, 0, 0), True, ", dilation=[2, 2]")),
 ]
 

@@ -405,6 +405,62 @@ def _symbolic_count(v: tir.Var, n: tir.PrimExpr, k: int, s: int, head: int, tail
     return _bin("sub", _bin("sub", window_end, skipped), vs)
 
 
+def _jumps(v: tir.Var, s: int, d: int, head: int) -> tuple[tir.PrimExpr, int]:
+    """The dilation steps skipped in the padded head, `max(Div(d - 1 + head - v * s, d), 0)`,
+    as TVM prints it, and its scale (d, or s once the stride ratio is scaled out)."""
+    def c(value: int) -> tir.PrimExpr:
+        return tb.const(value, v.dtype)
+
+    first, ratio = d - 1 + head, s // d
+    vs = v if s == 1 else _bin("mul", v, c(s))
+    if s % d == 0 and first % d == 0 and ratio > 1 and (first // d) % ratio == 0 and first // d // ratio <= 1:
+        return _bin("max", _bin("sub", c(first // d // ratio), v), c(0)), s  # the ratio scaled out as well
+    if s % d == 0 and first % d == 0:
+        return _bin("max", _bin("sub", c(first // d), v if ratio == 1 else _bin("mul", v, c(ratio))), c(0)), d
+    return _bin("max", _bin("div", _bin("sub", c(first), vs), c(d)), c(0)), d
+
+
+def _symbolic_dilated_count(v: tir.Var, n: tir.Var, k: int, s: int, d: int, head: int, tail: int,
+                            include_pad: bool) -> tir.PrimExpr:
+    """`_dilated_count` along an axis of symbolic size n: the bound `n + tail - 1` (n - 1
+    without padding counted) stays whole, so nothing is scaled out; `min(x, n - 1) + 1`
+    becomes `min(x + 1, n)` (a strided window then keeps `min(v * s + r + 1, n) - v * s`), and a
+    padding-free window with r == s keeps `min(v * s + s, b) - v * s`."""
+    reach, base = (k - 1) * d - head, head
+    offset = tail - 1 if include_pad else -1
+    vs = v if s == 1 else _bin("mul", v, _i64(s))
+    fold = base > 0 and offset == -base
+    kept = s > 1 and head == 0 and reach == s
+
+    def window() -> tuple[tir.PrimExpr, bool]:
+        """The window's sum and whether it already subtracts v * s (a kept `min(..) - v * s`)."""
+        if kept:
+            return _bin("sub", _bin("min", _bin("add", vs, _i64(reach)), _offset(n, offset)), vs), True
+        if fold:
+            if s == 1:
+                return _bin("min", _i64(reach + base), _bin("sub", n, vs)), False
+            return _bin("sub", _bin("min", _bin("add", vs, _i64(reach + base)), n), vs), True
+        if include_pad and reach == offset:  # min(c, y + c) + b -> min(0, y) + (b + c)
+            return _offset(_bin("min", _i64(0), _bin("sub", n, vs)), base + reach), False
+        remaining = _bin("sub", _bin("add", n, _i64(offset)), vs) if offset > 0 else \
+            _offset(_bin("sub", n, vs), offset)
+        return _offset(_bin("min", _i64(reach), remaining), base), False
+
+    if include_pad or s <= d:
+        total, _ = window()
+        if not include_pad:
+            jumps, scale = _jumps(v, s, d, head)
+            total = _bin("sub", total, _bin("mul", jumps, _i64(scale)))
+    else:  # s > d: the window from v * s, its start subtracted last
+        jumps, scale = _jumps(v, s, d, head)
+        if fold:
+            total = _bin("min", _bin("add", vs, _i64(reach + base)), n)
+        else:
+            total = _offset(_bin("min", _offset(vs, reach), _bin("sub", n, _i64(1))), base)
+        total = _bin("sub", _bin("sub", total, _bin("mul", jumps, _i64(scale))), vs)
+    return _bin("add", _bin("div", total, _i64(d)), _i64(1))
+
+
 def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: int,
                    include_pad: bool) -> tir.PrimExpr:
     """Elements of one dilated window (d > 1) along one axis: TOPI's
@@ -446,15 +502,7 @@ def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: 
         else:
             terms, base, negs = [(_bin("min", c(reach), _bin("sub", c(bound), vs)), 1)], head, []
     else:
-        first = d - 1 + head
-        jumps_scale, ratio = d, s // d
-        if s % d == 0 and first % d == 0 and ratio > 1 and (first // d) % ratio == 0 and first // d // ratio <= 1:
-            inner, jumps_scale = _bin("sub", c(first // d // ratio), v), s  # the ratio scaled out as well
-        elif s % d == 0 and first % d == 0:
-            inner = _bin("sub", c(first // d), scaled(v, ratio))
-        else:
-            inner = _bin("div", _bin("sub", c(first), vs), c(d))
-        jumps = (_bin("max", inner, c(0)), jumps_scale)
+        jumps = _jumps(v, s, d, head)
         if s <= d:
             if kept_sum:
                 terms, base, negs = [(_bin("min", plus(vs, reach), c(bound)), 1)], 0, [(v, s), jumps]
@@ -515,7 +563,9 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
         for i, ii in enumerate(axes):
             args = (output[ii], const_int(x.shape[ii]), int(kernel[i]), int(stride[i]))
             pads = (int(padding[i]), int(padding[i + k]), count_include_pad)
-            if symbolic[i]:
+            if symbolic[i] and dilation[i] > 1:
+                axis_count = _symbolic_dilated_count(output[ii], x.shape[ii], *args[2:], dilation[i], *pads)
+            elif symbolic[i]:
                 axis_count = _symbolic_count(output[ii], x.shape[ii], *args[2:], *pads)
             elif dilation[i] > 1:
                 axis_count = _dilated_count(*args, dilation[i], *pads)
@@ -545,7 +595,7 @@ def _avg_pool2d(bb, call):
     kernel, padding = [int(p) for p in at["pool_size"]], [int(p) for p in at["padding"]]
     strides = [int(s) for s in at["strides"]]
     dilation = [int(d) for d in at["dilation"]]
-    if any(const_int(shape[ii]) is None and (dilation[i] > 1 or not isinstance(shape[ii], tir.Var))
+    if any(const_int(shape[ii]) is None and not isinstance(shape[ii], tir.Var)
            for i, ii in enumerate(axes)) or \
             any(dilation[i % 2] > 1 and p >= kernel[i % 2] for i, p in enumerate(padding)):
         return call  # beyond the forms checked against TVM (module docstring)
