@@ -54,9 +54,10 @@ the jump count `max(Div(d - 1 + pad_head - v * s, d), 0) * d` loses its Div when
 both and the stride ratio scales out as well; the sum is divided exactly when d divides every
 coefficient, and `Div(x * c, d)` becomes `Div(x, d / c)`. Byte-identical to TVM on the grid
 above with d 2..3 and on random pools with sizes up to 32, kernels up to 12, strides and
-dilations up to 8 (tests/test_legalize_avg_pool.py). Left unlegalized: a dilated axis of
-symbolic size, or padded by its kernel or more (forms not written).
-"""
+dilations up to 8 (tests/test_legalize_avg_pool.py); along a size variable `_symbolic_dilated_count` keeps the
+bound whole (nothing scales out) with the same folds as `_symbolic_count`
+(tests/test_legalize_symbolic_pool.py). Left unlegalized: a dilated axis padded by its kernel
+or more (forms not written)."""
 
 from __future__ import annotations
 
