@@ -2,14 +2,16 @@
 (codegen/topi/image.py): every case legalizes into one call_tir whose PrimFunc, run by the TIR
 interpreter, equals the op's NumPy reference; and (tvm-marked) TVM 0.27's LegalizeOps prints
 byte-identical text for each case and for seeded random resizes over every method, coordinate
-mode, rounding, layout and dtype. Where an axis samples one constant coordinate (TVM's
-simplifier then folds the interpolation away) or TVM divides by `out - 1 = 0` and fails, the
-call stays unlegalized."""
+mode, rounding, layout and dtype, and for random resizes where an axis samples one constant
+coordinate (TVM's simplifier then folds the interpolation with it). Where TVM fails (dividing
+by `out - 1 = 0`, by an exclude_outside total weight folded to 0, or casting a negative constant
+to an unsigned type) the call stays unlegalized."""
 
 from __future__ import annotations
 
 import itertools
 import random
+import subprocess
 
 import numpy as np
 import pytest
@@ -80,17 +82,29 @@ SAME_SIZE: list[tuple[str, str, str]] = [
      for method, mode in itertools.product(("linear", "cubic"), ("half_pixel", "pytorch_half_pixel"))]
 
 
-def _random_resizes(seed: int, count: int) -> list[tuple[str, str, str]]:
+def _random_resizes(seed: int, count: int, constant: bool = False) -> list[tuple[str, str, str]]:
     """Input sizes 1..6, output sizes 2..9 (1 for the modes where it is defined), every method,
-    mode, rounding, layout, cubic alpha and exclude_outside, random rois, four dtypes."""
+    mode, rounding, layout, cubic alpha and exclude_outside, random rois, four dtypes. With
+    `constant`, only resizes where an axis samples one constant coordinate: align_corners or
+    tf_crop_and_resize from an input of size 1, pytorch_half_pixel to an output of size 1, a
+    roi with start == end (inside or outside the image)."""
     rng = random.Random(seed)
     cases = []
     while len(cases) < count:
         mode, method, layout = rng.choice(MODES), rng.choice(METHODS), rng.choice(("NCHW", "NHWC"))
-        lowest = 2 if mode in ("align_corners", "tf_crop_and_resize", "pytorch_half_pixel") else 1
+        lowest = 2 if mode in ("align_corners", "tf_crop_and_resize") or mode == "pytorch_half_pixel" and not constant \
+            else 1
         h, w, oh, ow = rng.randint(1, 6), rng.randint(1, 6), rng.randint(lowest, 9), rng.randint(lowest, 9)
         roi = [round(rng.uniform(-0.3, 0.6), 2), round(rng.uniform(-0.3, 0.6), 2),
                round(rng.uniform(0.65, 1.3), 2), round(rng.uniform(0.65, 1.3), 2)]
+        flat = constant and mode == "tf_crop_and_resize" and rng.random() < 0.5
+        if flat:  # one axis's roi collapsed to a point, inside or beyond the image
+            axis = rng.randint(0, 1)
+            roi[axis] = roi[axis + 2] = rng.choice((0.0, 0.25, 0.5, 1.0, 1.5, -0.25, round(rng.uniform(0, 1), 2)))
+        fixed = flat or mode in ("align_corners", "tf_crop_and_resize") and 1 in (h, w) or \
+            mode == "pytorch_half_pixel" and 1 in (oh, ow)
+        if fixed != constant:
+            continue
         attrs: dict = dict(roi=roi, layout=layout, method=method, coordinate_transformation_mode=mode)
         if method == "nearest_neighbor":
             attrs["rounding_method"] = rng.choice(("", "round", "floor", "ceil", "round_prefer_floor",
@@ -99,8 +113,6 @@ def _random_resizes(seed: int, count: int) -> list[tuple[str, str, str]]:
             attrs["cubic_alpha"], attrs["cubic_exclude"] = rng.choice((-0.5, -0.75)), rng.choice((0, 1))
         if mode == "tf_crop_and_resize":
             attrs["extrapolation_value"] = rng.choice((0.0, 1.5, -2.0))
-        if mode in ("align_corners", "tf_crop_and_resize") and 1 in (h, w):
-            continue  # a constant coordinate: unlegalized (UNLEGALIZED)
         dtype = rng.choice(("float32", "float32", "float16", "int32", "uint8"))
         cases.append((f"rand{len(cases)}-{method}-{mode}-{h}x{w}-{oh}x{ow}-{dtype}",
                       *_resize(_shape(layout, h, w), dtype, (oh, ow), **attrs)))
@@ -108,23 +120,37 @@ def _random_resizes(seed: int, count: int) -> list[tuple[str, str, str]]:
 
 
 RANDOM = _random_resizes(5, 400)
+CONSTANT = _random_resizes(17, 300, constant=True)
 CASES = CROP + EXCLUDE + SAME_SIZE
 
 # one constant input coordinate along an axis (TVM folds the interpolation with it)
-UNLEGALIZED: list[tuple[str, str, str]] = [
+FIXED: list[tuple[str, str, str]] = [
     ("crop-default-roi", *_resize((1, 2, 4, 5), "float32", (4, 7), method="linear",
                                   coordinate_transformation_mode="tf_crop_and_resize")),
     ("crop-flat-roi", *_resize((1, 2, 4, 5), "float32", (4, 7), roi=[0.3, 0.1, 0.3, 0.9], method="cubic",
                                coordinate_transformation_mode="tf_crop_and_resize")),
+    ("crop-flat-roi-outside", *_resize((1, 2, 4, 5), "float32", (4, 7), roi=[1.5, 0.1, 1.5, 0.9], method="linear",
+                                       coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=3.0)),
     ("crop-in1", *_resize((1, 2, 1, 5), "float32", (4, 7), roi=ROIS[1], coordinate_transformation_mode="tf_crop_and_resize")),
     ("pytorch-out1", *_resize((1, 2, 4, 5), "float32", (1, 5), method="linear",
                               coordinate_transformation_mode="pytorch_half_pixel")),
     ("align-in1", *_resize((1, 2, 4, 1), "float32", (5, 3), method="cubic", coordinate_transformation_mode="align_corners")),
+    ("align-in1x1-nearest", *_resize((1, 2, 1, 1), "float32", (3, 3), method="nearest_neighbor",
+                                     coordinate_transformation_mode="align_corners")),
 ]
-# TVM 0.27 fails on these (divide by zero folding `out - 1`)
+CASES += FIXED
+
+# TVM 0.27 fails on these: folding `out - 1 = 0` as a divisor, exclude_outside's total weight
+# folded to 0 (every tap of a constant coordinate outside the image or weighing 0), a negative
+# constant extrapolation value cast to uint8
 TVM_FAILS: list[tuple[str, str, str]] = [
     ("crop-out1", *_resize((1, 2, 4, 5), "float32", (1, 5), roi=ROIS[1], coordinate_transformation_mode="tf_crop_and_resize")),
     ("align-out1", *_resize((1, 2, 4, 5), "float32", (4, 1), coordinate_transformation_mode="align_corners")),
+    ("exclude-taps-outside", *_resize((1, 2, 3, 5), "float32", (4, 7), roi=[1.5, 0.1, 1.5, 0.9], method="cubic",
+                                      cubic_exclude=1, coordinate_transformation_mode="tf_crop_and_resize")),
+    ("uint8-negative-extrapolation", *_resize((1, 2, 3, 1), "uint8", (4, 7), roi=[1.5, 0.1, 1.5, 0.9],
+                                              coordinate_transformation_mode="tf_crop_and_resize",
+                                              extrapolation_value=-2.0)),
 ]
 
 
@@ -137,7 +163,10 @@ def _input(params: str) -> np.ndarray:
     return rng.integers(0, 100, dims).astype(dtype)
 
 
-SAMPLED = CASES + RANDOM[::8]
+# the random constant-coordinate resizes TVM legalizes (the others it fails on, as above)
+CONSTANT_LEGALIZED = [c for c in CONSTANT if not (
+    "cubic_exclude=1" in c[2] and "tf_crop_and_resize" in c[2] or "uint8" in c[1] and "-2.0" in c[2])]
+SAMPLED = CASES + RANDOM[::8] + CONSTANT_LEGALIZED[::6]
 
 
 @pytest.mark.parametrize("case", SAMPLED, ids=[c[0] for c in SAMPLED])
@@ -157,8 +186,8 @@ def test_legalized_matches_reference(case):
         assert to_text(parse(to_text(out))) == to_text(out)
 
 
-@pytest.mark.parametrize("case", UNLEGALIZED + TVM_FAILS, ids=[c[0] for c in UNLEGALIZED + TVM_FAILS])
-def test_constant_coordinates_stay_unlegalized(case):
+@pytest.mark.parametrize("case", TVM_FAILS, ids=[c[0] for c in TVM_FAILS])
+def test_tvm_failures_stay_unlegalized(case):
     _, params, call = case
     assert _ops(legalize(parse(case_text(params, call)))) == ["relax.image.resize2d"]
 
@@ -193,8 +222,45 @@ def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     assert not failures, f"{len(failures)} of {len(cases)} differ:\n" + "\n\n".join(failures[:2])
 
 
+_FAILING_RUNNER = """
+import sys, tvm
+from tvm import relax
+for path in sys.argv[1:]:
+    try:
+        text = relax.transform.LegalizeOps()(tvm.script.from_source(open(path).read())).script(show_meta=True)
+    except Exception as err:
+        text = "TVM FAILED: " + str(err).splitlines()[-1]
+    open(path + ".tvm", "w").write(text)
+"""
+
+
+def _tvm_or_failure(tvm_python, tmp_path, cases) -> list[tuple[str, str]]:
+    """TVM's text for each case, or `TVM FAILED: ...` where its LegalizeOps raises."""
+    runner = tmp_path / "failing_runner.py"
+    runner.write_text(_FAILING_RUNNER)
+    paths = []
+    for name, params, call in cases:
+        path = tmp_path / f"{name}.py"
+        path.write_text(case_text(params, call))
+        paths.append(str(path))
+    proc = subprocess.run([tvm_python, str(runner), *paths], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return [(path, open(path + ".tvm").read()) for path in paths]
+
+
 @pytest.mark.tvm
-def test_constant_coordinates_are_legalized_by_tvm(tvm_python, tmp_path):
-    """The gaps are real: TVM legalizes them (if this fails, drop them from UNLEGALIZED)."""
-    for _, theirs in _tvm_texts(tvm_python, tmp_path, UNLEGALIZED):
-        assert "R.call_tir(" in theirs
+def test_constant_coordinates_match_tvm(tvm_python, tmp_path):
+    """Random resizes with a constant coordinate along an axis, and the failures: where TVM
+    legalizes, our text is its text; where it fails, the call stays ours."""
+    failures, legalized = [], 0
+    for path, theirs in _tvm_or_failure(tvm_python, tmp_path, CONSTANT + FIXED + TVM_FAILS):
+        ours = to_text(legalize(parse(open(path).read())), show_meta_data=True)
+        if theirs.startswith("TVM FAILED"):
+            if "R.call_tir(" in ours:
+                failures.append(f"{path}: TVM fails ({theirs}), we legalize")
+        elif ours.rstrip("\n") != theirs.rstrip("\n"):
+            failures.append(f"{path}\n--- ours\n{ours}\n--- TVM\n{theirs}")
+        else:
+            legalized += 1
+    assert not failures, f"{len(failures)} differ:\n" + "\n\n".join(failures[:2])
+    assert legalized >= len(CONSTANT) * 9 // 10

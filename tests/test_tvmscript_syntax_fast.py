@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.resources
 import random
 import sys
+import threading
 
 import pytest
 from fuzzing import corpus, mutate
@@ -142,19 +143,31 @@ def _texts(count: int) -> list[str]:
 def test_same_trees_and_errors_as_the_plain_grammar(parsers):
     fast, reference = parsers
     texts = _texts(600)
-    parsed = 0
-    # a mutated seed may parse to a tree 2000 levels deep (the parsers are iterative; _shape
-    # and tuple comparison recurse): which mutation does depends on the lit corpus
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20000))
-    try:
+    results: list = []
+
+    def compare() -> None:
         for text in texts:
             ours, theirs = _outcome(fast, text), _outcome(reference, text)
-            assert ours == theirs, text
-            parsed += not isinstance(ours, tuple) or ours[0] not in ("token", "character", "input")
+            results.append((ours == theirs, text, not isinstance(ours, tuple) or
+                            ours[0] not in ("token", "character", "input")))
+
+    # a mutated seed may parse to a tree thousands of levels deep (the parsers are iterative;
+    # _shape and tuple comparison recurse), how deep depending on the lit corpus: compare in a
+    # thread whose stack holds a recursion limit of 200,000
+    limit, stack = sys.getrecursionlimit(), threading.stack_size()
+    sys.setrecursionlimit(max(limit, 200000))
+    threading.stack_size(1 << 29)
+    try:
+        worker = threading.Thread(target=compare)
+        worker.start()
+        worker.join()
     finally:
         sys.setrecursionlimit(limit)
-    assert parsed > 150  # most seeds parse: the comparison covers real trees, not just errors
+        threading.stack_size(stack)
+    assert len(results) == len(texts)
+    for equal, text, _ in results:
+        assert equal, text
+    assert sum(parsed for *_, parsed in results) > 150  # most seeds parse: real trees, not just errors
 
 
 def test_operator_precedence_in_tir_values():

@@ -44,6 +44,9 @@ KINDS = {
     "conv_transpose": 1, "pool_forms": 2, "pad_conv": 1, "resize": 1, "expand_squeeze": 1, "stack": 1,
     "tile_slice": 1, "take": 1, "gather": 1, "arg_reduce": 1, "min_prod": 1, "broadcast": 1, "creation": 1,
     "like": 1, "one_hot": 1, "grid_sample": 1, "norm_forms": 1, "flatten": 1, "dropout": 1, "int_math": 1, "pad_reflect": 1,
+    # forms legalized since run 4: any avg_pool2d window, reflect pads up to twice the size,
+    # resize2d sampling one constant coordinate along an axis
+    "pool_wide": 1, "pad_reflect_wide": 1, "resize_fixed": 1,
 }
 
 
@@ -213,6 +216,23 @@ def random_module(seed):
                         mode = "reflect" if kind == "pad_reflect" else rng.choice(["constant", "reflect", "replicate"])
                         p_ = bb.emit(R.nn.pad(a, [0, 0, 0, 0, 1, 1, 1, 1], pad_mode=mode, pad_value=0.5 if mode == "constant" else 0.0))
                         v = R.nn.conv2d(p_, const((C, C, 3, 3)))
+                    elif kind == "pool_wide":
+                        k = rng.randint(1, 6)
+                        ph, pt = rng.randint(0, k + 1), rng.randint(0, k + 1)
+                        p_ = bb.emit(R.nn.avg_pool2d(a, pool_size=[k, rng.randint(1, 3)], strides=[rng.randint(1, 4), 1],
+                                                     padding=[ph, 0, pt, rng.randint(0, 2)], ceil_mode=rng.random() < 0.5,
+                                                     count_include_pad=rng.random() < 0.5))
+                        v = R.image.resize2d(p_, (H, H))
+                    elif kind == "pad_reflect_wide":
+                        before, after = rng.randint(0, 2 * (H - 1)), rng.randint(0, H - 1)
+                        p_ = bb.emit(R.nn.pad(a, [0, 0, 0, 0, before, after, rng.randint(0, H - 1), 0], pad_mode="reflect"))
+                        v = R.nn.adaptive_avg_pool2d(p_, output_size=[H, H])
+                    elif kind == "resize_fixed":
+                        method = rng.choice(["linear", "nearest_neighbor", "cubic"])
+                        mode = rng.choice(["align_corners", "tf_crop_and_resize"])
+                        m_ = bb.emit(R.mean(a, axis=[2], keepdims=True))
+                        v = R.image.resize2d(m_, (H, H), roi=[0.0, 0.1, 0.0, 0.9], method=method,
+                                             coordinate_transformation_mode=mode)
                     elif kind == "resize":
                         method = rng.choice(["linear", "nearest_neighbor", "cubic"])
                         mode = rng.choice(["half_pixel", "align_corners", "asymmetric"])

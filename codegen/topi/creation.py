@@ -14,9 +14,10 @@
                                        reflect: `ReflectPadInput`, TOPI's branchless reflect-101
                                        x[m - abs(m - abs(i - before))] (m = dim - 1) in TVM's
                                        printed form, its read region TVM's relaxation of the
-                                       Selects (`reflect_pad`); constant sizes and pads below
-                                       the size only (beyond, TOPI's formula reads out of bounds
-                                       where np.pad reflects again), else left as the call
+                                       Selects (`reflect_pad`); a constant size s with a pad
+                                       before up to 2 * (s - 1) and after below s (beyond, TOPI's
+                                       formula reads out of bounds where np.pad reflects again:
+                                       left as the call), a symbolic size with any pads (as TVM)
 """
 
 from __future__ import annotations
@@ -106,13 +107,17 @@ def arange(start, stop, step, dtype: str) -> te.Tensor:
 
 
 def _padded_shape(data: te.Tensor, pad_before, pad_after) -> list:
-    return [tb.add(tb.add(d, b), a) for d, b, a in zip(data.shape, pad_before, pad_after)]
+    """d + before + after, the constant pads summed (`n + 2`, as TVM's analyzer folds them)."""
+    return [tb.add(d, const_int(b) + const_int(a)) if const_int(b) is not None and const_int(a) is not None
+            else tb.add(tb.add(d, b), a) for d, b, a in zip(data.shape, pad_before, pad_after)]
 
 
 def replicate_pad(data: te.Tensor, pad_before, pad_after) -> te.Tensor:
     def clamp(i, d, b):
         if const_int(d) == 1:  # the simplifier's max(0, min(0, x)) -> 0
             return tb.const(0, "int64")
+        if const_int(d) is None and const_int(b) == 1:  # min(n - 1, i - 1) -> min(n, i) - 1
+            return tb.max_(tb.const(0, "int64"), tir.BinOp("sub", tir.BinOp("min", d, i), tb.const(1, "int64")))
         return tb.max_(tb.const(0, "int64"), tb.min_(tb.sub(d, 1), simplify_index(tb.sub(i, b))))
 
     def element(*idx):
@@ -146,31 +151,42 @@ def _reflect_index(v: tir.Var, before: int, m: int) -> tuple:
     return sub(c(m), b), tir.BinOp("min", neg, o), tir.BinOp("max", neg, o)
 
 
-def _reflect_index_symbolic(v: tir.Var, n: tir.Var) -> tuple:
-    """`_reflect_index` on an unpadded axis of symbolic size n (m = n - 1), as TVM's simplifier
-    writes it: `n - Select(1 <= n - A, n - A - 1, A + 1 - n) - 1` with A = abs(v)."""
+def _reflect_index_symbolic(v: tir.Var, n: tir.Var, before: int = 0) -> tuple:
+    """`_reflect_index` on an axis of symbolic size n (m = n - 1), as TVM's simplifier writes
+    it: `n - Select(1 <= n - A, n - A - 1, A + 1 - n) - 1` with A = abs(v - before)."""
     def bop(op, a, b):
         return tir.BinOp(op, a, b)
 
-    one, zero = tb.const(1, v.dtype), tb.const(0, v.dtype)
-    neg = bop("sub", zero, v)
-    a = tir.Select(bop("le", zero, v), v, neg)
+    def c(value: int) -> tir.PrimExpr:
+        return tb.const(value, v.dtype)
+
+    one = c(1)
+    o = v if before == 0 else bop("sub", v, c(before))
+    neg = bop("sub", c(before), v)
+    a = tir.Select(bop("le", c(before), v), o, neg)
     b = tir.Select(bop("le", one, bop("sub", n, a)), bop("sub", bop("sub", n, a), one),
                    bop("sub", bop("add", a, one), n))
-    return bop("sub", bop("sub", n, b), one), bop("min", neg, v), bop("max", neg, v)
+    return bop("sub", bop("sub", n, b), one), bop("min", neg, o), bop("max", neg, o)
 
 
-def _reflect_range_symbolic(v: tir.Var, n: tir.Var) -> tir.Range:
+def _reflect_range_symbolic(v: tir.Var, n: tir.Var, before: int = 0) -> tir.Range:
     """The read region of `_reflect_index_symbolic` (TVM's: B's bounds with m = n - 1 folded,
-    the extent's + 1 moved into the max)."""
+    the extent's + 1 moved into the max). With before == 1 the simplifier also folds the + 1
+    of `abs(v - 1) + 1` into its bounds: `max(1 - v, v - 1) + 1` is `max(2 - v, v)`."""
     def bop(op, a, b):
         return tir.BinOp(op, a, b)
 
-    _, lo, hi = _reflect_index_symbolic(v, n)
+    _, lo, hi = _reflect_index_symbolic(v, n, before)
     one, two = tb.const(1, v.dtype), tb.const(2, v.dtype)
-    b_max = bop("max", bop("sub", bop("add", hi, one), n), bop("sub", bop("sub", n, lo), one))
-    b_min = bop("min", bop("sub", bop("add", lo, one), n), bop("sub", bop("sub", n, hi), one))
-    top = bop("max", bop("sub", bop("add", hi, two), n), bop("sub", n, lo))
+    if before == 1:
+        hi1, lo1 = bop("max", bop("sub", two, v), v), bop("min", bop("sub", two, v), v)
+        b_max = bop("max", bop("sub", hi1, n), bop("sub", bop("sub", n, lo), one))
+        b_min = bop("min", bop("sub", lo1, n), bop("sub", bop("sub", n, hi), one))
+        top = bop("max", bop("sub", bop("add", hi1, one), n), bop("sub", n, lo))
+    else:
+        b_max = bop("max", bop("sub", bop("add", hi, one), n), bop("sub", bop("sub", n, lo), one))
+        b_min = bop("min", bop("sub", bop("add", lo, one), n), bop("sub", bop("sub", n, hi), one))
+        top = bop("max", bop("sub", bop("add", hi, two), n), bop("sub", n, lo))
     return tir.Range(bop("sub", bop("sub", n, b_max), one), bop("sub", top, b_min))
 
 
@@ -186,14 +202,14 @@ def reflect_pad(data: te.Tensor, pad_before, pad_after) -> te.Tensor:
         return a if isinstance(b, tir.IntImm) and b.value == 0 else tir.BinOp("sub", a, b)
 
     def element(*idx):
-        return data(*[_reflect_index(v, int(b), s - 1)[0] if s is not None else _reflect_index_symbolic(v, d)[0]
+        return data(*[_reflect_index(v, int(b), s - 1)[0] if s is not None else _reflect_index_symbolic(v, d, int(b))[0]
                       for v, b, s, d in zip(idx, pad_before, sizes, data.shape)])
 
     out = te.compute(_padded_shape(data, pad_before, pad_after), element, name="ReflectPadInput")
     ranges = []
     for iv, b, s, d in zip(out.op.axis, pad_before, sizes, data.shape):
         if s is None:
-            ranges.append(_reflect_range_symbolic(iv.var, d))
+            ranges.append(_reflect_range_symbolic(iv.var, d, int(b)))
             continue
         m = tb.const(s - 1, iv.var.dtype)
         _, lo, hi = _reflect_index(iv.var, int(b), s - 1)
@@ -230,12 +246,16 @@ def _nn_pad(bb, call):
 
 
 def _reflect_in_range(shape, before, after) -> bool:
-    """Every pad below its size; an axis of symbolic size (a bare variable) only unpadded."""
+    """Where TOPI's reflect index stays inside the input: abs(v - before) reaches
+    max(before, size - 1 + after) and the index is in bounds up to 2 * (size - 1), so a pad
+    before up to 2 * (size - 1) (reflected twice, as np.pad does) and after below the size.
+    A symbolic size (a bare variable) is legalized as TVM does whatever its pads: its
+    PrimFunc then reads out of bounds when the size turns out smaller (docs/passes.md)."""
     def ok(d, b, a) -> bool:
         s = const_int(d)
         if s is None:
-            return isinstance(d, tir.Var) and int(b) == 0 and int(a) == 0
-        return 0 <= int(b) < s and 0 <= int(a) < s
+            return isinstance(d, tir.Var) and int(b) >= 0 and int(a) >= 0
+        return 0 <= int(b) <= 2 * (s - 1) and 0 <= int(a) < s
     return all(ok(d, b, a) for d, b, a in zip(shape, before, after))
 
 

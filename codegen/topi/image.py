@@ -26,6 +26,8 @@ calls stay unlegalized (`_constant_coordinate`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from irtool.ir import tir
@@ -77,22 +79,33 @@ def _in_coordinate(x, image, target, mode: str, use_int_div: bool, start=None, e
     raise ValueError(f"unsupported coordinate_transformation_mode {mode}")
 
 
+_CONST_FOLDS = {"round": lambda v: float(np.round(v)), "floor": math.floor, "ceil": math.ceil}
+
+
+def _fold_call(name: str, x):
+    """round / floor / ceil of a float constant folded as TVM's simplifier folds them (round
+    is nearbyint: half to even), else the call."""
+    if isinstance(x, tir.FloatImm):
+        return tb.const(float(_CONST_FOLDS[name](x.value)), x.dtype)
+    return tb.call(name, x)
+
+
 def _closest(in_x, rounding: str, use_int_div: bool):
     if use_int_div:
         return tb.cast("int32", in_x)
     if rounding == "round":
-        return tb.cast("int32", tb.call("round", in_x))
+        return tb.cast("int32", _fold_call("round", in_x))
     if rounding == "round_prefer_floor":
         if isinstance(in_x, tir.BinOp) and in_x.op == "add" and isinstance(in_x.b, tir.FloatImm) and \
                 in_x.b.value == 0.5:
-            return tb.cast("int32", tb.call("ceil", in_x.a))  # TVM's rewrite `(x + y) - y` -> x
-        return tb.cast("int32", tb.call("ceil", tb.sub(in_x, 0.5)))
+            return tb.cast("int32", _fold_call("ceil", in_x.a))  # TVM's rewrite `(x + y) - y` -> x
+        return tb.cast("int32", _fold_call("ceil", tb.sub(in_x, 0.5)))
     if rounding == "round_prefer_ceil":
-        return tb.cast("int32", tb.call("floor", tb.add(in_x, 0.5)))
+        return tb.cast("int32", _fold_call("floor", tb.add(in_x, 0.5)))
     if rounding == "floor":
-        return tb.cast("int32", tb.call("floor", tb.add(in_x, _literal(1e-5))))
+        return tb.cast("int32", _fold_call("floor", tb.add(in_x, _literal(1e-5))))
     if rounding == "ceil":
-        return tb.cast("int32", tb.call("ceil", tb.sub(in_x, _literal(1e-5))))
+        return tb.cast("int32", _fold_call("ceil", tb.sub(in_x, _literal(1e-5))))
     raise ValueError(f"unknown rounding method {rounding}")
 
 
@@ -102,14 +115,6 @@ def _index(i32, offset: int = 0) -> tir.PrimExpr:
     inner = i32.value if isinstance(i32, tir.Cast) and i32.dtype == "int32" else i32
     base = tb.cast("int64", inner)
     return tb.add(base, offset) if offset > 0 else tb.sub(base, -offset) if offset < 0 else base
-
-
-def _floor(x) -> tir.PrimExpr:
-    """`T.floor(x)`, folded for a constant as TVM's `tvm::floor` folds it (grid_sample's coordinate
-    along an axis of size 1 with align_corners is `(g + 1) * 0 / 2`, the constant 0)."""
-    if isinstance(x, tir.FloatImm):
-        return tb.const(float(np.floor(x.value)), x.dtype)
-    return tb.call("floor", x)
 
 
 def _border_index(i32, offset: int, dim) -> tir.PrimExpr:
@@ -158,6 +163,12 @@ def _cubic_weights(t, alpha: float) -> list:
     return [w1, w2, w3, w4]
 
 
+class _TvmFails(Exception):
+    """A resize whose legalization TVM 0.27 fails on when constants fold: exclude_outside
+    dividing by a constant total weight of 0 (a constant coordinate whose taps are all outside
+    the image or weigh 0), a negative constant extrapolation value cast to an unsigned type."""
+
+
 def _exclude_outside(weights: list, base, dim) -> list:
     """cubic's exclude_outside: a neighbour outside the image weighs 0, the rest renormalised."""
     # `base - 1 + i < 0 or base + i > dim` with the constants moved right, as TVM simplifies it
@@ -167,6 +178,8 @@ def _exclude_outside(weights: list, base, dim) -> list:
     total = tb.const(0, "int32")
     for w in kept:
         total = tb.add(total, w)
+    if isinstance(total, (tir.IntImm, tir.FloatImm)) and total.value == 0:
+        raise _TvmFails("exclude_outside divides by a constant 0")
     return [tb.div(w, total) for w in kept]
 
 
@@ -213,16 +226,16 @@ def resize2d(data: te.Tensor, roi, size, layout: str = "NCHW", method: str = "li
             value = pixel(n, c, _index(_closest(in_y, rounding, int_div_h)),
                           _index(_closest(in_x, rounding, int_div_w)))
         elif method == "linear":
-            y_int = tb.cast("int32", tb.call("floor", in_y))
-            x_int = tb.cast("int32", tb.call("floor", in_x))
+            y_int = tb.cast("int32", _fold_call("floor", in_y))
+            x_int = tb.cast("int32", _fold_call("floor", in_x))
             y_lerp, x_lerp = tb.sub(in_y, y_int), tb.sub(in_x, x_int)
             p = [[pixel(n, c, _index(y_int, j), _index(x_int, i)) for i in range(2)] for j in range(2)]
             value = _lerp(_lerp(*p[0], x_lerp), _lerp(*p[1], x_lerp), y_lerp)
         else:  # cubic
-            x_int = tb.cast("int32", tb.call("floor", in_x))
-            x_fract = tb.sub(in_x, tb.call("floor", in_x))
-            y_int = tb.cast("int32", tb.call("floor", in_y))
-            y_fract = tb.sub(in_y, tb.call("floor", in_y))
+            x_int = tb.cast("int32", _fold_call("floor", in_x))
+            x_fract = tb.sub(in_x, _fold_call("floor", in_x))
+            y_int = tb.cast("int32", _fold_call("floor", in_y))
+            y_fract = tb.sub(in_y, _fold_call("floor", in_y))
             p = [[pixel(n, c, _index(y_int, j - 1), _index(x_int, i - 1)) for i in range(4)] for j in range(4)]
             wx, wy = _cubic_weights(x_fract, bicubic_alpha), _cubic_weights(y_fract, bicubic_alpha)
             if bicubic_exclude:
@@ -232,7 +245,10 @@ def resize2d(data: te.Tensor, roi, size, layout: str = "NCHW", method: str = "li
             ext = extrapolation_value
             out = tb.if_then_else(tb.lt(in_y, 0), ext, tb.if_then_else(tb.gt(in_y, tb.sub(in_h, 1)), ext, value))
             value = tb.if_then_else(tb.lt(in_x, 0), ext, tb.if_then_else(tb.gt(in_x, tb.sub(in_w, 1)), ext, out))
-        return tb.cast(out_dtype or data.dtype, value)
+        dtype = out_dtype or data.dtype
+        if dtype.startswith("uint") and isinstance(value, (tir.IntImm, tir.FloatImm)) and value.value < 0:
+            raise _TvmFails(f"a negative constant cast to {dtype}")
+        return tb.cast(dtype, value)
 
     return te.compute(out_shape, compute, name="resize", tag="injective")
 
@@ -241,39 +257,29 @@ _MODES = {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf
           "tf_crop_and_resize"}
 
 
-def _constant_coordinate(call) -> bool:
-    """Whether an axis samples one input coordinate for every output pixel, where TVM's
-    simplifier folds the whole interpolation (weights of 0 and 1 included), or TVM fails
-    (align_corners and tf_crop_and_resize divide by `out - 1` even where it is 0): such a
-    resize stays unlegalized."""
+def _tvm_fails(call) -> bool:
+    """align_corners and tf_crop_and_resize to an output of size 1: TVM 0.27 fails dividing
+    by `out - 1` (even where TOPI selects another branch); such a resize stays unlegalized."""
     at = call.attrs
-    mode = at["coordinate_transformation_mode"]
-    shape = call.args[0].struct_info.shape
-    axes = (1, 2) if at["layout"] == "NHWC" else (2, 3)
     sizes = getattr(call.args[1], "values", None) or (None, None)
-    roi = list(at["roi"]) if at["roi"] else [0.0, 0.0, 0.0, 0.0]
-    for i, axis in enumerate(axes):
-        n, o = const_int(shape[axis]) if shape is not None else None, const_int(sizes[i])
-        if mode == "tf_crop_and_resize" and np.float32(roi[i]) == np.float32(roi[i + 2]):
-            return True
-        if mode == "align_corners" and (n == 1 or o == 1) or mode == "pytorch_half_pixel" and o == 1:
-            return True
-        if mode == "tf_crop_and_resize" and (n == 1 or o == 1):
-            return True
-    return False
+    return at["coordinate_transformation_mode"] in ("align_corners", "tf_crop_and_resize") and \
+        any(const_int(o) == 1 for o in sizes)
 
 
 @register_legalize("relax.image.resize2d")
 def _resize2d(bb, call):
     at = call.attrs
     if at["layout"] not in ("NCHW", "NHWC") or at["coordinate_transformation_mode"] not in _MODES or \
-            at["method"] not in ("nearest_neighbor", "linear", "cubic") or _constant_coordinate(call):
+            at["method"] not in ("nearest_neighbor", "linear", "cubic") or _tvm_fails(call):
         return call
-    return bb.call_te(resize2d, call.args[0], roi=list(at["roi"]), size=call.args[1], layout=at["layout"],
-                      method=at["method"], coordinate_transformation_mode=at["coordinate_transformation_mode"],
-                      rounding_method=at["rounding_method"], bicubic_alpha=at["cubic_alpha"],
-                      bicubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"],
-                      out_dtype=at["out_dtype"] or None)
+    try:
+        return bb.call_te(resize2d, call.args[0], roi=list(at["roi"]), size=call.args[1], layout=at["layout"],
+                          method=at["method"], coordinate_transformation_mode=at["coordinate_transformation_mode"],
+                          rounding_method=at["rounding_method"], bicubic_alpha=at["cubic_alpha"],
+                          bicubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"],
+                          out_dtype=at["out_dtype"] or None)
+    except _TvmFails:
+        return call  # as TVM cannot legalize it, the call stays
 
 
 # ----------------------------------------------------------------------------- grid_sample
@@ -344,10 +350,11 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
 
     def bilinear(n, c, h, w):
         y, x = source(n, h, w)
-        dy, dx = tb.sub(y, tb.cast("int32", _floor(y))), tb.sub(x, tb.cast("int32", _floor(x)))
+        dy = tb.sub(y, tb.cast("int32", _fold_call("floor", y)))
+        dx = tb.sub(x, tb.cast("int32", _fold_call("floor", x)))
         if padding_mode == "reflection":  # the pixel indices see the coordinate in index form
             y, x = source(n, h, w, index=True)
-        y0, x0 = tb.cast("int32", _floor(y)), tb.cast("int32", _floor(x))
+        y0, x0 = tb.cast("int32", _fold_call("floor", y)), tb.cast("int32", _fold_call("floor", x))
         return tb.add(tb.add(tb.add(
             tb.mul(tb.mul(pixel(n, c, (y0, 0), (x0, 0)), tb.sub(1.0, dy)), tb.sub(1.0, dx)),
             tb.mul(tb.mul(pixel(n, c, (y0, 0), (x0, 1)), tb.sub(1.0, dy)), dx)),
@@ -369,7 +376,7 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
                           tb.mul(p[3], ws[3]))
 
         y, x = unnormalize(grid(n, 1, h, w), grid(n, 0, h, w))
-        y_floor, x_floor = tb.cast("int32", _floor(y)), tb.cast("int32", _floor(x))
+        y_floor, x_floor = tb.cast("int32", _fold_call("floor", y)), tb.cast("int32", _fold_call("floor", x))
         fy, fx = tb.sub(y, y_floor), tb.sub(x, x_floor)
         rows = []
         for i in range(4):

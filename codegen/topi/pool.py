@@ -21,19 +21,27 @@ TOPI's `[v * n // o, Select(((v + 1) * n) % o == 0, e, e + 1))`, whose extent de
 CreatePrimFunc then nests the reduction (codegen/te.py, `adaptive_pool_sum_l1`) and `_Window`
 writes the start, end, divisor and the read region of the outer sblock in TVM's printed forms
 (checked on every input size 1..12 against every output size 1..12, both layouts:
-tests/test_legalize_adaptive_pool.py). Symbolic sizes stay unlegalized.
+tests/test_legalize_adaptive_pool.py). Over a size variable n, `_SymbolicWindow` keeps TOPI's
+expressions as TVM does; an output of 1 takes the whole axis, an omitted output size the axis
+itself (tests/test_legalize_symbolic_pool.py).
 
 avg_pool2d's divisor is TOPI's `(min(start + k - 1, n + pad_tail - 1) - start) + 1` per axis
 (start = v * s - pad_head; without count_include_pad the padded head is also subtracted,
 `- max(pad_head - v * s, 0)`, the end clamps at n - 1 and the product is `max(.., 1)`).
 CreatePrimFunc's simplifier rewrites it; `_avg_pool_count` writes the rewritten form directly,
-as TVM 0.27 prints it for constant sizes, dilation 1, ceil_mode False, both pads < kernel:
-the stride scales a `min`/`max` out when it divides both of its constants and the offset
-is at most one stride (`min(v * 2 + 2, 8)` -> `min(v + 1, 4) * 2`, but `min(v * 2 + 4, 8)`
-stays), and a padding-free strided window counts the head as `min(v, 0) * s`. Checked
-byte-for-byte against TVM on every stride 1..4, kernel 1..5, pads 0..2 (< kernel), sizes 7..9
-(tests/test_legalize_avg_pool.py); ceil_mode (the tail padded by stride - 1 more, the divisor
-unchanged) on the same grid.
+as TVM 0.27 prints it for constant sizes and dilation 1: the stride scales a `min`/`max` out
+when it divides both of its constants and the offset is at most one stride either way
+(`min(v * 2 + 2, 8)` -> `min(v + 1, 4) * 2`, but `min(v * 2 + 4, 8)` stays), and a
+padding-free strided window counts the head as `min(v, 0) * s`. Checked byte-for-byte against
+TVM on every stride 1..4, kernel 1..5, pads 0..2 (< kernel), sizes 7..9, on kernels up to 9,
+strides up to 5 and pads up to 4 (a pad of the whole kernel or more included), and on random
+pools with sizes from 1 (tests/test_legalize_avg_pool.py); ceil_mode (the tail padded by
+stride - 1 more, the divisor unchanged) on the same grids.
+
+Over a symbolic size (a size variable) `_symbolic_count` writes the forms TVM prints with n
+kept whole, and `_symbolic_out_size` the pooled size: `(n + c) // s + 1` folded where s
+divides c, and with ceil_mode the check `(n + c) // s * s >= n + head` as an if_then_else on
+`(n + c) % s` (max_pool2d too; tests/test_legalize_symbolic_pool.py).
 
 A dilated axis (d > 1) counts `(end - first) / d + 1` with C++'s truncating `/`, first = start
 moved past the padded head by whole dilation steps (`max((d - 1 - start) / d, 0)` of them,
@@ -45,10 +53,11 @@ the min is `min(r, b - v * s)` (with count_include_pad, or when s <= d) or
 the jump count `max(Div(d - 1 + pad_head - v * s, d), 0) * d` loses its Div when d divides
 both and the stride ratio scales out as well; the sum is divided exactly when d divides every
 coefficient, and `Div(x * c, d)` becomes `Div(x, d / c)`. Byte-identical to TVM on the grid
-above with d 2..3 and on random pools with sizes up to 24, kernels, strides and dilations up
-to 8 (tests/test_legalize_avg_pool.py). Left unlegalized: symbolic sizes, a pad >= kernel, and
-undilated strided axes with a kernel over 5 or a pad over 2 (unverified forms).
-"""
+above with d 2..3 and on random pools with sizes up to 32, kernels up to 12, strides and
+dilations up to 8 (tests/test_legalize_avg_pool.py); along a size variable `_symbolic_dilated_count` keeps the
+bound whole (nothing scales out) with the same folds as `_symbolic_count`
+(tests/test_legalize_symbolic_pool.py). Left unlegalized: a dilated axis padded by its kernel
+or more (forms not written)."""
 
 from __future__ import annotations
 
@@ -97,6 +106,46 @@ def topi_pad(t: te.Tensor, pad_before: list, pad_after: list, pad_value: tir.Pri
     return te.compute_ax(out_shape, element, name=name, tag="elemwise")
 
 
+def _out_size(n: tir.PrimExpr, k: int, s: int, d: int, head: int, tail: int, ceil_mode: bool) -> tir.PrimExpr:
+    """TOPI's pooled size `(n - (k - 1) * d - 1 + head + tail) // s + 1` (tail includes
+    ceil_mode's stride - 1); with ceil_mode a last window starting in the tail padding is
+    dropped, as TVM 0.27's Relax does."""
+    if isinstance(n, tir.Var):
+        return _symbolic_out_size(n, k, s, d, head, tail, ceil_mode)
+    raw_out = tb.add(tb.floordiv(tb.add(tb.add(tb.sub(tb.sub(n, (k - 1) * d), 1), head), tail), s), 1)
+    if ceil_mode:
+        invalid_last = tb.ge(tb.mul(tb.sub(raw_out, 1), s), tb.add(n, head))
+        return simplify(tb.if_then_else(invalid_last, tb.sub(raw_out, 1), raw_out))
+    return simplify(raw_out)
+
+
+def _symbolic_out_size(n: tir.Var, k: int, s: int, d: int, head: int, tail: int, ceil_mode: bool) -> tir.PrimExpr:
+    """_out_size of a size variable n as TVM's analyzer prints it. With c the constant of the
+    numerator (ceil_mode's stride - 1 included in tail), `(n + c) // s + 1` is `n + c + 1` for
+    s == 1 and `n // s + (c / s + 1)` when s divides c. ceil_mode's check
+    `(n + c) // s * s >= n + head` is `(n + c) % s <= c - head`: never true below 0 (the raw
+    size), always from s - 1 up (one less), else an if_then_else on it (`== 0` at 0)."""
+    c = head + tail - (k - 1) * d - 1
+
+    def floor_plus(extra: int) -> tir.PrimExpr:
+        if s == 1:
+            return _offset(n, c + extra)
+        if c % s == 0:
+            return _offset(_bin("floordiv", n, _i64(s)), c // s + extra)
+        return _offset(_bin("floordiv", _offset(n, c), _i64(s)), extra)
+
+    if not ceil_mode or c - head < 0:
+        return floor_plus(1)
+    if c - head >= s - 1:
+        return floor_plus(0)
+    rest = _bin("floormod", _offset(n, c % s), _i64(s))
+    if c % s == 0 and c > head:  # the analyzer keeps n whole: `n <= n // s * s + (c - head)`
+        cond = _bin("le", n, _bin("add", _bin("mul", _bin("floordiv", n, _i64(s)), _i64(s)), _i64(c - head)))
+    else:
+        cond = _bin("eq", rest, _i64(0)) if c == head else _bin("le", rest, _i64(c - head))
+    return tir.Call("int64", "tirx.if_then_else", [cond, floor_plus(0), floor_plus(1)])
+
+
 def max_pool(x: te.Tensor, kernel, stride, dilation, padding, ceil_mode: bool, axes: list[int]) -> te.Tensor:
     """pool_impl_nd with pool_type max."""
     k = len(kernel)
@@ -111,14 +160,8 @@ def max_pool(x: te.Tensor, kernel, stride, dilation, padding, ceil_mode: bool, a
         do_pad = do_pad or head != 0 or tail != 0
         raxes.append(te.reduce_axis((0, int(kernel[i])), name=f"rv{i}"))
         pad_before[ii], pad_after[ii] = head, tail
-        numerator = tb.add(tb.add(tb.sub(tb.sub(x.shape[ii], (int(kernel[i]) - 1) * int(dilation[i])), 1), head),
-                           tail)
-        raw_out = tb.add(tb.floordiv(numerator, int(stride[i])), 1)
-        if ceil_mode:
-            invalid_last = tb.ge(tb.mul(tb.sub(raw_out, 1), int(stride[i])), tb.add(x.shape[ii], head))
-            out_shape[ii] = simplify(tb.if_then_else(invalid_last, tb.sub(raw_out, 1), raw_out))
-        else:
-            out_shape[ii] = simplify(raw_out)
+        out_shape[ii] = _out_size(x.shape[ii], int(kernel[i]), int(stride[i]), int(dilation[i]), head, tail,
+                                  ceil_mode)
     temp = topi_pad(x, pad_before, pad_after, tb.min_value(x.dtype), "pad_temp") if do_pad else x
 
     def element(output):
@@ -206,6 +249,30 @@ class _Window:
         return _bin("add", _bin("floordiv", _bin("add", term, _i64(const)), _i64(div)), _i64(1))
 
 
+class _SymbolicWindow(_Window):
+    """TOPI's adaptive window along an axis of symbolic size n (a variable) and constant
+    output size o > 1, which may or may not divide n: TVM's analyzer leaves TOPI's
+    expressions as they are, `v * n // o` to `Select((v + 1) * n % o == 0, e, e + 1)` with
+    `e = (v + 1) * n // o`, and relaxes the outer read region to `e + 1 - v * n // o`."""
+
+    def __init__(self, n: tir.Var, o: int) -> None:
+        self.n, self.o, self.k = n, o, None
+
+    def _scaled(self, v: tir.PrimExpr) -> tir.PrimExpr:
+        return _bin("mul", v, self.n)
+
+    def end_floor(self, value: tir.PrimExpr) -> tir.PrimExpr:
+        return _bin("floordiv", self._scaled(_bin("add", value, _i64(1))), _i64(self.o))
+
+    def end(self, v: tir.Var, value: tir.PrimExpr) -> tir.PrimExpr:
+        cond = _bin("eq", _bin("floormod", self._scaled(_bin("add", v, _i64(1))), _i64(self.o)), _i64(0))
+        e = self.end_floor(value)
+        return tir.Select(cond, e, _bin("add", e, _i64(1)))
+
+    def read_extent(self, v: tir.Var) -> tir.PrimExpr:
+        return _bin("sub", _bin("add", self.end_floor(v), _i64(1)), self.start(v))
+
+
 def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Tensor:
     """adaptive_pool_impl with pool_type avg. An axis whose output size divides its input
     size has the constant window `o * (n / o) + rv`; any other axis a window whose extent
@@ -214,8 +281,13 @@ def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Te
     out_shape = list(x.shape)
     windows: list = []
     for size, ii in zip(output_size, axes):
-        out_shape[ii] = size
         n = const_int(x.shape[ii])
+        if n is None:  # a size variable: pooled to itself (windows of 1), to 1 (all of it), or else
+            out_shape[ii] = x.shape[ii] if size is x.shape[ii] else tb.const(size, "int64")
+            n_sym = x.shape[ii]
+            windows.append(1 if size is n_sym else n_sym if size == 1 else _SymbolicWindow(n_sym, size))
+            continue
+        out_shape[ii] = size
         windows.append(n // size if n % size == 0 else _Window(n, size))
 
     relaxed: dict = {}
@@ -224,7 +296,7 @@ def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Te
         indices, raxes = list(output), []
         for i, ii in enumerate(axes):
             w = windows[i]
-            if isinstance(w, int):
+            if not isinstance(w, _Window):
                 rv = te.reduce_axis((0, w), name=f"rv{i}")
                 indices[ii] = tb.add(tb.mul(output[ii], w), rv.var)
             else:
@@ -238,13 +310,13 @@ def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Te
     # TOPI's pooled axes are int32 (the output size attribute), the others int64
     pool_sum.op.narrow_axes = frozenset(id(pool_sum.op.axis[ii].var) for ii in axes)
     pool_sum.op.relaxed_extents = relaxed
-    uneven = any(not isinstance(w, int) for w in windows)
+    uneven = any(isinstance(w, _Window) for w in windows)
 
     def average(output):
         factor = tb.cast(x.dtype, 1)
         for i, ii in enumerate(axes):
             w = windows[i]
-            term = tb.cast(x.dtype, tb.cast("int32", w)) if isinstance(w, int) else w.divisor(output[ii], x.dtype)
+            term = w.divisor(output[ii], x.dtype) if isinstance(w, _Window) else tb.cast(x.dtype, tb.cast("int32", w))
             factor = tb.mul(factor, term)
         return tb.div(pool_sum(*output), factor)
 
@@ -261,24 +333,133 @@ def _avg_pool_count(v: tir.Var, n: int, k: int, s: int, head: int, tail: int, in
 
     def scaled_min(offset: int, bound: int) -> tir.PrimExpr:
         """min(v * s + offset, bound), the stride scaled out when it divides both constants."""
-        if offset % s == 0 and bound % s == 0 and offset // s <= 1:
+        if offset % s == 0 and bound % s == 0 and abs(offset // s) <= 1:
             return tb.mul(tb.min_(tb.add(v, c(offset // s)), c(bound // s)), c(s))
         return tb.min_(tb.add(tb.mul(v, c(s)), c(offset)), c(bound))
 
     reach, vs = k - 1 - head, tb.mul(v, c(s))
     if include_pad:
         last = n + tail - 1
-        if s > 1 and reach % s == 0 and last % s == 0 and reach // s <= 1:
+        if s > 1 and reach % s == 0 and last % s == 0 and abs(reach // s) <= 1:
             return tb.add(tb.mul(tb.min_(c(reach // s), tb.sub(c(last // s), v)), c(s)), c(1 + head))
-        return tb.add(tb.min_(c(reach), tb.sub(c(last), vs)), c(1 + head))
+        remaining = _bin("mul", v, c(-s)) if last == 0 and s > 1 else tb.sub(c(last), vs)  # `0 - v * s`
+        return tb.add(tb.min_(c(reach), remaining), c(1 + head))
     if s == 1:
         return tb.sub(tb.add(tb.min_(c(reach), tb.sub(c(n - 1), v)), c(1 + head)),
                       tb.max_(tb.sub(c(head), v), c(0)))
     if head == 0:
+        if reach == 0 and n == 1:  # scaled_min is `min(v, 0) * s` too: the two terms add up
+            return tb.sub(tb.add(tb.mul(tb.min_(v, c(0)), c(2 * s)), c(1)), vs)
         return tb.sub(tb.add(tb.add(tb.mul(tb.min_(v, c(0)), c(s)), scaled_min(reach, n - 1)), c(1)), vs)
     skipped = (tb.mul(tb.max_(tb.sub(c(head // s), v), c(0)), c(s)) if head % s == 0 and head // s <= 1
                else tb.max_(tb.sub(c(head), vs), c(0)))
     return tb.sub(tb.sub(tb.add(scaled_min(reach, n - 1), c(1 + head)), skipped), vs)
+
+
+def _offset(e: tir.PrimExpr, value: int) -> tir.PrimExpr:
+    """`e + value` as a SumExpr prints it: nothing for 0, `- |value|` for a negative one."""
+    if value > 0:
+        return _bin("add", e, _i64(value))
+    return _bin("sub", e, _i64(-value)) if value < 0 else e
+
+
+def _symbolic_count(v: tir.Var, n: tir.PrimExpr, k: int, s: int, head: int, tail: int,
+                    include_pad: bool) -> tir.PrimExpr:
+    """Elements of one undilated window along an axis of symbolic size n, as TVM prints
+    TOPI's count (module docstring): the last index `n + tail - 1 - v * s` keeps n whole, and
+    `min(a, n - 1 - x) + 1` becomes `min(a + 1, n - x)`; without head padding a strided
+    window keeps `min(v * s + k, n) - v * s`, and `min(c, y + c)` is `min(0, y) + c`."""
+    vs = v if s == 1 else _bin("mul", v, _i64(s))
+    reach = k - 1 - head
+
+    def last_minus(offset: int) -> tir.PrimExpr:
+        """n + offset - v * s: a positive offset before the subtraction, a negative one after."""
+        if offset > 0:
+            return _bin("sub", _bin("add", n, _i64(offset)), vs)
+        return _offset(_bin("sub", n, vs), offset)
+
+    def min_plus(offset: int, base: int) -> tir.PrimExpr:
+        """min(reach, n + offset - v * s) + base; min(c, y + c) + b -> min(0, y) + (b + c)."""
+        if reach == offset:
+            return _offset(_bin("min", _i64(0), last_minus(0)), base + reach)
+        return _offset(_bin("min", _i64(reach), last_minus(offset)), base)
+
+    if include_pad:
+        if head == 0 and tail == 0:
+            if s == 1 or k == 1:
+                return _bin("min", _i64(k), last_minus(0))
+            return _bin("sub", _bin("min", _bin("add", vs, _i64(k)), n), vs)
+        return min_plus(tail - 1, 1 + head)
+    if s == 1:
+        if head == 0:
+            return _bin("sub", _bin("min", _i64(k), last_minus(0)), _bin("max", _bin("sub", _i64(0), v), _i64(0)))
+        return _bin("sub", min_plus(-1, 1 + head), _bin("max", _bin("sub", _i64(head), v), _i64(0)))
+    if head == 0:
+        return _bin("sub", _bin("add", _bin("mul", _bin("min", v, _i64(0)), _i64(s)),
+                                _bin("min", _bin("add", vs, _i64(k)), n)), vs)
+    skipped = (_bin("mul", _bin("max", _bin("sub", _i64(head // s), v), _i64(0)), _i64(s))
+               if head % s == 0 and head // s <= 1 else _bin("max", _bin("sub", _i64(head), vs), _i64(0)))
+    if reach == -1:  # min(x - 1, y - 1) + b -> min(x, y) + (b - 1)
+        window_end = _offset(_bin("min", vs, n), head)
+    else:
+        window_end = _bin("add", _bin("min", _offset(vs, reach), _bin("sub", n, _i64(1))), _i64(1 + head))
+    return _bin("sub", _bin("sub", window_end, skipped), vs)
+
+
+def _jumps(v: tir.Var, s: int, d: int, head: int) -> tuple[tir.PrimExpr, int]:
+    """The dilation steps skipped in the padded head, `max(Div(d - 1 + head - v * s, d), 0)`,
+    as TVM prints it, and its scale (d, or s once the stride ratio is scaled out)."""
+    def c(value: int) -> tir.PrimExpr:
+        return tb.const(value, v.dtype)
+
+    first, ratio = d - 1 + head, s // d
+    vs = v if s == 1 else _bin("mul", v, c(s))
+    if s % d == 0 and first % d == 0 and ratio > 1 and (first // d) % ratio == 0 and first // d // ratio <= 1:
+        return _bin("max", _bin("sub", c(first // d // ratio), v), c(0)), s  # the ratio scaled out as well
+    if s % d == 0 and first % d == 0:
+        return _bin("max", _bin("sub", c(first // d), v if ratio == 1 else _bin("mul", v, c(ratio))), c(0)), d
+    return _bin("max", _bin("div", _bin("sub", c(first), vs), c(d)), c(0)), d
+
+
+def _symbolic_dilated_count(v: tir.Var, n: tir.Var, k: int, s: int, d: int, head: int, tail: int,
+                            include_pad: bool) -> tir.PrimExpr:
+    """`_dilated_count` along an axis of symbolic size n: the bound `n + tail - 1` (n - 1
+    without padding counted) stays whole, so nothing is scaled out; `min(x, n - 1) + 1`
+    becomes `min(x + 1, n)` (a strided window then keeps `min(v * s + r + 1, n) - v * s`), and a
+    padding-free window with r == s keeps `min(v * s + s, b) - v * s`."""
+    reach, base = (k - 1) * d - head, head
+    offset = tail - 1 if include_pad else -1
+    vs = v if s == 1 else _bin("mul", v, _i64(s))
+    fold = base > 0 and offset == -base
+    kept = s > 1 and head == 0 and reach == s
+
+    def window() -> tuple[tir.PrimExpr, bool]:
+        """The window's sum and whether it already subtracts v * s (a kept `min(..) - v * s`)."""
+        if kept:
+            return _bin("sub", _bin("min", _bin("add", vs, _i64(reach)), _offset(n, offset)), vs), True
+        if fold:
+            if s == 1:
+                return _bin("min", _i64(reach + base), _bin("sub", n, vs)), False
+            return _bin("sub", _bin("min", _bin("add", vs, _i64(reach + base)), n), vs), True
+        if include_pad and reach == offset:  # min(c, y + c) + b -> min(0, y) + (b + c)
+            return _offset(_bin("min", _i64(0), _bin("sub", n, vs)), base + reach), False
+        remaining = _bin("sub", _bin("add", n, _i64(offset)), vs) if offset > 0 else \
+            _offset(_bin("sub", n, vs), offset)
+        return _offset(_bin("min", _i64(reach), remaining), base), False
+
+    if include_pad or s <= d:
+        total, _ = window()
+        if not include_pad:
+            jumps, scale = _jumps(v, s, d, head)
+            total = _bin("sub", total, _bin("mul", jumps, _i64(scale)))
+    else:  # s > d: the window from v * s, its start subtracted last
+        jumps, scale = _jumps(v, s, d, head)
+        if fold:
+            total = _bin("min", _bin("add", vs, _i64(reach + base)), n)
+        else:
+            total = _offset(_bin("min", _offset(vs, reach), _bin("sub", n, _i64(1))), base)
+        total = _bin("sub", _bin("sub", total, _bin("mul", jumps, _i64(scale))), vs)
+    return _bin("add", _bin("div", total, _i64(d)), _i64(1))
 
 
 def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: int,
@@ -322,15 +503,7 @@ def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: 
         else:
             terms, base, negs = [(_bin("min", c(reach), _bin("sub", c(bound), vs)), 1)], head, []
     else:
-        first = d - 1 + head
-        jumps_scale, ratio = d, s // d
-        if s % d == 0 and first % d == 0 and ratio > 1 and (first // d) % ratio == 0 and first // d // ratio <= 1:
-            inner, jumps_scale = _bin("sub", c(first // d // ratio), v), s  # the ratio scaled out as well
-        elif s % d == 0 and first % d == 0:
-            inner = _bin("sub", c(first // d), scaled(v, ratio))
-        else:
-            inner = _bin("div", _bin("sub", c(first), vs), c(d))
-        jumps = (_bin("max", inner, c(0)), jumps_scale)
+        jumps = _jumps(v, s, d, head)
         if s <= d:
             if kept_sum:
                 terms, base, negs = [(_bin("min", plus(vs, reach), c(bound)), 1)], 0, [(v, s), jumps]
@@ -363,6 +536,9 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
         n, s, head = const_int(x.shape[ii]), int(stride[i]), int(padding[i])
         tail = int(padding[i + k]) + (s - 1 if ceil_mode else 0)
         pad_before[ii], pad_after[ii] = head, tail
+        if n is None:
+            out_shape[ii] = _out_size(x.shape[ii], int(kernel[i]), s, dilation[i], head, tail, ceil_mode)
+            continue
         count = (n - (int(kernel[i]) - 1) * dilation[i] - 1 + head + tail) // s + 1
         if ceil_mode and (count - 1) * s >= n + head:
             count -= 1
@@ -379,14 +555,20 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
         return te.sum(temp(*indices), axis=raxes)
 
     pool_sum = te.compute_ax(out_shape, window_sum, name="pool_sum", tag="pool_sum")
-    dilated = any(dd > 1 for dd in dilation)
+    symbolic = [const_int(x.shape[ii]) is None for ii in axes]
+    # a dilated or symbolic divisor is built in TVM's printed form, which simplify would refold
+    dilated = any(dd > 1 for dd in dilation) or any(symbolic)
 
     def average(output):
         count = None
         for i, ii in enumerate(axes):
             args = (output[ii], const_int(x.shape[ii]), int(kernel[i]), int(stride[i]))
             pads = (int(padding[i]), int(padding[i + k]), count_include_pad)
-            if dilation[i] > 1:
+            if symbolic[i] and dilation[i] > 1:
+                axis_count = _symbolic_dilated_count(output[ii], x.shape[ii], *args[2:], dilation[i], *pads)
+            elif symbolic[i]:
+                axis_count = _symbolic_count(output[ii], x.shape[ii], *args[2:], *pads)
+            elif dilation[i] > 1:
                 axis_count = _dilated_count(*args, dilation[i], *pads)
             else:
                 axis_count = _avg_pool_count(*args, *pads)
@@ -414,11 +596,10 @@ def _avg_pool2d(bb, call):
     kernel, padding = [int(p) for p in at["pool_size"]], [int(p) for p in at["padding"]]
     strides = [int(s) for s in at["strides"]]
     dilation = [int(d) for d in at["dilation"]]
-    if any(const_int(shape[i]) is None for i in axes) or \
-            any(p >= kernel[i % 2] for i, p in enumerate(padding)) or \
-            any(dilation[i % 2] == 1 and strides[i % 2] > 1 and (kernel[i % 2] > 5 or p > 2)
-                for i, p in enumerate(padding)):
-        return call  # beyond the grid checked against TVM (module docstring)
+    if any(const_int(shape[ii]) is None and not isinstance(shape[ii], tir.Var)
+           for i, ii in enumerate(axes)) or \
+            any(dilation[i % 2] > 1 and p >= kernel[i % 2] for i, p in enumerate(padding)):
+        return call  # beyond the forms checked against TVM (module docstring)
     return bb.call_te(avg_pool, call.args[0], kernel=kernel, stride=strides,
                       padding=padding, count_include_pad=at["count_include_pad"], axes=axes,
                       ceil_mode=bool(at["ceil_mode"]), dilation=dilation,
@@ -443,9 +624,11 @@ def _adaptive_avg_pool2d(bb, call):
     if at["out_layout"] != at["layout"] or axes is None:
         return call
     shape = call.args[0].struct_info.shape
-    in_sizes = [const_int(shape[i]) for i in axes]
+    in_sizes = [shape[i] for i in axes]
     out_sizes = list(at["output_size"]) if at["output_size"] is not None else list(in_sizes)
-    if any(i is None or o is None or int(o) <= 0 for i, o in zip(in_sizes, out_sizes)):
-        return call  # symbolic sizes: see the module docstring
-    return bb.call_te(adaptive_avg_pool, call.args[0], [int(o) for o in out_sizes], axes,
-                      primfunc_name_hint="adaptive_avg_pool2d")
+    out_sizes = [o if o is n or const_int(o) is None else const_int(o) for n, o in zip(in_sizes, out_sizes)]
+    if any(not (isinstance(n, tir.Var) and o is n) and (const_int(o) is None or const_int(o) <= 0 or
+                                                       (const_int(n) is None and not isinstance(n, tir.Var)))
+           for n, o in zip(in_sizes, out_sizes)):
+        return call  # a size expression other than a variable (module docstring)
+    return bb.call_te(adaptive_avg_pool, call.args[0], out_sizes, axes, primfunc_name_hint="adaptive_avg_pool2d")

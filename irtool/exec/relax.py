@@ -64,6 +64,10 @@ def eval_prim(e, env: dict):
         return float(v) if e.dtype.startswith("float") else int(v)
     if isinstance(e, tir.Not):
         return not eval_prim(e.a, env)
+    if isinstance(e, tir.Select) or (isinstance(e, tir.Call) and e.op in ("tirx.if_then_else", "tir.if_then_else")):
+        # a pooled size with ceil_mode: TVM's analyzer writes the dropped last window so
+        cond, then, other = (e.condition, e.true_value, e.false_value) if isinstance(e, tir.Select) else e.args
+        return eval_prim(then if eval_prim(cond, env) else other, env)
     raise InterpreterError(f"cannot evaluate the shape expression {e!r}")
 
 
