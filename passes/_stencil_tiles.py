@@ -51,7 +51,8 @@ TARGET_ACCUMULATORS = 8
 
 
 def tile_stencil(sch: Schedule, name: str, config: TileConfig) -> bool:
-    """Rewrite depthwise block `name` of `sch` into the stencil tile of the module docstring.
+    """Rewrite stencil block `name` of `sch` (a depthwise conv, a pooling window) into the tile of
+    the module docstring.
     False (nothing changed) when its form does not fit."""
     realize, path = sch._realize(name)
     block = realize.block
