@@ -25,12 +25,15 @@ Per PrimFunc (skipped when already `tirx.is_scheduled` or holding non-serial loo
                          the reduction loop moves outside the contiguous spatial loop, so each
                          output keeps its order of accumulation; else only the spatial loops
                          are fused and parallel
-       contraction       matmul / conv (C += A * B): a register tile (_schedule_contraction)
+       contraction       matmul / conv (C += A * B): a register tile with packed weights
+                         (passes/_contraction_tiles.py; _schedule_contraction for the rest)
+       stencil           depthwise conv, pooling window: a tile over a padded plane per
+                         channel (passes/_stencil_tiles.py)
 
    passes/_reduction_schedule.py adds: contiguous innermost spatial loops fused into one
    vector row; row reductions (the reduced index contiguous: softmax, layer_norm, mean) with
-   their rows interleaved across the lanes; depthwise convolutions as stencils (columns in
-   vectors, the taps unrolled outside them).
+   their rows interleaved across the lanes; depthwise convolutions the stencil tile does not
+   take (columns in vectors, the taps unrolled outside them).
 
 LANES = vector bits / dtype bits of the block's output; vector bits from the host's features
 (`host_cpu()`: avx512f 512, avx/avx2 256, else 128) unless `vector-bits` is given. Loops run in
