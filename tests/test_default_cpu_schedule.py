@@ -98,6 +98,18 @@ def _random_args(fn: tir.PrimFunc, seed: int) -> list:
     return args
 
 
+def run_three_ways(fn, scheduled_fn, native_fn, seed: int) -> tuple[list, list, list]:
+    """The arguments of `fn` (random inputs from `seed`) after running the unscheduled PrimFunc
+    in the interpreter, the scheduled one in the interpreter and the scheduled one natively."""
+    reference = _random_args(fn, seed)
+    run_prim_func(fn, reference)
+    interpreted = _random_args(fn, seed)
+    run_prim_func(scheduled_fn, interpreted)
+    native = _random_args(fn, seed)
+    native_fn(*native)
+    return reference, interpreted, native
+
+
 @pytest.mark.parametrize("sizes", SIZES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_scheduled_code_computes_what_the_interpreter_does(name, sizes):
@@ -106,12 +118,7 @@ def test_scheduled_code_computes_what_the_interpreter_does(name, sizes):
         scheduled, _ = schedule_module(mod, CpuScheduleConfig(bits, 0))
         lib = compile_tir(scheduled)
         for fname, fn in mod.functions.items():
-            reference = _random_args(fn, 0)
-            run_prim_func(fn, reference)
-            interpreted = _random_args(fn, 0)
-            run_prim_func(scheduled.functions[fname], interpreted)
-            native = _random_args(fn, 0)
-            lib[fname](*native)
+            reference, interpreted, native = run_three_ways(fn, scheduled.functions[fname], lib[fname], 0)
             for k, (want, got_i, got_n) in enumerate(zip(reference, interpreted, native)):
                 assert _same(want, got_i), f"{fname} argument {k}: interpreted schedule differs ({bits} bits)"
                 assert _same(want, got_n), f"{fname} argument {k}: native schedule differs ({bits} bits)"

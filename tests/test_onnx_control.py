@@ -154,14 +154,19 @@ def test_loop_with_a_runtime_trip_count_and_condition():
         _compare(model, {"M": np.array(m, np.int64), "c0": np.array(c0), "v0": np.array(v0, np.float32)})
 
 
-def test_loop_with_a_runtime_trip_count_only():
+def runtime_count_loop():
+    """`v = v0; repeat M times: v += x`, M a one-element tensor, the body reading `x` of the
+    enclosing graph."""
     body = helper.make_graph(
         [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["v_in", "x"], ["v_out"])],
         "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", F, [3])],
         [_vi("cond_out", B, []), _vi("v_out", F, [3])])
-    # M as a one-element tensor, the body reading `x` of the enclosing graph
-    model = _model([helper.make_node("Loop", ["M", "", "v0"], ["v"], body=body)],
-                   [_vi("M", I64, [1]), _vi("x", F, [3]), _vi("v0", F, [3])], [_vi("v", F, [3])])
+    return _model([helper.make_node("Loop", ["M", "", "v0"], ["v"], body=body)],
+                  [_vi("M", I64, [1]), _vi("x", F, [3]), _vi("v0", F, [3])], [_vi("v", F, [3])])
+
+
+def test_loop_with_a_runtime_trip_count_only():
+    model = runtime_count_loop()
     x, v0 = np.array([1.0, -2.0, 0.5], np.float32), np.zeros(3, np.float32)
     for m in (0, 1, 7):
         _compare(model, {"M": np.array([m], np.int64), "x": x, "v0": v0})

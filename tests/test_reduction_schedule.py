@@ -16,11 +16,10 @@ import json
 import subprocess
 
 import pytest
-from test_default_cpu_schedule import _TVM_REPLAY, _comparable, _random_args, relax_main, zero_pipeline_prim_funcs
+from test_default_cpu_schedule import _TVM_REPLAY, _comparable, relax_main, run_three_ways, zero_pipeline_prim_funcs
 from test_native import _same
 
 from irtool.codegen.native import compile_tir
-from irtool.exec.tir import run_prim_func
 from irtool.ir.module import IRModule
 from irtool.passes.default_cpu_schedule import CpuScheduleConfig, schedule_module
 from irtool.text import to_text
@@ -73,12 +72,7 @@ def test_scheduled_code_is_bit_identical_to_the_interpreter(name, sizes):
         scheduled, _ = schedule_module(mod, CpuScheduleConfig(bits, 0))
         lib = compile_tir(scheduled)
         for fname, fn in mod.functions.items():
-            reference = _random_args(fn, 1)
-            run_prim_func(fn, reference)
-            interpreted = _random_args(fn, 1)
-            run_prim_func(scheduled.functions[fname], interpreted)
-            native = _random_args(fn, 1)
-            lib[fname](*native)
+            reference, interpreted, native = run_three_ways(fn, scheduled.functions[fname], lib[fname], 1)
             for k, (want, got_i, got_n) in enumerate(zip(reference, interpreted, native)):
                 if name in CALLS_LIBM:
                     assert _same(want, got_n), f"{fname} argument {k}: native schedule differs ({bits} bits)"

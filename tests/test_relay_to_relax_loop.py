@@ -18,7 +18,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from onnx import helper, numpy_helper  # noqa: E402
-from test_onnx_control import I64, B, F, _doubling_body, _model, _vi  # noqa: E402
+from test_onnx_control import I64, B, F, _doubling_body, _model, _vi, runtime_count_loop  # noqa: E402
 
 import irtool  # noqa: E402
 from irtool.frontend.onnx import from_onnx  # noqa: E402
@@ -155,13 +155,7 @@ def test_loop_translation_lowers_as_tvm(name, tvm_python, tmp_path):
 def test_thousands_of_iterations_run_in_place_in_the_relax_interpreter():
     # regression: each iteration's recursive call nested Python frames (RecursionError after
     # a few hundred); a call whose value the function returns now runs in the caller's place
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["v_in", "x"], ["v_out"])],
-        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("v_in", F, [3])],
-        [_vi("cond_out", B, []), _vi("v_out", F, [3])])
-    model = _model([helper.make_node("Loop", ["M", "", "v0"], ["v"], body=body)],
-                   [_vi("M", I64, [1]), _vi("x", F, [3]), _vi("v0", F, [3])], [_vi("v", F, [3])])
-    relax = get_pass("relay-to-relax")()(_import(model))
+    relax = get_pass("relay-to-relax")()(_import(runtime_count_loop()))
     x = np.array([1.0, -2.0, 0.5], np.float32)
     for mod in (relax, get_pass("zero-pipeline")()(relax)):
         np.testing.assert_allclose(irtool.interpret(mod, [np.array([3000]), x, np.zeros(3, np.float32)]), 3000 * x,
