@@ -173,7 +173,11 @@ class _TirPrinter(_TirExprPrinter):
                     explicit = data
             elif data is not None:
                 explicit = data
-            rhs = self.buffer_call("decl_buffer", buf, [], frame, data=explicit)
+            if explicit is None and buf.scope == "local":  # new local memory: TVM 0.27's AllocBuffer
+                args, kwargs = self.buffer_kwargs(buf, frame)
+                rhs = _call(self.T("alloc_local"), args, [kw for kw in kwargs if kw[0] != "scope"])
+            else:
+                rhs = self.buffer_call("decl_buffer", buf, [], frame, data=explicit)
         name = self.define_buffer(buf, frame)
         frame.stmts.append(("line", f"{name} = {rhs.text}"))
         return s.body
