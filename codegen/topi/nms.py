@@ -30,10 +30,16 @@ done).
 
 from __future__ import annotations
 
+import numpy as np
+
+from irtool.ir import relax as rx
 from irtool.ir import tir
+from irtool.ir.expr import Op
 
 from .. import te
 from .. import tir_build as tb
+from . import register_legalize
+from .common import const_int
 from .elemwise import cast
 from .reduce import topi_sum
 from .scatter import _loop, _seq_scope, _unravel
@@ -288,3 +294,54 @@ def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_outpu
     indices = collect_selected_indices(num_class, selected, num_detections, row_offsets,
                                        max_output_boxes_per_class)
     return [indices, total]
+
+
+# ----------------------------------------------------------------------------- the Relax side
+
+
+def build_begin() -> te.Tensor:
+    return te.compute((2,), lambda i: tb.const(0, I64), name="begin")
+
+
+def build_strides() -> te.Tensor:
+    return te.compute((2,), lambda i: tb.const(1, I64), name="strides")
+
+
+def build_end(count: te.Tensor) -> te.Tensor:
+    """[count[0], 3]: the rows holding detections, all three columns."""
+    return te.compute((2,), lambda i: tb.if_then_else(tb.eq(i, 0), tb.cast(I64, count(0)), tb.const(3, I64)),
+                      name="end")
+
+
+def _static_dims(arg) -> list | None:
+    sinfo = arg.struct_info
+    if not isinstance(sinfo, rx.TensorStructInfo) or not isinstance(sinfo.shape, tuple):
+        return None
+    dims = [const_int(d) for d in sinfo.shape]
+    return None if None in dims else dims
+
+
+@register_legalize("relax.vision.all_class_non_max_suppression")
+def _all_class_non_max_suppression(bb, call):
+    """TVM's legalization (legalize_ops/vision.py), ONNX format: the PrimFunc's indices, then the
+    rows holding detections sliced by R.dynamic_strided_slice; the result (indices, count)."""
+    boxes, scores, max_out, iou, score_threshold = call.args
+    if call.attrs["output_format"] != "onnx":
+        return call  # TVM's "tensorflow" format: not written yet
+    dims = [_static_dims(a) for a in (boxes, scores, iou, score_threshold)]
+    if None in dims or dims[2] != [] or dims[3] != [] or \
+            any(a.struct_info.dtype != "float32" for a in (boxes, scores, iou, score_threshold)):
+        return call  # forms checked: static float32 boxes and scores, 0-d float32 thresholds
+    if isinstance(max_out, rx.Constant) and max_out.data is not None:
+        max_boxes = int(np.asarray(max_out.data).reshape(-1)[0])
+    else:
+        max_boxes = dims[1][2]  # TVM sizes the output for every box of a class
+    nms = bb.emit(bb.call_te(all_class_non_max_suppression, boxes, scores, max_boxes, iou, score_threshold))
+    selected = bb.emit(rx.TupleGetItem(nms, 0))
+    count = bb.emit(rx.TupleGetItem(nms, 1))
+    begin = bb.call_te(build_begin)
+    strides = bb.call_te(build_strides)
+    end = bb.call_te(build_end, count)
+    begin, end, strides = bb.emit(begin), bb.emit(end), bb.emit(strides)
+    sliced = bb.emit(rx.Call(Op.get("relax.dynamic_strided_slice"), [selected, begin, end, strides], None))
+    return rx.Tuple([sliced, count])
