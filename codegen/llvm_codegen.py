@@ -50,6 +50,7 @@ from .llvm_types import (
     llvm_type,
     scalar_type,
 )
+from .packed_builtins import lower_packed_call
 
 FP_CONTRACT_ATTR = "irtool.fp_contract"  # an sblock annotation: `a + b * c` may be one FMA
 
@@ -280,7 +281,12 @@ class _FunctionBuilder(ExprCodegen):
             self.stmt(x)
 
     def s_Evaluate(self, s: tir.Evaluate) -> None:
-        if isinstance(s.value, tir.Call):
+        if isinstance(s.value, tir.Call) and s.value.op.endswith(".tvm_call_packed"):
+            lowered = lower_packed_call(s.value)  # a runtime function of ours, compiled in place
+            if lowered is None:
+                raise self.error(f"no native runtime function `{s.value.args[0]}` for `T.call_packed`", s)
+            self.stmt(lowered)
+        elif isinstance(s.value, tir.Call):
             self.expr(s.value)
 
     def s_LetStmt(self, s: tir.LetStmt) -> None:
@@ -295,9 +301,11 @@ class _FunctionBuilder(ExprCodegen):
     def s_DeclBuffer(self, s: tir.DeclBuffer) -> None:
         data = s.buffer.data
         if data not in self.data:
-            if isinstance(data, tir.Var) and data not in self.vars:
-                raise self.error(f"buffer `{s.buffer.name}` views data `{data.name}` that is not allocated", s)
-            self.data[data] = self.expr(data)  # a handle variable or expression
+            if isinstance(data, tir.Var) and data not in self.vars:  # new memory (`T.alloc_local`)
+                self.data[data] = self.allocate(s.buffer.dtype, s.buffer.shape, s.buffer)
+                self.distinct.add(data)
+            else:
+                self.data[data] = self.expr(data)  # a handle variable or expression
         self.stmt(s.body)
 
     def s_AssertStmt(self, s: tir.AssertStmt) -> None:

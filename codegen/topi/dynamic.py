@@ -16,7 +16,7 @@ x[min(max(begin' , lo), hi) + ax * stride ...], begin' = begin + L where negativ
 if_then_else on the stride's sign; its reads cover x, begin and strides whole (TVM relaxes indices
 read from buffers).
 
-Legalized for data of static shape only (the forms checked against TVM: tests/test_legalize_nms.py).
+Data of static or symbolic shape (the forms checked against TVM: tests/test_legalize_nms.py).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def shape_func(data: te.Tensor, begin: te.Tensor, end: te.Tensor, strides: te.Te
 
 def dynamic_strided_slice(data: te.Tensor, begin: te.Tensor, end: te.Tensor, strides: te.Tensor,
                           output_shape: list) -> te.Tensor:
-    """TOPI's relax_dynamic_strided_slice for data of static shape."""
+    """TOPI's relax_dynamic_strided_slice."""
 
     def element(ax):
         index = []
@@ -76,7 +76,8 @@ def dynamic_strided_slice(data: te.Tensor, begin: te.Tensor, end: te.Tensor, str
             negative = tir.BinOp("lt", s, _c(0))
             wrapped = tb.if_then_else(tir.BinOp("lt", b, _c(0)), tir.BinOp("add", b, dim), b)
             lo = tb.if_then_else(negative, _c(-1), _c(0))
-            hi = tb.if_then_else(negative, _c(const_int(dim) - 1), dim)
+            last = _c(const_int(dim) - 1) if const_int(dim) is not None else _sub(dim, _c(1))
+            hi = tb.if_then_else(negative, last, dim)
             start = tir.BinOp("min", tir.BinOp("max", wrapped, lo), hi)
             index.append(tir.BinOp("add", start, tir.BinOp("mul", ax[k], s)))
         return data(*index)
@@ -91,8 +92,6 @@ def dynamic_strided_slice(data: te.Tensor, begin: te.Tensor, end: te.Tensor, str
 @register_legalize("relax.dynamic_strided_slice")
 def _dynamic_strided_slice(bb, call):
     data = call.args[0].struct_info
-    if not (isinstance(data.shape, tuple) and all(const_int(d) is not None for d in data.shape)):
-        return call  # symbolic data: the forms are not checked against TVM
     shape = bb.emit(bb.call_te(shape_func, *call.args))
     shape_value = bb.emit(rx.Call(Op.get("relax.tensor_to_shape"), [shape], None))
     sizes = [tir.Var("s", I64) for _ in range(data.ndim)]
