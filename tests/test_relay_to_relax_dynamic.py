@@ -91,10 +91,11 @@ def test_reshape_resolves_codes_in_tensor_arithmetic():
     assert '-> R.Tensor(dtype="float32", ndim=3):' in text
 
 
-def test_strided_slice_with_run_time_bounds_is_a_located_diagnostic(tmp_path):
+def test_strided_slice_of_run_time_sizes_is_a_located_diagnostic(tmp_path):
+    """dyn.strided_slice with slice_mode="size" has no R.dynamic_strided_slice form (its end is a size)."""
     src = tmp_path / "ss.ir"
     src.write_text('#[version = "0.0.5"]\ndef @main(%x: Tensor[(?, 4), float32], %b: Tensor[(2), int64]) {\n'
-                   '  dyn.strided_slice(%x, %b, %b, %b)\n}\n')
+                   '  dyn.strided_slice(%x, %b, %b, %b, slice_mode="size")\n}\n')
     proc = subprocess.run([Path(sys.executable).parent / "irtool-opt", "-p", "relay-to-relax", str(src)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and f"{src}:3:3: error: relay-to-relax: `dyn.strided_slice`" in proc.stderr
