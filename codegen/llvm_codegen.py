@@ -304,9 +304,20 @@ class _FunctionBuilder(ExprCodegen):
             if isinstance(data, tir.Var) and data not in self.vars:  # new memory (`T.alloc_local`)
                 self.data[data] = self.allocate(s.buffer.dtype, s.buffer.shape, s.buffer)
                 self.distinct.add(data)
+                self.zero_fill(s.buffer)
             else:
                 self.data[data] = self.expr(data)  # a handle variable or expression
         self.stmt(s.body)
+
+    def zero_fill(self, buf: tir.Buffer) -> None:
+        """Zeros in new memory, as the TIR interpreter allocates it (TVM leaves it undefined)."""
+        size = tir.IntImm(1, "int64")
+        for d in buf.shape:
+            size = tir.BinOp("mul", size, d if d.dtype == "int64" else tir.Cast("int64", d))
+        flat = tir.Buffer(buf.name, [size], buf.dtype, data=buf.data, scope=buf.scope)
+        k = tir.Var("k", "int64")
+        zero = tir.FloatImm(0.0, buf.dtype) if buf.dtype.startswith(("float", "bfloat")) else tir.IntImm(0, buf.dtype)
+        self.stmt(tir.For(k, tir.IntImm(0, "int64"), size, "serial", tir.BufferStore(flat, zero, [k])))
 
     def s_AssertStmt(self, s: tir.AssertStmt) -> None:
         cond = self.as_bool(self.expr(s.condition))
