@@ -23,7 +23,7 @@ v0.19 defines them (src/relay/op/vision/rcnn_op.cc, nms.cc) and TOPI computes th
         iou_threshold <= 0, and only a box of positive score can be suppressed.
 
 legalize-ops lowers the Relax roi_align and roi_pool with TOPI 0.27's computes
-(codegen/topi/vision.py); all_class_non_max_suppression has no compute definition yet.
+(codegen/topi/vision.py); all_class_non_max_suppression with TOPI 0.27's IR-builder programs (codegen/topi/nms.py).
 """
 
 from __future__ import annotations
