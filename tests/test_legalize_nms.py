@@ -24,12 +24,13 @@ from irtool.text import parse, to_text
 from irtool.transform import get_pass
 
 
-def _nms_case(batch, boxes, classes, max_out="m", thresholds="iou, st"):
-    """main(b, s, m, iou, st) = the ONNX-format NMS; `max_out` a parameter or an R.const."""
+def _nms_case(batch, boxes, classes, max_out="m", thresholds="iou, st", fmt="onnx"):
+    """main(b, s, m, iou, st) = the NMS; `max_out` a parameter or an R.const."""
     params = (f"b: {T((batch, boxes, 4))}, s: {T((batch, classes, boxes))}, m: {T((), 'int64')}, "
               f"iou: {T(())}, st: {T(())}")
-    call = f'R.vision.all_class_non_max_suppression(b, s, {max_out}, {thresholds}, output_format="onnx")'
-    name = f"nms-{batch}x{boxes}x{classes}-{'m' if max_out == 'm' else 'c'}{'-cthr' if 'R.const' in thresholds else ''}"
+    call = f'R.vision.all_class_non_max_suppression(b, s, {max_out}, {thresholds}, output_format="{fmt}")'
+    name = f"nms-{fmt}-{batch}x{boxes}x{classes}-{'m' if max_out == 'm' else 'c'}" \
+           f"{'-cthr' if 'R.const' in thresholds else ''}"
     return name, module(params, call)
 
 
@@ -37,6 +38,9 @@ NMS = [_nms_case(1, 6, 2), _nms_case(2, 5, 3), _nms_case(1, 1, 1), _nms_case(3, 
        _nms_case(1, 8, 4, 'R.const(3, "int64")'), _nms_case(2, 3, 2, 'R.const(1, "int64")'),
        _nms_case(1, 4, 2, 'R.const(6, "int64")'),  # more than the boxes: rows for 6 per class
        _nms_case(1, 5, 2, 'R.const(2, "int64")', 'R.const(0.5, "float32"), R.const(0.25, "float32")')]
+# the "tensorflow" format: TOPI's (indices, scores, counts) per batch as they are, no slice
+NMS_TF = [_nms_case(1, 6, 2, fmt="tensorflow"), _nms_case(2, 5, 3, fmt="tensorflow"),
+          _nms_case(3, 4, 1, 'R.const(2, "int64")', fmt="tensorflow")]
 
 
 def _dss_case(shape, sym=""):
@@ -53,7 +57,7 @@ DSS = [_dss_case((7,)), _dss_case((12, 3)), _dss_case((4, 5, 6)), _dss_case(("n"
 
 @pytest.mark.tvm
 def test_legalized_text_matches_tvm(tvm_python, tmp_path):
-    assert_legalized_like_tvm(tvm_python, tmp_path, NMS + DSS, normalize=_canonical_type_vars)
+    assert_legalized_like_tvm(tvm_python, tmp_path, NMS + NMS_TF + DSS, normalize=_canonical_type_vars)
 
 
 _ZERO_RUNNER = """
@@ -67,7 +71,7 @@ for path in sys.argv[1:]:
 
 
 @pytest.mark.tvm
-@pytest.mark.parametrize("case", [NMS[0], NMS[4], NMS[7]], ids=lambda c: c[0])
+@pytest.mark.parametrize("case", [NMS[0], NMS[4], NMS[7], NMS_TF[1]], ids=lambda c: c[0])
 def test_zero_pipeline_matches_tvm(tvm_python, tmp_path, case):
     """TVM's whole zero pipeline: the extern PrimFunc is kOpaque, begin and strides fold."""
     name, text = case
@@ -94,6 +98,22 @@ def _nms_inputs(rng, batch, boxes, classes, ties: bool):
     scores = (rng.integers(0, 4, size=(batch, classes, boxes)) / 4 if ties else
               rng.random((batch, classes, boxes))).astype("float32")
     return box.astype("float32"), scores
+
+
+@pytest.mark.parametrize("case", NMS_TF, ids=lambda c: c[0])
+def test_legalized_tensorflow_nms_runs_as_the_reference(case):
+    """Per batch the kept [class, box] rows, their scores and counts, zeros after the count."""
+    mod = parse(case[1])
+    legal = legalize(mod)
+    b, c, n = mod.functions["main"].params[1].struct_info.shape
+    rng = np.random.default_rng(sum(map(ord, case[0])))
+    for ties in (False, True):
+        for iou, st in ((0.5, 0.2), (0.3, 0.0), (1.0, 0.9)):
+            boxes, scores = _nms_inputs(rng, b, n, c, ties)
+            args = [boxes, scores, np.array(n, "int64"), np.array(iou, "float32"), np.array(st, "float32")]
+            for want, got in zip(run_relax(mod, args), run_relax(legal, args), strict=True):
+                assert want.dtype == got.dtype
+                np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("case", NMS, ids=lambda c: c[0])

@@ -1,6 +1,6 @@
 """R.vision.all_class_non_max_suppression as TVM 0.27 legalizes it: TOPI's
 python/tvm/topi/vision/nms.py (all_class_non_max_suppression) and nms_util.py, one PrimFunc of
-TE computes and `te.extern` IR-builder programs, for the ONNX output format:
+TE computes and `te.extern` IR-builder programs; for the ONNX output format:
 
     T_reshape          scores (B, C, N) as (B * C, N)
     argsort_cpu        T.call_packed("tvm.contrib.sort.argsort", <DLTensor>, <DLTensor>, 1, False):
@@ -21,6 +21,10 @@ IndexDataTypeNormalizer: loop variables int64, constants in indices, loop extent
 conditions int64, an int32 value there cast where it meets an int64 one (`T.Cast("int64",
 searchsorted[v]) > T.int64(0)`), values (stores of counts, the binary search's bounds) int32.
 Buffers are indexed as TVM's buffer proxy indexes them (boxes by a flat offset, unravelled).
+
+The "tensorflow" format keeps each kept box's score too (`all_class_nms` with three outputs),
+sums and scans the counts per batch (`cumsum_generic` along the classes) and writes per batch
+[class, box] rows and scores, zeros after the count (`collect_indices_and_scores`).
 
 The Relax side (`_all_class_non_max_suppression`): the PrimFunc's rows are B * C * max_out with
 max_out the constant `max_output_boxes_per_class` or else N; TVM then slices the first
@@ -171,17 +175,24 @@ def _overlap(boxes: tir.Buffer, a_idx, b_idx) -> tir.PrimExpr:
 
 def all_class_nms(boxes: te.Tensor, sorted_scores: te.Tensor, sorted_indices: te.Tensor,
                   valid_count: te.Tensor, max_output_size: int, iou_threshold: te.Tensor,
-                  score_threshold: te.Tensor) -> list:
-    """nms_util.run_all_class_nms with nms.py's _nms_loop (indices only: the ONNX format)."""
+                  score_threshold: te.Tensor, return_scores: bool = False) -> list:
+    """nms_util.run_all_class_nms with nms.py's _nms_loop: [indices, counts] (the ONNX format,
+    TOPI's own output buffers) or [indices, scores, counts] (TensorFlow, te.extern's)."""
     batch_class, num_boxes = sorted_scores.shape
     num_anchors = boxes.shape[1]
     num_class = tb.floordiv(batch_class, boxes.shape[0])
-    out_indices = tir.Buffer("all_class_nms0", [batch_class, num_boxes], "int32", align=8)
-    out_counts = tir.Buffer("all_class_nms1", [batch_class], "int32", align=8)
+    if return_scores:
+        outputs = [te.extern_output("all_class_nms", [batch_class, num_boxes], "int32"),
+                   te.extern_output("all_class_nms", [batch_class, num_boxes], "float32"),
+                   te.extern_output("all_class_nms", [batch_class], "int32")]
+    else:
+        outputs = [tir.Buffer("all_class_nms0", [batch_class, num_boxes], "int32", align=8),
+                   tir.Buffer("all_class_nms1", [batch_class], "int32", align=8)]
 
     def body(ins, outs):
         boxes_b, scores_b, indices_b, valid_b, thresh_b = ins
-        box_indices, num_valid = outs
+        box_indices, num_valid = outs[0], outs[-1]
+        selected_scores = outs[1] if return_scores else None
         iou = iou_threshold()
 
         def row(i):
@@ -198,8 +209,12 @@ def all_class_nms(boxes: te.Tensor, sorted_scores: te.Tensor, sorted_indices: te
                     overlapping = tb.ge(_overlap(boxes_b, box_offset(j), box_offset(k)), iou)
                     return _if(still_valid, _if(overlapping, _store(scores_b, tb.const(-1.0, "float32"), i, k)))
 
+                at = _load(count, _c64(0))
+                keep = [_store(box_indices, _load(indices_b, i, j), i, at)]
+                if selected_scores is not None:
+                    keep.append(_store(selected_scores, _load(scores_b, i, j), i, at))
                 return tir.seq([
-                    _if(tb.const(True, "bool"), _store(box_indices, _load(indices_b, i, j), i, _load(count, _c64(0)))),
+                    _if(tb.const(True, "bool"), tir.seq(keep)),
                     _store(count, tb.add(_load(count, _c64(0)), 1), _c64(0)),
                     _loop(tb.sub(tb.sub(nkeep, j), _c64(1)), "parallel", suppress)])
 
@@ -219,17 +234,28 @@ def all_class_nms(boxes: te.Tensor, sorted_scores: te.Tensor, sorted_indices: te
 
         return _loop(batch_class, "serial", row)
 
-    return te.extern([out_indices, out_counts], [boxes, sorted_scores, sorted_indices, valid_count, score_threshold],
+    return te.extern(outputs, [boxes, sorted_scores, sorted_indices, valid_count, score_threshold],
                      body, name="all_class_nms")
 
 
 # ----------------------------------------------------------------------------- outputs
 
 
-def exclusive_cumsum(data: te.Tensor, dtype: str) -> te.Tensor:
-    """topi.cumsum(data, exclusive=True, dtype) of a 1-d tensor (scan.py's `cumsum_generic`)."""
-    length = data.shape[0]
-    out_buf = tir.Buffer("out_buf", [length], dtype)
+def exclusive_cumsum(data: te.Tensor, dtype: str, axis: int | None = None) -> te.Tensor:
+    """topi.cumsum(data, axis, exclusive=True, dtype) for the axis-last cases NMS has (scan.py's
+    `cumsum_generic`: one line per parallel iteration, indexed flat through the buffer proxy)."""
+    if axis is None:
+        if len(data.shape) != 1:
+            raise NotImplementedError("cumsum of a flattened multi-dimensional tensor")
+        shape, length, before = [data.shape[0]], data.shape[0], 1
+    else:
+        shape, length = list(data.shape), data.shape[axis]
+        before = 1
+        for d in data.shape[:axis]:
+            before = tb.mul(before, d)
+        if axis != len(data.shape) - 1:
+            raise NotImplementedError("cumsum along an axis other than the last")
+    out_buf = tir.Buffer("out_buf", shape, dtype)
 
     def body(ins, out):
         def scan(fused):
@@ -238,12 +264,13 @@ def exclusive_cumsum(data: te.Tensor, dtype: str) -> te.Tensor:
             def step(m):
                 k = tb.add(m, _c64(1))
                 prev = tb.add(base, tb.sub(k, _c64(1)))
-                return _store(out, tb.add(_load(out, prev), tb.cast(dtype, _load(ins[0], prev))), tb.add(base, k))
+                value = tb.add(_flat_load(out, prev), tb.cast(dtype, _flat_load(ins[0], prev)))
+                return tir.BufferStore(out, value, _unravel(tb.add(base, k), out.shape))
 
-            return tir.seq([_store(out, tb.const(0, dtype), base),
+            return tir.seq([tir.BufferStore(out, tb.const(0, dtype), _unravel(base, out.shape)),
                             _loop(tb.sub(length, _c64(1)), "serial", step)])
 
-        return _loop(1, "parallel", scan)
+        return _loop(before, "parallel", scan)
 
     return te.extern(out_buf, [data], body, name="cumsum_generic")
 
@@ -275,15 +302,64 @@ def collect_selected_indices(num_class, selected: te.Tensor, num_detections: te.
     return te.extern(out_buf, [selected, num_detections, row_offsets], body, name="collect_indices")
 
 
+def collect_selected_indices_and_scores(selected: te.Tensor, selected_scores: te.Tensor, num_detections: te.Tensor,
+                                        row_offsets: te.Tensor, num_total: te.Tensor) -> list:
+    """nms_util.collect_selected_indices_and_scores with nms.py's IR: per batch, (class, box) and
+    the score of each kept box, classes one after the other, zeros after the total."""
+    batch_size, num_class = row_offsets.shape
+    num_boxes = selected.shape[1]
+    rows = tb.mul(num_class, num_boxes)
+    outputs = [te.extern_output("collect_indices_and_scores", [batch_size, rows, 2], I64),
+               te.extern_output("collect_indices_and_scores", [batch_size, rows], "float32")]
+
+    def body(ins, outs):
+        selected_b, scores_b, counts_b, offsets_b, total_b = ins
+        indices_out, scores_out = outs
+
+        def line(i):
+            batch_id, class_id = tb.floordiv(i, num_class), tb.floormod(i, num_class)
+            count = _load(counts_b, batch_id, class_id)
+
+            def element(j):
+                at = tb.add(_load(offsets_b, batch_id, class_id), j)
+                kept = tir.seq([_store(indices_out, class_id, batch_id, at, _c64(0)),
+                                _store(indices_out, tb.cast(I64, _load(selected_b, i, j)), batch_id, at, _c64(1)),
+                                _store(scores_out, _load(scores_b, i, j), batch_id, at)])
+                tail = tb.sub(tb.add(tb.sub(tb.add(_load(total_b, batch_id), tb.mul(class_id, num_boxes)),
+                                            _load(offsets_b, batch_id, class_id)), j), _i64(count))
+                zeros = tir.seq([_store(indices_out, _c64(0), batch_id, tail, _c64(0)),
+                                 _store(indices_out, _c64(0), batch_id, tail, _c64(1)),
+                                 _store(scores_out, tb.const(0.0, "float32"), batch_id, tail)])
+                return _if(tb.lt(j, _i64(count)), kept, zeros)
+
+            return _loop(num_boxes, "serial", element)
+
+        return _loop(tb.mul(batch_size, num_class), "parallel", line)
+
+    return te.extern(outputs, [selected, selected_scores, num_detections, row_offsets, num_total], body,
+                     name="collect_indices_and_scores")
+
+
 def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_output_boxes_per_class: int,
-                                  iou_threshold: te.Tensor, score_threshold: te.Tensor) -> list:
-    """TOPI's all_class_non_max_suppression, ONNX format, with a constant max_output_boxes_per_class
-    and 0-d iou/score threshold tensors: [(B * C * max_out, 3) indices, (1,) total count]."""
+                                  iou_threshold: te.Tensor, score_threshold: te.Tensor,
+                                  output_format: str = "onnx") -> list:
+    """TOPI's all_class_non_max_suppression with a constant max_output_boxes_per_class and 0-d
+    iou/score threshold tensors: ONNX [(B * C * max_out, 3) indices, (1,) total count],
+    TensorFlow [(B, C * N, 2) indices, (B, C * N) scores, (B,) counts]."""
     batch, num_class, num_boxes = scores.shape
     flat_scores = reshape(scores, [tb.mul(batch, num_class), num_boxes])
     sorted_indices = argsort(flat_scores, axis=1, is_ascend=False, dtype="int32")
     sorted_scores = gather(flat_scores, 1, sorted_indices)
     valid_count = get_valid_box_count(sorted_scores, score_threshold)
+    if output_format == "tensorflow":
+        selected, selected_scores, num_detections = all_class_nms(
+            boxes, sorted_scores, sorted_indices, valid_count, max_output_boxes_per_class, iou_threshold,
+            score_threshold, return_scores=True)
+        per_batch = reshape(num_detections, [batch, num_class])
+        row_offsets = exclusive_cumsum(per_batch, I64, axis=1)
+        num_total = topi_sum(cast(per_batch, I64), axis=[1])
+        return collect_selected_indices_and_scores(selected, selected_scores, per_batch, row_offsets,
+                                                   num_total) + [num_total]
     selected, num_detections = all_class_nms(boxes, sorted_scores, sorted_indices, valid_count,
                                              max_output_boxes_per_class, iou_threshold, score_threshold)
     row_offsets = exclusive_cumsum(num_detections, I64)
@@ -323,11 +399,10 @@ def _static_dims(arg) -> list | None:
 
 @register_legalize("relax.vision.all_class_non_max_suppression")
 def _all_class_non_max_suppression(bb, call):
-    """TVM's legalization (legalize_ops/vision.py), ONNX format: the PrimFunc's indices, then the
-    rows holding detections sliced by R.dynamic_strided_slice; the result (indices, count)."""
+    """TVM's legalization (legalize_ops/vision.py): ONNX format, the PrimFunc's indices, then the
+    rows holding detections sliced by R.dynamic_strided_slice, the result (indices, count);
+    TensorFlow format, the PrimFunc's (indices, scores, counts)."""
     boxes, scores, max_out, iou, score_threshold = call.args
-    if call.attrs["output_format"] != "onnx":
-        return call  # TVM's "tensorflow" format: not written yet
     dims = [_static_dims(a) for a in (boxes, scores, iou, score_threshold)]
     if None in dims or dims[2] != [] or dims[3] != [] or \
             any(a.struct_info.dtype != "float32" for a in (boxes, scores, iou, score_threshold)):
@@ -336,6 +411,9 @@ def _all_class_non_max_suppression(bb, call):
         max_boxes = int(np.asarray(max_out.data).reshape(-1)[0])
     else:
         max_boxes = dims[1][2]  # TVM sizes the output for every box of a class
+    if call.attrs["output_format"] == "tensorflow":  # TOPI's three outputs as they are
+        return bb.call_te(all_class_non_max_suppression, boxes, scores, max_boxes, iou, score_threshold,
+                          "tensorflow")
     nms = bb.emit(bb.call_te(all_class_non_max_suppression, boxes, scores, max_boxes, iou, score_threshold))
     selected = bb.emit(rx.TupleGetItem(nms, 0))
     count = bb.emit(rx.TupleGetItem(nms, 1))

@@ -535,7 +535,8 @@ _op("relax.vision.roi_pool",    "data rois",                     ROI_POOL,     "
     rel=_roi_pool_rel, ref=lambda data, rois, **at: vision._roi_pool(data, rois, round_half_up=True, **at))
 _op("relax.vision.all_class_non_max_suppression",
     "boxes scores max_output_boxes_per_class iou_threshold score_threshold",
-    (_A("output_format", "str", "onnx"),),                     "vision.all_class_non_max_suppression")
+    (_A("output_format", "str", "onnx"),),                     "vision.all_class_non_max_suppression",
+    rel=vision.nms_relax_rel, ref=lambda *args, **at: vision._all_class_nms(*args, **at))
 
 
 # ----------------------------------------------------------------------------- API
