@@ -252,3 +252,19 @@ def test_onnx_nms_model_through_the_zero_pipeline(limit, iou, score):
     assert "R.vision.all_class_non_max_suppression" not in text and "R.dynamic_strided_slice" not in text
     for m in (relax, zero, parse(text)):
         np.testing.assert_array_equal(np.asarray(irtool.interpret(m, inputs)), expected)
+
+
+def test_a_run_time_limit_is_not_read_by_the_legalized_module():
+    """TVM 0.27 legalizes a max_output_boxes_per_class that is not a constant as N boxes per class
+    (legalize_ops/vision.py); the run-time value is not read, by TVM's PrimFunc nor by ours: the
+    legalized module with m = 1 gives what the op gives with m = N."""
+    mod = parse(_nms_case(1, 6, 2)[1])
+    legal = legalize(mod)
+    assert "m" not in [p.name for p in legal.functions["all_class_non_max_suppression"].params]
+    boxes, scores = _nms_inputs(np.random.default_rng(2), 1, 6, 2, ties=False)
+    thresholds = [np.array(0.9, "float32"), np.array(0.0, "float32")]
+    rows, count = run_relax(mod, [boxes, scores, np.array(6, "int64"), *thresholds])
+    assert int(count[0]) > 2  # more than the run-time limit below would keep
+    got_rows, got_count = run_relax(legal, [boxes, scores, np.array(1, "int64"), *thresholds])
+    assert got_count.tolist() == count.tolist()
+    np.testing.assert_array_equal(got_rows, rows[:int(count[0])])
