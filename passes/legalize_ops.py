@@ -17,6 +17,11 @@ TVM 0.27's relax.transform.LegalizeOps (src/relax/transform/legalize_ops.cc), de
      PrimFunc structurally equal to one already there is shared), and called with the
      call's arguments and `out_ty` the computed shape. `CALL_PACKED` operators (R.nonzero)
      become `R.call_pure_packed` of TVM's runtime function whatever the shapes (FCallPacked).
+     A legalization may emit bindings before the call (`bb.emit`, `bb.match_cast`: TVM's
+     prologue, variables `gv`, `gv1`, ... or `lv`, ... in a dataflow block); they are visited
+     in turn, so an op emitted there is legalized too (all_class_non_max_suppression's
+     R.dynamic_strided_slice), as is what it returns. A data-dependent op (TVM's
+     FDataDependent: R.dynamic_strided_slice) needs only its arguments' shapes known.
   2. Calls of operators without a legalization (R.call_tir itself, R.shape_of, ...) or with
      unknown shapes stay as they are; bindings keep their variables (a variable changes only
      if its value's struct info does, TVM's ReEmitBinding).
