@@ -741,6 +741,8 @@ def _region(buffer: tir.Buffer, points: list) -> tir.BufferRegion:
             lo, hi = [b[0] for b in bounds], [b[1] for b in bounds]
             if None in lo or None in hi:
                 ranges.append(tir.Range(tb.const(0, extent.dtype), extent))
+            elif not all(isinstance(v, int) for v in lo + hi):  # clamped by a symbolic size
+                ranges.append(_symbolic_call_range(lo, hi, extent) or tir.Range(tb.const(0, extent.dtype), extent))
             else:
                 ranges.append(tir.Range(tb.const(builtins.min(lo), first.dtype),
                                         tb.const(builtins.max(hi) - builtins.min(lo) + 1, first.dtype)))
@@ -767,18 +769,50 @@ def _has_call(e) -> bool:
 
 
 def _call_bounds(e) -> tuple:
-    """Constant bounds (lo, hi; None: unbounded) of an index holding a call, as TVM's IntSet
-    evaluation finds them: only clamps by constants (`T.max(T.min(call, 3), 0)`) bound it."""
+    """Bounds (lo, hi; None: unbounded) of an index holding a call, as TVM's IntSet evaluation
+    finds them: only clamps bound it, by constants (`T.max(T.min(call, 3), 0)`) or by a
+    symbolic size (`T.max(T.min(call, d - 1), 0)`: hi is the expression `max(d - 1, 0)`)."""
     if isinstance(e, tir.IntImm):
         return e.value, e.value
     if isinstance(e, tir.Cast):
         return _call_bounds(e.value)
-    if isinstance(e, tir.BinOp) and e.op in ("min", "max") and isinstance(e.b, tir.IntImm):
-        (lo, hi), c = _call_bounds(e.a), e.b.value
+    if isinstance(e, tir.BinOp) and e.op in ("min", "max"):
+        if isinstance(e.b, tir.IntImm):
+            c = e.b.value
+        elif not _has_call(e.b) and not isinstance(e.b, tir.BufferLoad):
+            c = e.b
+        else:
+            return None, None
+        lo, hi = _call_bounds(e.a)
+        pick = builtins.min if e.op == "min" else builtins.max
+
+        def both(a, b):  # the clamp of a bound: folded when both are numbers
+            if isinstance(a, int) and isinstance(b, int):
+                return pick(a, b)
+            dtype = next(v.dtype for v in (a, b) if isinstance(v, tir.PrimExpr))
+            return tir.BinOp(e.op, *(tb.const(v, dtype) if isinstance(v, int) else v for v in (a, b)))
         if e.op == "min":
-            return (None if lo is None else builtins.min(lo, c)), (c if hi is None else builtins.min(hi, c))
-        return (c if lo is None else builtins.max(lo, c)), (None if hi is None else builtins.max(hi, c))
+            return (None if lo is None else both(lo, c)), (c if hi is None else both(hi, c))
+        return (c if lo is None else both(lo, c)), (None if hi is None else both(hi, c))
     return None, None
+
+
+def _symbolic_call_range(lo: list, hi: list, extent) -> tir.Range | None:
+    """The range [lo, hi] of one clamped index whose upper bound is symbolic: TVM's extent
+    `hi - lo + 1` simplified, `max(d - 1, 0) + 1` to `max(d, 1)` (its rewrite rule
+    `max(x + c1, c2) + c3 -> max(x + (c1 + c3), c2 + c3)`)."""
+    from irtool.ir.node_structural import node_equal
+
+    if any(not (a is lo[0] or node_equal(a, lo[0])) for a in lo) or \
+            any(not (b is hi[0] or node_equal(b, hi[0])) for b in hi) or lo[0] != 0:
+        return None
+    top = hi[0]
+    if isinstance(top, tir.BinOp) and top.op in ("max", "min") and isinstance(top.b, tir.IntImm):
+        base, c1 = _split_offset(top.a)
+        if base is not None:
+            inner = base if c1 + 1 == 0 else tb.add(base, tb.const(c1 + 1, top.dtype))
+            return tir.Range(tb.const(0, extent.dtype), tir.BinOp(top.op, inner, tb.const(top.b.value + 1, top.dtype)))
+    return tir.Range(tb.const(0, extent.dtype), simplify(tb.add(top, tb.const(1, top.dtype))))
 
 
 def _const_offset(a: tir.PrimExpr, b: tir.PrimExpr) -> int | None:

@@ -16,6 +16,8 @@ static operator then takes:
     dyn.tile      repeats matched as sizes r_i: the input reshaped to (1, x_0, 1, x_1, ...),
                   broadcast to (r_0, x_0, r_1, x_1, ...) and merged to (r_0 * x_0, ...), which is
                   np.tile with the shorter of data and repeats padded with leading ones
+    dyn.image.resize2d  R.image.resize2d to the matched size (a float size truncated to int64, as
+                  TVM's shape function reads it); the roi must be a constant (an attribute in Relax)
     shape_of      R.shape_to_tensor(R.shape_of(x)) (cast to Relay's int32 by default)
 
     dyn.strided_slice  R.dynamic_strided_slice (whose struct info knows the rank only), begin,
@@ -180,6 +182,20 @@ def dyn_strided_slice(t, c, args):
     return r2r.call("relax.dynamic_strided_slice", x, begin, end, strides)
 
 
+def dyn_resize2d(t, c, args):
+    r2r = _relay_to_relax()
+    roi = args[2]
+    if not isinstance(roi, rx.Constant) or roi.data is None:
+        raise _Unsupported("the roi must be a constant (R.image.resize2d takes it as an attribute)")
+    at = c.attrs
+    return r2r.call("relax.image.resize2d", args[0], r2r.shape_expr(run_time_shape(t, args[1])),
+                    roi=tuple(float(v) for v in np.asarray(roi.data).reshape(-1)), layout=at["layout"],
+                    method=at["method"], coordinate_transformation_mode=at["coordinate_transformation_mode"],
+                    rounding_method=at["rounding_method"], cubic_alpha=at["cubic_alpha"],
+                    cubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"],
+                    out_dtype=at["out_dtype"])
+
+
 CONVERTERS = {"shape_of": shape_of, "dyn.reshape": dyn_reshape, "dyn.broadcast_to": dyn_broadcast_to,
               "dyn.full": dyn_full, "dyn.zeros": dyn_init, "dyn.ones": dyn_init, "dyn.tile": dyn_tile,
-              "dyn.strided_slice": dyn_strided_slice}
+              "dyn.strided_slice": dyn_strided_slice, "dyn.image.resize2d": dyn_resize2d}

@@ -198,6 +198,9 @@ NO_COUNTERPART = {
                    "only as a VM builtin on its storage, which LegalizeOps leaves alone)",
     "nn.lrn": "TVM 0.27's Relax has no LRN operator (its ONNX frontend composes it from R.nn.avg_pool3d, "
               "which irtool's Relax table lacks)",
+    **{op: f"TVM 0.27's {relax} takes {what} as an attribute only (its ONNX frontend requires it constant)"
+       for op, relax, what in (("dyn.topk", "R.topk", "k"), ("dyn.one_hot", "R.one_hot", "the depth"),
+                               ("dyn.nn.pad", "R.nn.pad", "the pad widths"))},
     "unique": "Relay's outputs are as long as the input, the tail past num_unique unspecified; TVM 0.27's "
               "R.unique gives outputs of the unique count's length, known only at run time, and Relax "
               "cannot pad them back to a static length",

@@ -435,6 +435,17 @@ def test_canonical_simplify_keeps_values(seed):
             assert _eval(s, env) == _eval(e, env)
 
 
+def test_canonical_simplify_keeps_loads_of_different_tensors_apart():
+    """Loads of two TE tensors at one index are different terms (regression: their fields leave
+    the tensor out, and `b[i] - e[i]` simplified to 0)."""
+    two = tb.const(2, "int64")
+    b, e = te.placeholder((two,), "int64", "b"), te.placeholder((two,), "int64", "e")
+    i = tir.Var("i", "int64")
+    assert canonical_simplify(tb.sub(b(i), b(i))).value == 0
+    diff = canonical_simplify(tb.sub(tir.BinOp("min", b(i), two), tir.BinOp("min", e(i), two)))
+    assert isinstance(diff, tir.BinOp) and diff.op == "sub"
+
+
 def test_canonical_simplify_reshape_index():
     """reshape (2, 6) -> (3, 4): ((ax0 * 4 + ax1) // 6) % 2 is (ax0 * 4 + ax1) % 12 // 6 (TVM's form,
     as the tvm-marked comparison shows in the printed PrimFunc)."""

@@ -156,9 +156,48 @@ RNG = np.random.default_rng(0)
     ("dyn.strided_slice", [np.arange(20).reshape(4, 5), np.array([1, 4]), np.array([3, 0]), np.array([1, -2])], {},
      np.arange(20).reshape(4, 5)[1:3, 4:0:-2]),
     ("dyn.tile", [np.arange(4).reshape(2, 2), np.array([1, 3])], {}, np.tile(np.arange(4).reshape(2, 2), (1, 3))),
+    ("dyn.topk", [np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]]), np.array([2])], {"ret_type": "values"},
+     np.array([[3.0, 2.0], [5.0, 4.0]])),
+    ("dyn.topk", [np.array([3.0, 1.0, 2.0]), np.array(0)], {"ret_type": "indices", "is_ascend": True},
+     np.array([1, 2, 0], "int32")),  # k < 1: the whole axis
+    ("dyn.one_hot", [np.array([0, 2]), np.array(1.0), np.array(0.0), np.array(3)], {"axis": 0},
+     np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]])),
+    ("dyn.nn.pad", [np.arange(3.0), np.array([[1, 2]]), np.array(9.0)], {}, np.array([9.0, 0, 1, 2, 9, 9])),
+    ("dyn.nn.pad", [np.arange(4.0), np.array([[-1, 1]]), np.array(0.0)], {"pad_mode": "edge"},
+     np.array([1.0, 2, 3, 3])),  # a negative width crops
+    ("dyn.image.resize2d", [np.arange(4.0, dtype="float32").reshape(1, 1, 2, 2), np.array([4.0, 4.9]),
+                            np.zeros(4, "float32")],
+     {"method": "nearest_neighbor", "coordinate_transformation_mode": "asymmetric", "rounding_method": "floor"},
+     np.arange(4.0, dtype="float32").reshape(1, 1, 2, 2).repeat(2, axis=2).repeat(2, axis=3)),  # 4.9: 4
 ])
 def test_dyn_op_references(op, args, attrs, expected):
     np.testing.assert_array_equal(get(op).ref(*args, **attrs), expected)
+
+
+def test_dyn_topk_one_hot_pad_types():
+    # TVM's relations: `?` only where the run-time value decides (topk's axis, one_hot's depth
+    # axis; every dim of pad); k and depth integer scalars or (1,) tensors; pad_width (rank, 2)
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 6), float32], %k: Tensor[(1), int64], %i: Tensor[(2, 3), int32], %p: Tensor[(2, 2), int64]) {
+  %0 = dyn.topk(%x, %k, axis=1, dtype="int64");
+  %1 = dyn.one_hot(%i, 1f, 0f, %k, axis=1, dtype="float32");
+  %2 = dyn.nn.pad(%x, %p, 0f);
+  (%0, %1, %2)
+}
+"""
+    from irtool.diagnostics import DiagnosticError
+    from irtool.transform import get_pass
+
+    typed = print_relay(get_pass("infer-type")()(parse(text, "dyn.ir")), show_types=True)
+    assert "ty=(Tensor[(?, ?), float32], Tensor[(?, ?), int64])" in typed
+    assert "ty=Tensor[(2, ?, 3), float32] */;" in typed and "0f /* ty=float32 */) /* ty=Tensor[(?, ?), float32] */;" in typed
+    for bad, message in (("dyn.topk(%x, %p)", "`k` must be an integer scalar or a tensor of shape (1,)"),
+                         ("dyn.nn.pad(%x, %k, 0f)", "`pad_width` must be an integer tensor of shape (2, 2)"),
+                         ('dyn.nn.pad(%x, %p, 0f, pad_mode="wrap")', "pad_mode must be one of"),
+                         ("dyn.topk(%x, %k, axis=2)", "topk axis 2 is out of range")):
+        with pytest.raises(DiagnosticError) as info:
+            get_pass("infer-type")()(parse(text.replace("dyn.nn.pad(%x, %p, 0f);", bad + ";"), "bad.ir"))
+        assert message in str(info.value), (bad, str(info.value))
 
 
 def test_dyn_op_types_have_unknown_dims_of_the_shape_length():
@@ -228,3 +267,194 @@ def test_run_time_shapes_in_relax_are_tensor_to_shape_and_match_cast():
     text = to_text(get_pass("relay-to-relax")()(mod), show_meta_data=False)
     assert "R.tensor_to_shape(" in text and "R.match_cast(" in text
     assert 'R.full(R.shape([d_1, d_2, d_3]), R.const(0.0, "float32"), dtype="float32")' in text
+
+
+def _lower_through_relax(model, tmp_path):
+    """irtool-import (no --shape) -> irtool-opt -p relay-to-relax,zero-pipeline, parsed back."""
+    import subprocess
+    import sys
+
+    src, relay, lowered = tmp_path / "m.onnx", tmp_path / "m.ir", tmp_path / "m.py"
+    onnx.save(model, src)
+    bin_dir = Path(sys.executable).parent
+    proc = subprocess.run([bin_dir / "irtool-import", src, "-o", relay], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([bin_dir / "irtool-opt", "-p", "relay-to-relax,zero-pipeline", relay, "-o", lowered],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return relay.read_text(), parse(lowered.read_text(), str(lowered))
+
+
+def _assert_runs_like_onnxruntime(model, mod, feed_sets) -> None:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for feeds in feed_sets:
+        want = session.run(None, feeds)[0]
+        got = np.asarray(interpret(mod, feeds))
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_slice_of_run_time_bounds_lowers_through_relax(tmp_path):
+    # Slice whose starts, ends and steps are graph inputs: dyn.strided_slice, R.dynamic_strided_slice
+    # after relay-to-relax, sized by its legalized shape function; the Relax interpreter equals
+    # onnxruntime for several bounds
+    from onnx import numpy_helper
+
+    inputs = [helper.make_tensor_value_info("x", 1, ["N", 8])] + \
+        [helper.make_tensor_value_info(n, 7, [2]) for n in ("b", "e", "s")]
+    nodes = [helper.make_node("Constant", [], ["a"], value=numpy_helper.from_array(np.array([0, 1], "int64"))),
+             helper.make_node("Slice", ["x", "b", "e", "a", "s"], ["y"])]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", 1, [None, None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    relay, mod = _lower_through_relax(model, tmp_path)
+    assert "dyn.strided_slice(%x" in relay
+    text = to_text(mod)
+    assert "R.match_cast(" in text and "cls.shape_func" in text
+    cases = [(5, [1, -6], [4, 100], [1, 2]), (7, [-2, 9], [-100, -12], [-1, -3]), (3, [0, 7], [3, -9], [2, -1]),
+             (1, [0, 2], [1, 3], [1, 1])]
+    _assert_runs_like_onnxruntime(model, mod, [
+        {"x": np.arange(n * 8, dtype="float32").reshape(n, 8), "b": np.array(b, "int64"), "e": np.array(e, "int64"),
+         "s": np.array(s, "int64")} for n, b, e, s in cases])
+
+
+def test_resize_to_run_time_sizes_lowers_through_relax(tmp_path):
+    # a U-Net's skip connection: x resized to the spatial size of s, dyn.image.resize2d; after
+    # relay-to-relax R.image.resize2d to sizes matched at run time
+    _, nodes, inputs, _, _, feed_sets = next(c for c in RUN_TIME_VALUES if c[0] == "resize-shape")
+    model = _graph_model(nodes, inputs)
+    relay, mod = _lower_through_relax(model, tmp_path)
+    assert "dyn.image.resize2d(%x" in relay and "R.match_cast(" in to_text(mod)
+    _assert_runs_like_onnxruntime(model, mod, feed_sets)
+
+
+@pytest.mark.parametrize("attrs,what", [
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "round_prefer_ceil"},
+     'nearest_mode "round_prefer_ceil" and asymmetric coordinates'),
+    ({"mode": "linear", "antialias": 1}, "antialias"),
+])
+def test_resize_forms_topi_computes_otherwise_need_import_time_sizes(attrs, what):
+    from irtool.frontend.onnx import OnnxImportError
+
+    model = _graph_model([helper.make_node("Resize", ["x", "", "", "z"], ["y0"], **attrs)],
+                         [("x", F, [1, 2, "H", 4]), ("z", I64, [4])])
+    with pytest.raises(OnnxImportError, match="the sizes must be known at import time") as info:
+        from_onnx(model)
+    assert what in str(info.value)
+
+
+def test_resize_of_run_time_scales_needs_them_at_import():
+    # TOPI maps coordinates by the sizes' ratio, ONNX by the scale: they differ for fractional sizes
+    from irtool.frontend.onnx import OnnxImportError
+
+    model = _graph_model([helper.make_node("Resize", ["x", "", "c"], ["y0"], mode="linear")],
+                         [("x", F, [1, 2, 3, 4]), ("c", F, [4])])
+    with pytest.raises(OnnxImportError, match="the scales must be known at import time"):
+        from_onnx(model)
+
+
+# ----------------------------------------------------------------------------- run-time k, depth, pads
+
+
+def _graph_model(nodes, inputs, n_outputs=1):
+    """A model of `nodes` whose graph inputs are (name, elem type, shape); outputs y0 (float32),
+    y1 (int64: TopK's indices)."""
+    vis = [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs]
+    outs = [helper.make_tensor_value_info(f"y{i}", (F, I64)[i], None) for i in range(n_outputs)]
+    model = helper.make_model(helper.make_graph(nodes, "g", vis, outs), opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model
+
+
+F, I64 = 1, 7
+X = np.random.default_rng(3).standard_normal((5, 6)).astype("float32")
+X2 = np.random.default_rng(4).standard_normal((3, 6)).astype("float32")
+IMG = np.random.default_rng(5).standard_normal((1, 2, 3, 4)).astype("float32")
+
+# id, nodes, graph inputs, outputs, the dyn op, two feeds
+RUN_TIME_VALUES = [
+    ("topk-input", [helper.make_node("TopK", ["x", "k"], ["y0", "y1"], axis=1)],
+     [("x", F, ["N", 6]), ("k", I64, [1])], 2, "dyn.topk",
+     [{"x": X, "k": np.array([3])}, {"x": X2, "k": np.array([6])}]),
+    ("topk-smallest", [helper.make_node("TopK", ["x", "k"], ["y0", "y1"], axis=0, largest=0)],
+     [("x", F, ["N", 6]), ("k", I64, [1])], 2, "dyn.strided_slice",
+     [{"x": X, "k": np.array([2])}, {"x": X2, "k": np.array([3])}]),
+    # k = the length of another input (Shape): known only when the program runs
+    ("topk-shape", [helper.make_node("Shape", ["s"], ["k"]), helper.make_node("TopK", ["x", "k"], ["y0", "y1"])],
+     [("x", F, ["N", 6]), ("s", F, ["M"])], 2, "dyn.topk",
+     [{"x": X, "s": np.zeros(4, "float32")}, {"x": X2, "s": np.zeros(1, "float32")}]),
+    ("onehot-input", [helper.make_node("OneHot", ["i", "d", "v"], ["y0"], axis=1)],
+     [("i", I64, ["N", 3]), ("d", I64, []), ("v", F, [2])], 1, "dyn.one_hot",
+     [{"i": np.array([[0, 2, -1], [4, -5, 1]]), "d": np.array(5), "v": np.array([0.5, 2.0], "float32")},
+      {"i": np.array([[1, -1, 0]]), "d": np.array(2), "v": np.array([-1.0, 3.0], "float32")}]),
+    ("onehot-shape", [helper.make_node("Shape", ["s"], ["d"]), helper.make_node("OneHot", ["i", "d", "v"], ["y0"])],
+     [("i", I64, [4]), ("s", F, ["M"]), ("v", F, [2])], 1, "dyn.one_hot",
+     [{"i": np.array([0, 3, -2, 1]), "s": np.zeros(4, "float32"), "v": np.array([0.0, 1.0], "float32")},
+      {"i": np.array([5, 0, 1, 6]), "s": np.zeros(7, "float32"), "v": np.array([2.0, 9.0], "float32")}]),
+    ("pad-input", [helper.make_node("Pad", ["x", "p", "c"], ["y0"])],
+     [("x", F, ["N", 6]), ("p", I64, [4]), ("c", F, [])], 1, "dyn.nn.pad",
+     [{"x": X, "p": np.array([1, 0, 2, 3]), "c": np.array(1.5, "float32")},
+      {"x": X2, "p": np.array([0, 2, -1, 0]), "c": np.array(-2.0, "float32")}]),
+    ("pad-reflect", [helper.make_node("Pad", ["x", "p"], ["y0"], mode="reflect")],
+     [("x", F, ["N", 6]), ("p", I64, [4])], 1, "dyn.nn.pad",
+     [{"x": X, "p": np.array([2, 1, 0, 4])}, {"x": X2, "p": np.array([1, 0, 1, 2])}]),
+    ("resize-sizes", [helper.make_node("Resize", ["x", "", "", "z"], ["y0"], mode="linear")],
+     [("x", F, [1, 2, "H", 4]), ("z", I64, [4])], 1, "dyn.image.resize2d",
+     [{"x": IMG, "z": np.array([1, 2, 6, 8])}, {"x": IMG[:, :, :2], "z": np.array([1, 2, 5, 3])}]),
+    ("resize-cubic-align", [helper.make_node("Resize", ["x", "", "", "z"], ["y0"], mode="cubic",
+                                             coordinate_transformation_mode="align_corners")],
+     [("x", F, [1, 2, "H", 4]), ("z", I64, [4])], 1, "dyn.image.resize2d",
+     [{"x": IMG, "z": np.array([1, 2, 7, 5])}, {"x": IMG, "z": np.array([1, 2, 2, 2])}]),
+    ("resize-nearest", [helper.make_node("Resize", ["x", "", "", "z"], ["y0"], mode="nearest")],
+     [("x", F, [1, 2, "H", 4]), ("z", I64, [4])], 1, "dyn.image.resize2d",
+     [{"x": IMG, "z": np.array([1, 2, 9, 6])}, {"x": IMG, "z": np.array([1, 2, 2, 3])}]),
+    # a U-Net's skip connection: x resized to the spatial size of s (Shape), given on axes 2, 3
+    ("resize-shape", [helper.make_node("Shape", ["s"], ["z"], start=2),
+                      helper.make_node("Resize", ["x", "", "", "z"], ["y0"], mode="linear", axes=[2, 3])],
+     [("x", F, [1, 2, "H", 4]), ("s", F, [1, 1, "P", "Q"])], 1, "dyn.image.resize2d",
+     [{"x": IMG, "s": np.zeros((1, 1, 6, 8), "float32")}, {"x": IMG[:, :, :2], "s": np.zeros((1, 1, 4, 2), "float32")}]),
+    # pads = [M, M, M, M], M the length of another input
+    ("pad-shape", [helper.make_node("Shape", ["s"], ["m"]), helper.make_node("Concat", ["m"] * 4, ["p"], axis=0),
+                   helper.make_node("Pad", ["x", "p"], ["y0"], mode="edge")],
+     [("x", F, ["N", 6]), ("s", F, ["M"])], 1, "dyn.nn.pad",
+     [{"x": X, "s": np.zeros(1, "float32")}, {"x": X2, "s": np.zeros(3, "float32")}]),
+]
+
+
+@pytest.mark.parametrize("case", RUN_TIME_VALUES, ids=[c[0] for c in RUN_TIME_VALUES])
+def test_run_time_k_depth_pads_become_dyn_ops(case):
+    # TVM v0.19's frontend makes dyn.topk / dyn.one_hot / dyn.nn.pad of a k, depth or pads given
+    # only at run time; the Relay interpreter runs them equal to onnxruntime for two inputs each
+    _, nodes, inputs, n_out, dyn_op, feed_sets = case
+    model = _graph_model(nodes, inputs, n_out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mod, _ = from_onnx(model)
+    assert dyn_op in _ops(mod)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for feeds in feed_sets:
+        want = session.run(None, feeds)
+        got = interpret(mod, feeds)
+        got = list(got) if isinstance(got, (list, tuple)) else [got]
+        for g, w in zip(got, want, strict=True):
+            g = np.asarray(g)
+            assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)  # interpolation rounds differently
+
+
+@pytest.mark.parametrize("case", RUN_TIME_VALUES, ids=[c[0] for c in RUN_TIME_VALUES])
+def test_k_depth_pads_known_at_import_stay_static(case):
+    # the same models with those inputs given as initializers keep the static ops
+    _, nodes, inputs, n_out, dyn_op, feed_sets = case
+    feeds = feed_sets[0]
+    known = {n for n, _, _ in inputs if n not in ("x", "i", "v")}
+    model = _graph_model(nodes, [i for i in inputs if i[0] not in known], n_out)
+    model.graph.initializer.extend(onnx.numpy_helper.from_array(feeds[n], n) for n in known)
+    mod, _ = from_onnx(model, shape={"x": feeds["x"].shape} if "x" in feeds else None)
+    assert not any(op.startswith("dyn.") for op in _ops(mod)), _ops(mod)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {n: v for n, v in feeds.items() if n not in known})
+    got = interpret(mod, {n: v for n, v in feeds.items() if n not in known})
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)

@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import irtool
-from irtool.frontend.onnx import OnnxImportError, from_onnx
+from irtool.frontend.onnx import from_onnx
 from irtool.ir.types import ANY
 
 DTYPES = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
@@ -58,11 +58,13 @@ def test_topk_opset1_attribute():
     check([node("TopK", ["x"], ["v", "i"], k=2)], {"x": TIES}, [("v", "float32"), ("i", "int64")], opset=9)
 
 
-def test_topk_of_a_runtime_k_is_a_diagnostic():
-    model = _model([node("TopK", ["x", "k"], ["v", "i"])], {"x": TIES, "k": np.array([2], "int64")},
-                   [("v", "float32"), ("i", "int64")])
-    with pytest.raises(OnnxImportError, match="TopK's k must be known at import time"):
-        from_onnx(model)
+@pytest.mark.parametrize("k, axis, largest", [(2, -1, 1), (3, 1, 0), (3, 0, 1), (1, 0, 0)])
+def test_topk_of_a_runtime_k_is_dyn_topk(k, axis, largest):
+    # k a graph input: dyn.topk (largest) or the sorted tensors cut by dyn.strided_slice, ties as
+    # the static op breaks them
+    mod = check([node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)],
+                {"x": TIES, "k": np.array([k], "int64")}, [("v", "float32"), ("i", "int64")])
+    assert ("dyn.topk(" if largest else "dyn.strided_slice(") in irtool.to_text(mod)
 
 
 @pytest.mark.parametrize("exclusive, reverse, axis", [(0, 0, 1), (1, 0, 0), (0, 1, -1), (1, 1, 1)])

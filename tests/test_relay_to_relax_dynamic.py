@@ -54,14 +54,35 @@ CASES = [
     ("strided_slice-shorter", "%x: Tensor[(6, 3), float32], %b: Tensor[(1), int64], %e: Tensor[(1), int64], "
      "%s: Tensor[(1), int64]", "dyn.strided_slice(%x, %b, %e, %s)",
      [[f32(6, 3), i64(0), i64(4), i64(1)], [f32(6, 3), i64(5), i64(-7), i64(-2)]]),
+    # Relay's int32 bounds for the leading axis of a `?` dim (Unique's and NMS's cut): cast, completed
+    ("strided_slice-int32", "%x: Tensor[(?, 3), float32], %b: Tensor[(1), int32], %e: Tensor[(1), int32], "
+     "%s: Tensor[(1), int32]", "dyn.strided_slice(%x, %b, %e, %s)",
+     [[f32(5, 3), np.array([1], "int32"), np.array([4], "int32"), np.array([2], "int32")],
+      [f32(2, 3), np.array([-1], "int32"), np.array([-3], "int32"), np.array([-1], "int32")]]),
+    # the roi, an attribute of R.image.resize2d, must be a constant: meta[relay.Constant][0] is (0, 0, 0, 0)
+    ("resize2d", "%x: Tensor[(1, 2, ?, 4), float32], %s: Tensor[(2), int64]",
+     'dyn.image.resize2d(%x, %s, meta[relay.Constant][0], coordinate_transformation_mode="align_corners")',
+     [[f32(1, 2, 3, 4), i64(6, 8)], [f32(1, 2, 2, 4), i64(3, 2)]]),
     ("shape_of", "%x: Tensor[(?, 3), float32]", "shape_of(%x)", [[f32(4, 3)], [f32(1, 3)]]),
     ("shape_of-int64", "%x: Tensor[(?, ?), float32]", 'shape_of(%x, dtype="int64")', [[f32(4, 3)], [f32(2, 5)]]),
 ]
 IDS = [c[0] for c in CASES]
 
 
+def _roi_metadata() -> str:
+    """The `#[metadata]` section of a module whose one constant is a float32 roi of zeros."""
+    from irtool.ir.expr import Call, Constant, Function, Op, Var
+    from irtool.ir.module import IRModule
+    from irtool.ir.types import TensorType
+
+    x = Var("x", TensorType((4,), "float32"))
+    mod = IRModule({"main": Function([x], Call(Op.get("add"), [x, Constant(np.zeros(4, "float32"))]))})
+    return "#[metadata]" + irtool.to_text(mod).split("#[metadata]")[1]
+
+
 def _module(params: str, body: str):
-    return irtool.parse(f'#[version = "0.0.5"]\ndef @main({params}) {{\n  {body}\n}}\n', "case.ir")
+    meta = _roi_metadata() if "meta[relay.Constant]" in body else ""
+    return irtool.parse(f'#[version = "0.0.5"]\ndef @main({params}) {{\n  {body}\n}}\n{meta}', "case.ir")
 
 
 def _same(a, b) -> None:

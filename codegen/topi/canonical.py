@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from irtool.ir import tir
 
+from .. import te
 from .. import tir_build as tb
 
 POS_INF = (1 << 63) - 1
@@ -40,6 +41,8 @@ def _index_equal(a, b) -> bool:
     if a is b:
         return True
     if type(a) is not type(b) or isinstance(a, tir.Var):
+        return False
+    if isinstance(a, te.ProducerLoad) and a.tensor is not b.tensor:  # its fields leave the tensor out
         return False
     if isinstance(a, tuple):
         return len(a) == len(b) and all(_index_equal(x, y) for x, y in zip(a, b))

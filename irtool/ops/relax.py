@@ -49,10 +49,14 @@ Registry (Relay) operators with no Relax operator of their own, Relay-only:
     reinterpret, copy, annotation.stop_fusion, nn.bias_add, nn.dense, nn.matmul, nn.batch_matmul,
     nn.global_avg_pool2d, nn.global_max_pool2d, nn.lrn,
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile,
+    dyn.topk, dyn.one_hot, dyn.nn.pad, dyn.image.resize2d,
     argwhere, unique, random.uniform, random.normal, random.multinomial
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
 R.max over the spatial axes, argwhere as R.nonzero transposed and cast ...; the dyn.* ops as
-R.tensor_to_shape of the shape tensor, R.match_cast to fresh sizes, and the static op. TVM
+R.tensor_to_shape of the shape tensor, R.match_cast to fresh sizes, and the static op, but
+dyn.strided_slice as R.dynamic_strided_slice, sized when legalized; R.topk, R.one_hot and
+R.nn.pad take k, depth and the widths as attributes only, so dyn.topk, dyn.one_hot and dyn.nn.pad
+have no counterpart (TVM 0.27's ONNX frontend requires them constant). TVM
 0.27's R.unique gives outputs of the unique count's length (Relay's: of the input's) and its
 Relax has no random-number generator: only R.multinomial_from_uniform, which samples at given
 uniform values. passes/relay_to_relax.py says, per operator, why it has no translation.)
@@ -155,6 +159,7 @@ RELAY_ONLY = ("reinterpret", "copy", "annotation.stop_fusion", "nn.bias_add", "n
               "reshape_like",  # relay-to-relax: R.reshape to the operands' dims
               "nn.batch_matmul", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
               "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile",
+              "dyn.topk", "dyn.one_hot", "dyn.nn.pad", "dyn.image.resize2d",
               "argwhere", "unique", "random.uniform", "random.normal", "random.multinomial")
 
 

@@ -3,12 +3,14 @@ GatherElements, GatherND, ScatterElements (and the deprecated Scatter), ScatterN
 
 Each is converted as TVM v0.19's `relay.frontend.onnx` converts it:
 
-- TopK: `topk` (largest=1), or `sort` + `argsort` + `strided_slice` (largest=0); `k` must
-  be known at import (TVM's `dyn.topk` is not in the registry); the indices are int64;
+- TopK: `topk` (largest=1), or `sort` + `argsort` + `strided_slice` (largest=0); a `k` known
+  only at run time makes `dyn.topk` / `dyn.strided_slice` (the slice's end: `k` on the axis, the
+  int64 maximum elsewhere), as TVM does; the indices are int64;
 - CumSum: `cumsum`; `reverse=1` reverses the axis before and after; the axis must be
-  known at import;
+  known at import (TVM's too);
 - OneHot: `one_hot` with off/on taken from `values`, negative indices first moved up by
-  `depth` (known at import), the result in the dtype of `values`;
+  `depth`, the result in the dtype of `values`; a depth known only at run time (cast to
+  int64) makes `dyn.one_hot`;
 - Unique: Relay's `unique` of the flattened (or 1-D) input, trimmed to its `num_unique`
   elements by `dyn.strided_slice` (`?` long, like NonZero's columns);
 - NonZero: `transpose(cast(argwhere(x), int64))`: the number of columns is `?` until the
@@ -74,10 +76,39 @@ def _topk_v1(ctx, inputs, attrs):
     return _topk(ctx, inputs[0], int(attrs["k"]), attrs.get("axis", -1), True)
 
 
+def _run_time_scalar(ctx, x, what: str):
+    """An integer scalar input known only at run time, as an int64 tensor of shape (1,)."""
+    shape = ctx.shape_of(x)
+    if shape not in ((), (1,)):
+        raise ctx.error(f"{what} must hold one value, got shape {list(shape)}")
+    if _dtype(ctx, x) != "int64":
+        x = ctx.call("cast", x, dtype="int64")
+    return ctx.call("reshape", x, newshape=(1,)) if shape == () else x
+
+
+def _dynamic_topk(ctx, data, k, axis: int, largest: bool):
+    """TVM's TopK of a run-time k: `dyn.topk`, or the sorted tensors cut by `dyn.strided_slice`."""
+    ndim = _rank(ctx, data)
+    axis = _axis(ctx, axis, ndim)
+    k = _run_time_scalar(ctx, k, "TopK's k")
+    if largest:
+        out = ctx.call("dyn.topk", data, k, axis=axis, dtype="int64")
+        return [ctx.typed(TupleGetItem(out, i)) for i in range(2)]
+    whole = np.iinfo(np.int64).max
+    pieces = [ctx.const([whole] * n, "int64") for n in (axis, ndim - axis - 1)]
+    end = ctx.call("concatenate", Tuple([p for p in (pieces[0], k, pieces[1]) if ctx.shape_of(p) != (0,)]), axis=0)
+    begin, strides = ctx.const([0] * ndim, "int64"), ctx.const([1] * ndim, "int64")
+    return [ctx.call("dyn.strided_slice", x, begin, end, strides)
+            for x in (ctx.call("sort", data, axis=axis), ctx.call("argsort", data, axis=axis, dtype="int64"))]
+
+
 @converter("TopK", 10, 11)
 def _topk_v10(ctx, inputs, attrs):
+    axis, largest = attrs.get("axis", -1), bool(attrs.get("largest", 1))
+    if ctx.value(inputs[1]) is None:
+        return _dynamic_topk(ctx, inputs[0], inputs[1], axis, largest)
     k = _scalar_int(ctx, inputs[1], "TopK's k")
-    return _topk(ctx, inputs[0], k, attrs.get("axis", -1), bool(attrs.get("largest", 1)))
+    return _topk(ctx, inputs[0], k, axis, largest)
 
 
 @converter("CumSum", 11, 14)
@@ -97,7 +128,11 @@ def _cumsum(ctx, inputs, attrs):
 @converter("OneHot", 9, 11)
 def _one_hot(ctx, inputs, attrs):
     indices, depth, values = inputs
-    depth = _scalar_int(ctx, depth, "OneHot's depth")
+    run_time = ctx.value(depth) is None
+    if run_time:  # ONNX casts a depth of another type to int64
+        depth = ctx.call("reshape", _run_time_scalar(ctx, depth, "OneHot's depth"), newshape=())
+    else:
+        depth = _scalar_int(ctx, depth, "OneHot's depth")
     ndim = _rank(ctx, indices)
     axis = attrs.get("axis", -1)
     if not -ndim - 1 <= axis <= ndim:
@@ -105,8 +140,10 @@ def _one_hot(ctx, inputs, attrs):
     axis = axis + ndim + 1 if axis < 0 else axis
     off, on = (ctx.call("take", values, ctx.const(i, "int64")) for i in (0, 1))
     ind = _dtype(ctx, indices)
-    indices = ctx.call("where", ctx.call("less", indices, ctx.const(0, ind)),
-                       ctx.call("add", indices, ctx.const(depth, ind)), indices)
+    size = ctx.call("cast", depth, dtype=ind) if run_time else ctx.const(depth, ind)
+    indices = ctx.call("where", ctx.call("less", indices, ctx.const(0, ind)), ctx.call("add", indices, size), indices)
+    if run_time:
+        return ctx.call("dyn.one_hot", indices, on, off, depth, axis=axis, dtype=_dtype(ctx, values))
     return ctx.call("one_hot", indices, on, off, depth=depth, axis=axis, dtype=_dtype(ctx, values))
 
 

@@ -455,11 +455,13 @@ def _pad(ctx, inputs, attrs):
         pad_val = ctx.const(attrs.get("value", 0.0), dtype)
         axes = list(range(ndim))
     else:
-        pads = _ints(ctx, inputs[1], "the pads")
         value = _optional(inputs, 2)
         pad_val = ctx.const(0, dtype) if value is None else value
         if ctx.type_of(pad_val).shape:
             pad_val = _call(ctx, "reshape", pad_val, newshape=[])
+        if ctx.value(inputs[1]) is None:
+            return _dynamic_pad(ctx, inputs, pad_val, mode)
+        pads = _ints(ctx, inputs[1], "the pads")
         axes = (list(range(ndim)) if _optional(inputs, 3) is None
                 else _axes(ctx, _ints(ctx, inputs[3], "the axes"), ndim))
     if len(pads) != 2 * len(axes):
@@ -485,6 +487,26 @@ def _pad(ctx, inputs, attrs):
         out = _call(ctx, "strided_slice", out, begin=[b for _, b, _ in cut], end=[e for _, _, e in cut],
                        strides=[1] * len(cut), axes=[a for a, _, _ in cut])
     return out
+
+
+def _dynamic_pad(ctx, inputs, pad_val, mode: str):
+    """Pads known only at run time: `dyn.nn.pad` of the (begins, ends) vector read as (2, rank)
+    and transposed, as TVM does; every axis, so no `axes` input, and no mode "wrap" (a
+    concatenation of pieces whose sizes the pads give)."""
+    data, pads = inputs[0], inputs[1]
+    ndim = len(ctx.shape_of(data))
+    if _optional(inputs, 3) is not None:
+        raise ctx.error("Pad with `axes`: the pads must be known at import time (a constant, or computed "
+                        "from static shapes)")
+    if mode == "wrap":
+        raise ctx.error('Pad mode "wrap": the pads must be known at import time (a constant, or computed '
+                        'from static shapes)')
+    if mode not in ("constant", "edge", "reflect"):
+        raise ctx.error(f"Pad mode \"{mode}\" is not supported (constant, edge, reflect, wrap are)")
+    if ctx.shape_of(pads) != (2 * ndim,):
+        raise ctx.error(f"Pad needs {2 * ndim} pads, got shape {list(ctx.shape_of(pads))}")
+    width = _call(ctx, "transpose", _call(ctx, "reshape", pads, newshape=(2, ndim)), axes=(1, 0))
+    return _call(ctx, "dyn.nn.pad", data, width, pad_val, pad_mode=mode)
 
 
 def _wrap_axis(ctx, x, axis: int, before: int, after: int):
@@ -624,6 +646,8 @@ def _resize(ctx, inputs, attrs):
         raise ctx.error(f"Resize nearest_mode \"{rounding}\" is not supported")
     if mode == "nearest" and antialias:
         raise ctx.error("Resize antialias needs mode linear or cubic")
+    if sizes is not None and ctx.value(sizes) is None:
+        return _dynamic_resize(ctx, inputs, sizes, roi, attrs, coord, rounding, axes)
     scale_v = None if scales is None else np.asarray(ctx.required_value(scales, "the scales"), "float64").reshape(-1)
     size_v = None if sizes is None else _ints(ctx, sizes, "the sizes")
     dims = [shape[a] for a in axes]
@@ -669,6 +693,49 @@ def _resize(ctx, inputs, attrs):
                                              bool(attrs.get("exclude_outside", 0)), antialias)
         result = _resize_axis(ctx, result, a, idx, weights, outside, fill, dtype)
     return result
+
+
+def _dynamic_resize(ctx, inputs, sizes, roi, attrs, coord: str, rounding: str, axes: list):
+    """Sizes known only at run time: TVM's `dyn.image.resize2d` (NCHW) to the last two sizes; the
+    other axes are taken to keep their size, as TVM takes them. TOPI maps output to input
+    coordinates by the ratio of the sizes, which for given sizes is ONNX's scale. Run-time
+    scales stay an import error: a fractional scaled size would make the ratio differ from ONNX's
+    scale (TVM converts them so, and differs). So does nearest with asymmetric coordinates and a
+    rounding other than floor: Relay's TOPI indexes a whole upscaling by integer division,
+    flooring whatever the rounding."""
+    data = inputs[0]
+    ndim = len(ctx.shape_of(data))
+    mode = attrs.get("mode", "nearest")
+    why = None
+    if ndim != 4 or axes not in (list(range(4)), [2, 3]):
+        why = "an input that is not 4-D (NCHW) resized on its last two axes"
+    elif attrs.get("antialias", 0) or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        why = "antialias or a keep_aspect_ratio_policy"
+    elif coord == "half_pixel_symmetric":
+        why = 'coordinate_transformation_mode "half_pixel_symmetric"'
+    elif mode == "nearest" and coord == "asymmetric" and rounding != "floor":
+        why = f'nearest_mode "{rounding}" and asymmetric coordinates'
+    if why is not None:  # TOPI's resize2d (TVM's dyn.image.resize2d) differs from ONNX there
+        raise ctx.error(f"Resize with {why}: the sizes must be known at import time (a constant, or computed "
+                        "from static shapes)")
+    dtype = _dtype(ctx, data)
+    if mode != "nearest" and not dtype.startswith(("float", "bfloat")):
+        raise ctx.error(f"Resize mode \"{mode}\" needs a floating-point input, got {dtype}")
+    size = sizes
+    if axes != [2, 3]:
+        size = _call(ctx, "strided_slice", size, begin=[2], end=[4], strides=[1], axes=[0])
+    roi_v = [0.0] * 4
+    if coord == "tf_crop_and_resize":
+        r = np.asarray(ctx.required_value(roi, "the roi"), "float64").reshape(-1)
+        if r.size != 2 * len(axes):
+            raise ctx.error(f"Resize roi must have {2 * len(axes)} values")
+        k = len(axes)
+        roi_v = [float(v) for v in (r[k - 2], r[k - 1], r[2 * k - 2], r[2 * k - 1])]
+    return _call(ctx, "dyn.image.resize2d", data, size, ctx.const(roi_v, "float32"),
+                 method=_RESIZE_METHODS[mode], coordinate_transformation_mode=coord, rounding_method=rounding,
+                 cubic_alpha=float(attrs.get("cubic_coeff_a", -0.75)),
+                 cubic_exclude=int(attrs.get("exclude_outside", 0)),
+                 extrapolation_value=float(attrs.get("extrapolation_value", 0.0)))
 
 
 # ----------------------------------------------------------------------------- depth <-> space
