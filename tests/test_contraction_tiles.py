@@ -217,3 +217,26 @@ def test_a_short_reduction_over_long_rows_vectorises_the_rows():
     stores = [n for n in _stmts(conv.body) if isinstance(n, tir.For) and n.kind == "vectorized"
               and isinstance(n.body, tir.BufferStore) and n.body.buffer.scope == "global"]
     assert stores, "the tile is not stored as vectors"
+
+
+def test_a_constant_weight_whose_rows_could_be_read_in_place_is_packed_too():
+    """A (K, N) matmul weight has its lanes contiguous already, but a tile would read a strip
+    of each row, rows N floats apart: packed, each tile streams one contiguous panel."""
+    model, inputs = _dense(32, 80, 64, epilogue=True)
+    exe = _check(model, inputs, tolerance=1e-4)
+    matmul = next(f for name, f in exe.mod.functions.items() if isinstance(f, tir.PrimFunc) and "matmul" in name)
+    shape = [d.value for d in dict(matmul.buffer_map)[matmul.params[1]].shape]
+    assert len(shape) == 3 and shape[1] == 80 and shape[0] * shape[2] == 64, shape
+
+
+def test_a_window_with_as_many_channels_as_columns_vectorises_the_columns():
+    """A 3x3 convolution of 16 channels over 32 columns fills whole vectors either way: the
+    lanes go along the columns (stored as vectors, no transposition of the tile), the weight
+    broadcast as it is."""
+    model, inputs = _conv(16, 32, 16, 3, 1, 1)
+    exe = _check(model, inputs, tolerance=1e-4)
+    conv = next(f for name, f in exe.mod.functions.items() if isinstance(f, tir.PrimFunc) and "conv2d" in name)
+    assert [d.value for d in dict(conv.buffer_map)[conv.params[1]].shape] == [16, 16, 3, 3]
+    stores = [n for n in _stmts(conv.body) if isinstance(n, tir.For) and n.kind == "vectorized"
+              and isinstance(n.body, tir.BufferStore) and n.body.buffer.scope == "global"]
+    assert stores, "the tile is not stored as vectors"
