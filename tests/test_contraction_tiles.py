@@ -242,3 +242,23 @@ def test_a_window_with_as_many_channels_as_columns_vectorises_the_columns():
     stores = [n for n in _stmts(conv.body) if isinstance(n, tir.For) and n.kind == "vectorized"
               and isinstance(n.body, tir.BufferStore) and n.body.buffer.scope == "global"]
     assert stores, "the tile is not stored as vectors"
+
+
+@pytest.mark.parametrize("c,size,oc,kernel,stride", [(3, 32, 32, 3, 2), (16, 14, 48, 1, 1), (8, 7, 32, 1, 1)])
+def test_a_tile_transposed_on_its_way_out_stays_in_registers(c, size, oc, kernel, stride):
+    """Lanes along the output channels, rows along the output's columns: the write-back
+    transposes the tile. Its accesses are all at constant places, so after LLVM's
+    optimisation the tile is shuffled in registers: no gather from a copy on the stack."""
+    import llvmlite.binding as llvm
+
+    from irtool.codegen.native import optimize, target_machine
+
+    model, inputs = _conv(c, size, oc, kernel, stride, kernel // 2)
+    exe = _check(model, inputs, tolerance=1e-4)
+    conv = next(f for name, f in exe.mod.functions.items() if isinstance(f, tir.PrimFunc) and "conv2d" in name)
+    assert any(n.kind == "unroll" and isinstance(n.body, tir.For) and n.body.kind == "unroll"
+               and isinstance(n.body.body, tir.BufferStore) and n.body.body.buffer.scope == "global"
+               for n in _stmts(conv.body) if isinstance(n, tir.For)), "no transposing write-back"
+    llmod = llvm.parse_assembly(generate_llvm(IRModule({"conv": conv}))[0])
+    optimize(llmod, target_machine())
+    assert "gather" not in str(llmod)
