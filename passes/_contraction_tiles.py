@@ -57,6 +57,9 @@ RUNTIME_PACK_REUSE = 16
 # the reduction length up to which a contraction whose output rows are contiguous in one operand
 # takes its lanes along them (stores whole vectors) rather than along the weight's panels
 DATA_VECTOR_MAX_REDUCTION = 64
+# the reduction length up to which a tile written back transposed is unrolled for LLVM to
+# shuffle in registers
+TRANSPOSE_UNROLL_MAX_REDUCTION = 256
 # the A rows one chunk of row tiles reads: a share of the L2 cache, beside a W panel
 A_CHUNK_BYTES = 512 * 1024
 
@@ -338,13 +341,17 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     if data_vector is None and not vector_store and r is not None and spatial[-1] is r and rows >= 4 \
             and r_tiles * rows == r_ext:
         # the rows are the destination's contiguous index (conv's output columns): one store of
-        # the tile's rows per lane (channel), the accumulators transposed on the way. Both loops
-        # unrolled: every access to the tile is then at a constant place, so LLVM keeps it in
-        # registers and transposes it with shuffles (a vectorised row loop became gathers from
-        # the tile spilled to the stack: MobileNetV2's first convolution 25% slower, its 1x1
-        # convolutions 3-10%)
-        write_back = tir.For(lane, _const(0, idx), _const(width, idx), "unroll",
-                             tir.For(ri, _const(0, idx), _const(rows, idx), "unroll", write))
+        # the tile's rows per lane (channel), the accumulators transposed on the way. After a
+        # short reduction, where that transposition is a large share of the work, both loops
+        # are unrolled: every access to the tile is then at a constant place, so LLVM keeps it
+        # in registers and shuffles it (a vectorised row loop became gathers from the tile
+        # spilled to the stack: MobileNetV2's first convolution 25% slower, its 1x1
+        # convolutions 3-10%). After a long one it is 1-3% of the time and not worth LLVM's
+        # time (ResNet-18's compilation took three times as long with every tile unrolled).
+        unrolled = math.prod(extent_of[x] for x in reduce) <= TRANSPOSE_UNROLL_MAX_REDUCTION
+        write_back = tir.For(lane, _const(0, idx), _const(width, idx), "unroll" if unrolled else "serial",
+                             tir.For(ri, _const(0, idx), _const(rows, idx), "unroll" if unrolled else "vectorized",
+                                     write))
 
     reads = _whole_regions([ld.buffer for ld in _loads(tir.SeqStmt([update, write_back]))
                             if ld.buffer is not acc])
