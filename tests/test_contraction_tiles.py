@@ -262,3 +262,43 @@ def test_a_tile_transposed_on_its_way_out_stays_in_registers(c, size, oc, kernel
     llmod = llvm.parse_assembly(generate_llvm(IRModule({"conv": conv}))[0])
     optimize(llmod, target_machine())
     assert "gather" not in str(llmod)
+
+
+def test_rows_of_a_four_kib_apart_are_limited_by_the_l1_ways(monkeypatch):
+    """A's rows broadcast at one reduction step must not evict each other: 4 KiB apart they
+    all fall in one L1 set (64 sets of 64 bytes), so at most ways - 2 of them; 2 KiB apart
+    they alternate between two sets; 8 bytes apart they share lines."""
+    from irtool.passes import _contraction_tiles as tiles
+
+    sets, ways = tiles.l1_sets_and_ways()  # the host's, or Zen's when sysfs does not say
+    assert sets >= 1 and ways >= 2
+    monkeypatch.setattr(tiles, "l1_sets_and_ways", lambda: (64, 8))
+    assert tiles._rows_in_l1(4096, 32) == 6
+    assert tiles._rows_in_l1(2048, 32) == 12
+    assert tiles._rows_in_l1(8, 32) == 32
+    monkeypatch.setattr(tiles, "l1_sets_and_ways", lambda: (64, 12))
+    assert tiles._rows_in_l1(4096, 32) == 10
+
+
+def test_a_matmul_with_rows_four_kib_apart_gets_a_tile_the_l1_holds():
+    text = """@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def main(a: T.Buffer((T.int64(16), T.int64(1024)), "float32"), b: T.Buffer((T.int64(1024), T.int64(32)), "float32"), c: T.Buffer((T.int64(16), T.int64(32)), "float32")):
+        for i, j, k in T.grid(T.int64(16), T.int64(32), T.int64(1024)):
+            with T.sblock("matmul"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    c[vi, vj] = T.float32(0.0)
+                c[vi, vj] = c[vi, vj] + a[vi, vk] * b[vk, vj]
+"""
+    from irtool.passes._contraction_tiles import l1_sets_and_ways
+
+    mod = get_pass("default-cpu-schedule")()(parse(text))
+    tile = next(n for n in _stmts(mod.functions["main"].body) if isinstance(n, tir.SBlock) and n.name.endswith("_tile"))
+    rows = tile.alloc_buffers[0].shape[0].value
+    assert rows <= l1_sets_and_ways()[1] - 2
+    a, b = RNG.standard_normal((16, 1024)).astype(np.float32), RNG.standard_normal((1024, 32)).astype(np.float32)
+    got = np.zeros((16, 32), np.float32)
+    compile_tir(mod)["main"](a, b, got)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-3)
