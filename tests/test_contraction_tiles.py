@@ -207,13 +207,21 @@ def test_odd_sizes_in_tir_run_like_the_interpreter():
         np.testing.assert_array_equal(got, expected)
 
 
-def test_a_short_reduction_over_long_rows_vectorises_the_rows():
-    """A 1x1 conv over 4 channels and 40 columns: lanes along the columns (the weight stays as
-    it is, broadcast), stores of whole vectors; at 16 lanes the third vector starts at 24."""
-    model, inputs = _conv(4, 40, 12, 1, 1, 0)
-    exe = _check(model, inputs, tolerance=1e-5)
+@pytest.mark.parametrize("c,size,oc,kernel,pad", [
+    # a 1x1 conv over 4 channels and 40 columns: a short reduction (at 16 lanes the third
+    # vector starts at 24)
+    (4, 40, 12, 1, 0),
+    # a 3x3 window of 16 channels over 32 columns: whole vectors either way, and along the
+    # channels the tile would be stored transposed
+    (16, 32, 16, 3, 1),
+])
+def test_lanes_along_the_columns(c, size, oc, kernel, pad):
+    """Lanes along the output's columns: the weight stays as it is (broadcast), the tile is
+    stored as whole vectors."""
+    model, inputs = _conv(c, size, oc, kernel, 1, pad)
+    exe = _check(model, inputs, tolerance=1e-4)
     conv = next(f for name, f in exe.mod.functions.items() if isinstance(f, tir.PrimFunc) and "conv2d" in name)
-    assert [d.value for d in dict(conv.buffer_map)[conv.params[1]].shape] == [12, 4, 1, 1]
+    assert [d.value for d in dict(conv.buffer_map)[conv.params[1]].shape] == [oc, c, kernel, kernel]
     stores = [n for n in _stmts(conv.body) if isinstance(n, tir.For) and n.kind == "vectorized"
               and isinstance(n.body, tir.BufferStore) and n.body.buffer.scope == "global"]
     assert stores, "the tile is not stored as vectors"
@@ -229,19 +237,6 @@ def test_a_constant_weight_whose_rows_could_be_read_in_place_is_packed_too(m, k,
     matmul = next(f for name, f in exe.mod.functions.items() if isinstance(f, tir.PrimFunc) and "matmul" in name)
     shape = [d.value for d in dict(matmul.buffer_map)[matmul.params[1]].shape]
     assert len(shape) == 3 and shape[1] == k and shape[0] * shape[2] >= n, shape
-
-
-def test_a_window_with_as_many_channels_as_columns_vectorises_the_columns():
-    """A 3x3 convolution of 16 channels over 32 columns fills whole vectors either way: the
-    lanes go along the columns (stored as vectors, no transposition of the tile), the weight
-    broadcast as it is."""
-    model, inputs = _conv(16, 32, 16, 3, 1, 1)
-    exe = _check(model, inputs, tolerance=1e-4)
-    conv = next(f for name, f in exe.mod.functions.items() if isinstance(f, tir.PrimFunc) and "conv2d" in name)
-    assert [d.value for d in dict(conv.buffer_map)[conv.params[1]].shape] == [16, 16, 3, 3]
-    stores = [n for n in _stmts(conv.body) if isinstance(n, tir.For) and n.kind == "vectorized"
-              and isinstance(n.body, tir.BufferStore) and n.body.buffer.scope == "global"]
-    assert stores, "the tile is not stored as vectors"
 
 
 @pytest.mark.parametrize("c,size,oc,kernel,stride", [(3, 32, 32, 3, 2), (16, 14, 48, 1, 1), (8, 7, 32, 1, 1)])
