@@ -92,6 +92,7 @@ class TileConfig:
     # parameters whose every caller passes a constant: they may be packed
     constant_params: frozenset = frozenset()
     packings: dict = field(default_factory=dict)  # param index -> Packing, filled in
+    l1_ways: int = 0  # the L1 data cache's ways (0: the host's)
 
 
 def _const(value: int, dtype: str) -> tir.IntImm:
@@ -124,12 +125,13 @@ def l1_sets_and_ways() -> tuple[int, int]:
     return 64, 8
 
 
-def _rows_in_l1(row_bytes: int, r_ext: int) -> int:
+def _rows_in_l1(row_bytes: int, r_ext: int, ways: int = 0) -> int:
     """The most rows of A, `row_bytes` apart, whose lines at one reduction step share no L1
     set with more than ways - 2 others (room left for W's and the output's lines): rows 4 KiB
     apart all fall in one set, and more of them than its ways evict each other at every step
     (1024^3's 13-row tile on Zen 4's 8-way L1 ran at 60% of OpenBLAS)."""
-    sets, ways = l1_sets_and_ways()
+    sets, host_ways = l1_sets_and_ways()
+    ways = ways or host_ways
     lines_per_set: dict[int, set] = {}
     for row in range(r_ext):
         line = row * row_bytes // 64
@@ -250,7 +252,7 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
         if not packable and not in_place and reuse < RUNTIME_PACK_REUSE:
             return False
     tile = _choose_tile(r_ext, v_ext, lanes, registers, exact=in_place and data_vector is None,
-                        max_rows=_rows_in_l1(_row_bytes(other, r), r_ext) if r is not None else None)
+                        max_rows=_rows_in_l1(_row_bytes(other, r), r_ext, config.l1_ways) if r is not None else None)
     if tile is None:
         return False
     rows, vectors = tile
