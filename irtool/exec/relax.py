@@ -224,14 +224,13 @@ class RelaxInterpreter:
                 return self.call_tir(call, env, shape_env)
             if op.name in ("relax.call_dps_packed", "relax.call_pure_packed"):
                 return self.call_packed(call, env, shape_env)
-            from ..ops import relax as relax_ops
             from ..ops import relax_memory
 
             args = [self.eval(a, env, shape_env) for a in call.args]
             try:
                 if op.name in relax_memory.MEMORY_OPS:
                     return relax_memory.evaluate(op.name, args, self.poison)
-                out = relax_ops.evaluate(op.name, args, call.attrs, [_dtype_of(a) for a in call.args])
+                out = self.evaluate_op(call, args)
                 # a shape-valued operator (R.shape_of, R.tensor_to_shape) gives a shape value
                 return ShapeValue(out) if isinstance(call.struct_info, rx.ShapeStructInfo) else out
             except (ValueError, TypeError, IndexError) as err:
@@ -240,13 +239,23 @@ class RelaxInterpreter:
         args = [self.eval(a, env, shape_env) for a in call.args]
         prim_func = self.mod.functions.get(op.name_hint) if isinstance(op, GlobalVar) else None
         if isinstance(prim_func, tir.PrimFunc):  # destination passing: the outputs are written in place
-            from .tir import run_prim_func
-
-            run_prim_func(prim_func, args, self.mod)
+            self.run_kernel(op.name_hint, prim_func, args)
             return ()
         if isinstance(callee, FunctionValue):
             return self.call_function(callee.name, args)
         raise DiagnosticError("only Relax functions of the module can be called", call.span)
+
+    def evaluate_op(self, call: rx.Call, args: list):
+        """An operator call on evaluated arguments: its NumPy reference."""
+        from ..ops import relax as relax_ops
+
+        return relax_ops.evaluate(call.op.name, args, call.attrs, [_dtype_of(a) for a in call.args])
+
+    def run_kernel(self, name: str, func: tir.PrimFunc, args: list) -> None:
+        """PrimFunc `name` on its buffers and scalars, destination passing: the TIR interpreter."""
+        from .tir import run_prim_func
+
+        run_prim_func(func, args, self.mod)
 
     def allocate(self, sinfo, shape_env):
         if isinstance(sinfo, rx.TupleStructInfo):
@@ -257,8 +266,6 @@ class RelaxInterpreter:
         return np.zeros(shape, dtype=sinfo.dtype)
 
     def call_tir(self, call: rx.Call, env: dict, shape_env: dict):
-        from .tir import run_prim_func
-
         gv = call.args[0]
         func = self.mod.functions.get(gv.name_hint)
         if not isinstance(func, tir.PrimFunc):
@@ -276,7 +283,7 @@ class RelaxInterpreter:
         if len(args) != len(func.params):
             raise DiagnosticError(f"`{gv.name_hint}` takes {len(func.params)} buffers and scalars, but call_tir "
                                   f"passes {len(args)} ({len(inputs)} inputs, {len(outputs)} outputs)", call.span)
-        run_prim_func(func, args, self.mod)
+        self.run_kernel(gv.name_hint, func, args)
         return out
 
     def call_packed(self, call: rx.Call, env: dict, shape_env: dict):
