@@ -77,11 +77,10 @@ def needs_vm(mod: IRModule, main: rx.Function) -> bool:
 def check_vm_module(mod: IRModule, entry: str) -> list[str]:
     """The Relax functions `entry` reaches, checked for what the VM runs; a construct it
     cannot run is a located diagnostic now rather than an error in the middle of a run."""
-    from .topi import legalization
     from ..exec.relax import _RUNTIME_FUNCS
     from ..ops.relax_memory import MEMORY_OPS
-
     from .executable import BuildError
+    from .topi import legalization
 
     def fail(message: str, node) -> BuildError:
         return BuildError(f"cannot build natively: {message}", getattr(node, "span", None))
