@@ -169,6 +169,21 @@ def test_operators_of_run_time_shapes_are_compiled_per_signature():
     assert len(exe.vm.specialized) == 2
 
 
+def test_runtime_function_of_a_data_dependent_shape():
+    # R.nonzero legalizes to R.call_pure_packed("relax.run.nonzero"), TVM's runtime function
+    text = H + '''    @R.function
+    def main(x: R.Tensor((2, 3), dtype="bool")):
+        with R.dataflow():
+            gv = R.nonzero(x)
+            R.output(gv)
+        return gv
+'''
+    mod, exe = _build(text)
+    x = np.array([[True, False, True], [False, True, False]])
+    np.testing.assert_array_equal(exe(x), np.stack(np.nonzero(x)))
+    np.testing.assert_array_equal(exe(x), irtool.interpret(mod, [x]))
+
+
 def test_straight_line_models_keep_the_single_native_entry():
     text = H + '''    @R.function
     def main(x: R.Tensor(("n", 4), dtype="float32")):
