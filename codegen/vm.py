@@ -127,6 +127,7 @@ class NativeVM(RelaxInterpreter):
         self.lib = lib
         self.schedule = schedule
         self.specialized: dict[str, object] = {}  # printed one-op module -> its Executable
+        self.by_call_site: dict[tuple, object] = {}  # (call, signature of the arguments) -> the same
 
     def run(self, entry: str, arrays: list):
         from .native import NativeError
@@ -149,7 +150,11 @@ class NativeVM(RelaxInterpreter):
     def evaluate_op(self, call: rx.Call, args: list):
         if call.op.name in VM_BUILTINS:
             return super().evaluate_op(call, args)
-        return self.specialize(call, args)(*_leaves(args))
+        key = (call, _signature(args))
+        exe = self.by_call_site.get(key)
+        if exe is None:
+            exe = self.by_call_site[key] = self.specialize(call, args)
+        return exe(*_leaves(args))
 
     def specialize(self, call: rx.Call, args: list):
         """The operator `call` compiled for the shapes and dtypes of `args` (once per signature)."""
@@ -194,6 +199,15 @@ class NativeVM(RelaxInterpreter):
                 raise DiagnosticError(f"`{call.op.name.replace('relax.', 'R.')}` does not lower to TIR for "
                                       f"{_describe_args(args)}", call.span)
         return exe
+
+
+def _signature(value):
+    """What a specialization depends on: shapes and dtypes of tensors, values of the rest."""
+    if isinstance(value, np.ndarray):
+        return value.shape, value.dtype.str
+    if isinstance(value, (list, tuple)) and not isinstance(value, ShapeValue):
+        return tuple(_signature(v) for v in value)
+    return value if not isinstance(value, ShapeValue) else ("shape", *value)
 
 
 def _leaves(args: list) -> list:

@@ -15,6 +15,8 @@ Like the Relay interpreter it is the oracle, so it is strict rather than fast.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..diagnostics import DiagnosticError
@@ -69,6 +71,16 @@ def eval_prim(e, env: dict):
         cond, then, other = (e.condition, e.true_value, e.false_value) if isinstance(e, tir.Select) else e.args
         return eval_prim(then if eval_prim(cond, env) else other, env)
     raise InterpreterError(f"cannot evaluate the shape expression {e!r}")
+
+
+@functools.cache
+def _numpy_dtype(dtype: str):
+    """NumPy's dtype for a Relax one (compared, not printed: str() of a NumPy dtype is slow),
+    or the name itself when NumPy has none (`bfloat16`)."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return dtype
 
 
 class RelaxInterpreter:
@@ -148,7 +160,7 @@ class RelaxInterpreter:
         if isinstance(sinfo, rx.TensorStructInfo):
             if not isinstance(value, np.ndarray):
                 raise DiagnosticError(f"{what} should be a tensor, got {_describe(value)}", sinfo.span)
-            if sinfo.dtype and str(value.dtype) != sinfo.dtype:
+            if sinfo.dtype and value.dtype != _numpy_dtype(sinfo.dtype):
                 raise DiagnosticError(f"{what} should have dtype {sinfo.dtype}, got {value.dtype}", sinfo.span)
             if sinfo.ndim >= 0 and value.ndim != sinfo.ndim:
                 raise DiagnosticError(f"{what} should have {sinfo.ndim} dimensions, got {value.ndim}", sinfo.span)
