@@ -135,7 +135,9 @@ class NativeVM(RelaxInterpreter):
         try:
             return self.call_function(entry, [np.asarray(a) for a in arrays])
         except DiagnosticError as err:  # a failed match_cast or argument check: TVM's VM raises too
-            raise NativeError(f"{entry}: {err}") from None
+            error = NativeError(f"{entry}: {err}")
+            error.span = err.span  # (irtool-run points at the match_cast)
+            raise error from None
 
     def run_kernel(self, name: str, func: tir.PrimFunc, args: list) -> None:
         self.lib[name](*args)

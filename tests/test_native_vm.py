@@ -223,3 +223,18 @@ def test_vm_models_do_not_export_as_a_library(tmp_path):
     _, exe = _build(IF)
     with pytest.raises(ExportError, match="VM"):
         exe.export_library(str(tmp_path / "m.so"))
+
+
+def test_irtool_run_locates_a_failed_match_cast(tmp_path):
+    import io
+
+    from irtool.cli.run import run
+
+    path, x = tmp_path / "cast.py", tmp_path / "x.npy"
+    path.write_text(CAST_TO_STATIC)
+    np.save(x, np.zeros((4, 5), np.float32))
+    err = io.StringIO()
+    assert run([str(path), "--backend", "native", "--input", f"x={x}"], io.StringIO(), err) == 1
+    first, line, caret = err.getvalue().splitlines()[-3:]
+    assert first == f"{path}:10:13: error: main: R.match_cast to `y`: dimension 1 is 5, expected 4"
+    assert line.strip().startswith("y = R.match_cast(") and caret.strip().startswith("^~~")

@@ -147,7 +147,12 @@ class RelaxInterpreter:
                 else:
                     value = self.eval(b.value, env, shape_env)
                 if isinstance(b, rx.MatchCast):
-                    self.match(value, b.struct_info, shape_env, f"R.match_cast to `{b.var.name_hint}`", bind=True)
+                    try:
+                        self.match(value, b.struct_info, shape_env, f"R.match_cast to `{b.var.name_hint}`", bind=True)
+                    except DiagnosticError as err:
+                        if err.span is not None or b.span is None:
+                            raise
+                        raise DiagnosticError(str(err), b.span) from None  # at the match_cast
                 else:
                     self.match(value, b.var.struct_info, shape_env, f"`{b.var.name_hint}`", bind=True)
                 env[id(b.var)] = value
