@@ -22,6 +22,9 @@ StaticPlanBlockMemory (one arena allocated per call); constants are the module's
 passed by address (the JIT) or linked in (a shared library). Python checks the inputs
 (dtype, rank, sizes, symbolic sizes bound consistently), allocates the outputs from the
 struct info, and makes the one call.
+
+A `main` that is not straight-line code (R.If, calls of Relax functions, R.match_cast,
+run-time shapes) runs on the VM of vm.py instead: the same PrimFuncs, called one by one.
 """
 
 from __future__ import annotations
