@@ -481,14 +481,16 @@ def test_every_legalized_operator_is_covered():
     legalized = {name for name in relax_ops() if legalization(name) is not None}
     covered = {"relax." + c[3].split("(")[0].removeprefix("R.") for c in CASES}
     # legalized to a runtime function (R.call_pure_packed, TVM's FCallPacked), which the native
-    # build does not have: a build error (below), not a native case
+    # build's VM runs (below), not a native case
     assert legalized - covered == set(CALL_PACKED)
 
 
-def test_runtime_function_ops_are_a_build_error():
+def test_runtime_function_ops_run_on_the_vm():
     mod = parse(module_text("x:3x4:float32", "R.nonzero(x)"), "nonzero.py")
-    with pytest.raises(DiagnosticError, match="R.call_pure_packed"):
-        irtool.build(mod)
+    exe = irtool.build(mod)
+    x = np.array([[0, 1.5, 0, 2], [0, 0, 0, 0], [3, 0, 0, 0]], np.float32)
+    assert exe.vm is not None
+    np.testing.assert_array_equal(exe(x), np.stack(np.nonzero(x)))
 
 
 # ----------------------------------------------------------------------------- regressions
