@@ -60,11 +60,14 @@ bound whole (nothing scales out) with the same folds as `_symbolic_count`
 below 0 (`min(v * s - c, b)`), and a window of one element (k == 1) takes the head pad into its
 min, `min(0, b + head - v * s)` (the stride then scales out of the window from v * s when it
 divides b + head), except where the stride divides the head but not the bound (with a size
-variable: where a stride above 1 divides the head); with a size variable and padding counted,
-`min(0, n - v * s) + c` also wins over a kept `min(v * s + s, n + s) - v * s`."""
+variable: where a stride above 1 divides the head); a reach equal to the bound's offset folds
+into `min(0, n - v * s) + c` (with a size variable, winning over a kept `min(v * s + s, n + s) - v * s`);
+a bound of 0 (a size-1 axis) gives `v * -s`, and a divisor sharing a factor with every term of
+a sum without jumps is reduced (`Div(x * 2 + 2, 4)` is `Div(x + 1, 2)`)."""
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 from irtool.ir import tir
@@ -443,9 +446,9 @@ def _symbolic_dilated_count(v: tir.Var, n: tir.Var, k: int, s: int, d: int, head
 
     def window() -> tuple[tir.PrimExpr, bool]:
         """The window's sum and whether it already subtracts v * s (a kept `min(..) - v * s`)."""
-        if include_pad and k == 1 and head > 0 and (s == 1 or head % s):
+        if k == 1 and head > 0 and (s == 1 or head % s):
             return _bin("min", _i64(0), remaining(offset + head)), False  # the head taken into the min
-        if include_pad and reach == offset:  # min(c, y + c) + b -> min(0, y) + (b + c)
+        if reach == offset:  # min(c, y + c) + b -> min(0, y) + (b + c)
             return _offset(_bin("min", _i64(0), _bin("sub", n, vs)), base + reach), False
         if kept:
             return _bin("sub", _bin("min", _bin("add", vs, _i64(reach)), _offset(n, offset)), vs), True
@@ -462,8 +465,12 @@ def _symbolic_dilated_count(v: tir.Var, n: tir.Var, k: int, s: int, d: int, head
             total = _bin("sub", total, _bin("mul", jumps, _i64(scale)))
     else:  # s > d: the window from v * s, its start subtracted last
         jumps, scale = _jumps(v, s, d, head)
-        if fold:
+        if k == 1 and head > 0 and head % s:  # the head taken into the min
+            total = _bin("min", vs, _offset(n, offset + head))
+        elif fold:
             total = _bin("min", _bin("add", vs, _i64(reach + base)), n)
+        elif reach == offset:  # min(x - 1, y - 1) + b -> min(x, y) + (b - 1)
+            total = _offset(_bin("min", vs, n), base + reach)
         else:
             total = _offset(_bin("min", _offset(vs, reach), _bin("sub", n, _i64(1))), base)
         total = _bin("sub", _bin("sub", total, _bin("mul", jumps, _i64(scale))), vs)
@@ -512,6 +519,8 @@ def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: 
         factored_from_start = s > 1 and bound % s == 0
     else:
         factored_from_start = factored
+    # b - v * s; from a bound of 0 (a size-1 axis), `v * -s`
+    remaining = _bin("mul", v, c(-s)) if bound == 0 and s > 1 else _bin("sub", c(bound), vs)
     # `min(vs + s, bound) - vs` stays as it is when bound is not a multiple of the stride
     kept_sum = s > 1 and head == 0 and reach == s and bound % s != 0
     if include_pad:
@@ -520,7 +529,7 @@ def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: 
         elif factored:
             terms, base, negs = [(_bin("min", c(reach // s), _bin("sub", c(bound // s), v)), s)], base, []
         else:
-            terms, base, negs = [(_bin("min", c(reach), _bin("sub", c(bound), vs)), 1)], base, []
+            terms, base, negs = [(_bin("min", c(reach), remaining), 1)], base, []
     else:
         jumps = _jumps(v, s, d, head)
         if s <= d:
@@ -529,7 +538,7 @@ def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: 
             elif factored:
                 terms, base, negs = [(_bin("min", c(reach // s), _bin("sub", c(bound // s), v)), s)], base, [jumps]
             else:
-                terms, base, negs = [(_bin("min", c(reach), _bin("sub", c(bound), vs)), 1)], base, [jumps]
+                terms, base, negs = [(_bin("min", c(reach), remaining), 1)], base, [jumps]
         elif factored_from_start:
             terms, base, negs = [(_bin("min", plus(v, reach // s), c(bound // s)), s)], base, [jumps, (v, s)]
         else:
@@ -538,6 +547,10 @@ def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: 
         return total([(t, sc // d) for t, sc in terms], base // d + 1, [(t, sc // d) for t, sc in negs])
     if not base and not negs and len(terms) == 1 and d % terms[0][1] == 0:  # Div(x * c, d * c): Div(x, d)
         return _bin("add", _bin("div", terms[0][0], c(d // terms[0][1])), c(1))
+    common = math.gcd(d, base, *(scale for _, scale in terms))
+    if not negs and base and common > 1:  # Div(x * 2 + 2, 4): Div(x + 1, 2)
+        return _bin("add", _bin("div", total([(t, sc // common) for t, sc in terms], base // common, []),
+                                c(d // common)), c(1))
     return _bin("add", _bin("div", total(terms, base, negs), c(d)), c(1))
 
 
