@@ -109,6 +109,7 @@ from .relax_bridge import (
     _first,
     _full,
     _gather_nd,
+    _gather_nd_deduce,
     _init,
     _layer_norm,
     _layer_norm_rel,
@@ -484,7 +485,7 @@ _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "
     ref_options=(("int_div_floor_only", True),))
 SCATTER = (_A("axis", "int", 0), _A("reduction", "str", "update"))
 _op("relax.gather_nd",          "data indices",                  (_A("batch_dims", "int", 0),), "gather_nd",
-    convert=_gather_nd)
+    convert=_gather_nd, deduce=_gather_nd_deduce)
 _op("relax.scatter_nd",         "data indices updates",          (_A("reduction", "str", "update"),), "scatter_nd",
     convert=_scatter_nd)
 _op("relax.flip",               "data",                          (_A("axis", "int"),), "reverse")
