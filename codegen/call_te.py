@@ -47,6 +47,9 @@ class BlockBuilder:
         self._names: dict[str, int] = {}
         self._dedup: dict[int, list[tuple[object, list[str]]]] | None = None
         self.bindings: dict = {}  # variable -> its (tuple or variable) value, for lookup_binding
+        self._var_names: dict[str, int] = {}  # TVM's BlockBuilder name supply of emitted variables
+        self.prologue: list | None = None  # bindings a legalization emits (`emit`, `match_cast`)
+        self.in_dataflow = False
 
     # ----------------------------------------------------------------- the function table
     def _dedup_map(self) -> dict:
@@ -112,6 +115,38 @@ class BlockBuilder:
         """TVM's BlockBuilder.lookup_binding, for the tuple and variable bindings the legalizer
         has visited (concat/stack of a tuple variable); None for anything else."""
         return self.bindings.get(var)
+
+    # ----------------------------------------------------------------- emitted bindings
+    def _fresh_var_name(self, hint: str) -> str:
+        """FreshName of TVM's BlockBuilder: `gv`, `gv1`, `gv2` ... (`lv` in a dataflow block)."""
+        if hint not in self._var_names:
+            self._var_names[hint] = 0
+            return hint
+        self._var_names[hint] += 1
+        return f"{hint}{self._var_names[hint]}"
+
+    def _new_var(self, sinfo) -> rx.Var:
+        if self.in_dataflow:
+            return rx.DataflowVar(self._fresh_var_name("lv"), sinfo)
+        return rx.Var(self._fresh_var_name("gv"), sinfo)
+
+    def emit(self, value) -> rx.Var:
+        """TVM's `bb.emit(value)` inside a legalization: a fresh variable bound to `value` before
+        the call being legalized (LegalizeOps then visits the binding, legalizing it in turn)."""
+        from irtool.ir.relax_visitor import deduce_struct_info
+
+        sinfo = value.struct_info if getattr(value, "struct_info", None) is not None else \
+            deduce_struct_info(value, self.module())
+        value.struct_info = sinfo
+        var = self._new_var(sinfo)
+        self.prologue.append(rx.VarBinding(var, value))
+        return var
+
+    def match_cast(self, value, sinfo) -> rx.Var:
+        """TVM's `bb.match_cast(value, sinfo)`: a fresh variable of `sinfo`."""
+        var = self._new_var(sinfo)
+        self.prologue.append(rx.MatchCast(var, value, sinfo))
+        return var
 
     # ----------------------------------------------------------------- call_te
     def call_te(self, te_func: Callable, *args, primfunc_name_hint: str | None = None, **kwargs) -> rx.Call:

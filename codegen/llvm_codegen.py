@@ -50,6 +50,7 @@ from .llvm_types import (
     llvm_type,
     scalar_type,
 )
+from .packed_builtins import lower_packed_call
 
 FP_CONTRACT_ATTR = "irtool.fp_contract"  # an sblock annotation: `a + b * c` may be one FMA
 
@@ -280,7 +281,12 @@ class _FunctionBuilder(ExprCodegen):
             self.stmt(x)
 
     def s_Evaluate(self, s: tir.Evaluate) -> None:
-        if isinstance(s.value, tir.Call):
+        if isinstance(s.value, tir.Call) and s.value.op.endswith(".tvm_call_packed"):
+            lowered = lower_packed_call(s.value)  # a runtime function of ours, compiled in place
+            if lowered is None:
+                raise self.error(f"no native runtime function `{s.value.args[0]}` for `T.call_packed`", s)
+            self.stmt(lowered)
+        elif isinstance(s.value, tir.Call):
             self.expr(s.value)
 
     def s_LetStmt(self, s: tir.LetStmt) -> None:
@@ -295,10 +301,23 @@ class _FunctionBuilder(ExprCodegen):
     def s_DeclBuffer(self, s: tir.DeclBuffer) -> None:
         data = s.buffer.data
         if data not in self.data:
-            if isinstance(data, tir.Var) and data not in self.vars:
-                raise self.error(f"buffer `{s.buffer.name}` views data `{data.name}` that is not allocated", s)
-            self.data[data] = self.expr(data)  # a handle variable or expression
+            if isinstance(data, tir.Var) and data not in self.vars:  # new memory (`T.alloc_local`)
+                self.data[data] = self.allocate(s.buffer.dtype, s.buffer.shape, s.buffer)
+                self.distinct.add(data)
+                self.zero_fill(s.buffer)
+            else:
+                self.data[data] = self.expr(data)  # a handle variable or expression
         self.stmt(s.body)
+
+    def zero_fill(self, buf: tir.Buffer) -> None:
+        """Zeros in new memory, as the TIR interpreter allocates it (TVM leaves it undefined)."""
+        size = tir.IntImm(1, "int64")
+        for d in buf.shape:
+            size = tir.BinOp("mul", size, d if d.dtype == "int64" else tir.Cast("int64", d))
+        flat = tir.Buffer(buf.name, [size], buf.dtype, data=buf.data, scope=buf.scope)
+        k = tir.Var("k", "int64")
+        zero = tir.FloatImm(0.0, buf.dtype) if buf.dtype.startswith(("float", "bfloat")) else tir.IntImm(0, buf.dtype)
+        self.stmt(tir.For(k, tir.IntImm(0, "int64"), size, "serial", tir.BufferStore(flat, zero, [k])))
 
     def s_AssertStmt(self, s: tir.AssertStmt) -> None:
         cond = self.as_bool(self.expr(s.condition))

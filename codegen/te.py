@@ -165,28 +165,46 @@ class ComputeOp(Operation):
 
 
 class ExternOp(Operation):
-    """`te.extern`: an output computed by a TIR statement over buffers (TOPI's ir_builder ops).
-    `build_body(in_buffers, out_buffer)` makes the statement once the input buffers are known
-    (a placeholder argument's buffer is the extern's own input buffer, with a symbolic
-    `elem_offset`, as TVM's CreatePrimFunc leaves it; an intermediate is its allocation)."""
+    """`te.extern`: outputs computed by a TIR statement over buffers (TOPI's ir_builder ops).
+    `build_body(in_buffers, out_buffers)` makes the statement once the buffers are known (one
+    output buffer, not a list, for an extern made with one). As TVM's CreatePrimFunc binds them:
+    a placeholder argument's buffer is the input buffer of the last extern reading it (a
+    symbolic `elem_offset` unless given `in_buffers`); an intermediate input is its allocation;
+    an output that is no argument is allocated in the root sblock, its offset zero (alignment
+    kept). The body may also read tensors it does not take as inputs (`iou()`: a ProducerLoad,
+    TVM's ProducerToBufferTransformer makes it a load of that tensor's buffer)."""
 
-    def __init__(self, name: str, inputs: list, in_buffers: list, out_buffer: tir.Buffer,
-                 build_body: Callable) -> None:
+    def __init__(self, name: str, inputs: list, in_buffers: list, out_buffers: list,
+                 build_body: Callable, single: bool = True) -> None:
         self.name, self.inputs, self.in_buffers = name, list(inputs), list(in_buffers)
-        self.out_buffer, self.build_body = out_buffer, build_body
-        self.outputs = [Tensor(self, 0, out_buffer.shape, out_buffer.dtype)]
+        self.out_buffers, self.build_body, self.single = list(out_buffers), build_body, single
+        self.outputs = [Tensor(self, i, b.shape, b.dtype) for i, b in enumerate(self.out_buffers)]
+
+    @property
+    def out_buffer(self) -> tir.Buffer:
+        return self.out_buffers[0]
 
     def input_tensors(self) -> list[Tensor]:
         return list(self.inputs)
 
 
-def extern(out_buffer: tir.Buffer, inputs: list, build_body: Callable, name: str) -> Tensor:
-    """TVM's `te.extern([shape], inputs, fcompute, out_buffers=[out_buffer], name=name)`."""
+def extern(out_buffer: tir.Buffer | list, inputs: list, build_body: Callable, name: str,
+           in_buffers: list | None = None) -> Tensor | list:
+    """TVM's `te.extern([shape], inputs, fcompute, out_buffers=out_buffer(s), in_buffers=...,
+    name=name)`: one Tensor for one buffer, a list for a list of buffers."""
     # TVM's offset variables are int32; int64 here, as our parser reads the printed TypeVar back
     # (the printout is the same, and TVM parses it to its own)
-    in_buffers = [tir.Buffer(t.name, t.shape, t.dtype, elem_offset=tir.Var("elem_offset", "int64"))
-                  for t in inputs]
-    return ExternOp(name, inputs, in_buffers, out_buffer, build_body).outputs[0]
+    if in_buffers is None:
+        in_buffers = [tir.Buffer(t.name, t.shape, t.dtype, elem_offset=tir.Var("elem_offset", "int64"))
+                      for t in inputs]
+    single = isinstance(out_buffer, tir.Buffer)
+    op = ExternOp(name, inputs, in_buffers, [out_buffer] if single else out_buffer, build_body, single)
+    return op.outputs[0] if single else list(op.outputs)
+
+
+def extern_output(name: str, shape, dtype: str) -> tir.Buffer:
+    """te.extern's own output buffer (no `out_buffers` given): named after the op, offset symbolic."""
+    return tir.Buffer(name, [_dim(d) for d in shape], dtype, elem_offset=tir.Var("elem_offset", "int64"))
 
 
 def _collect_loads(e, out: list) -> None:
@@ -611,10 +629,15 @@ def create_prim_func(args: Sequence, index_dtype: str = "int64") -> tir.PrimFunc
             buffers[id(op.output)] = extern_inputs.get(id(op.output)) or _decl_buffer(op.name, op.shape, op.dtype)
             continue
         if isinstance(op, ExternOp):  # an opaque sblock, no iterators, regions left empty
-            if id(op.outputs[0]) not in is_arg:
-                raise NotImplementedError("an extern op whose output is not an argument")
-            buffers[id(op.outputs[0])] = op.out_buffer
-            body = op.build_body([buffers[id(t)] for t in op.inputs], op.out_buffer)
+            outs = []
+            for t, buf in zip(op.outputs, op.out_buffers):
+                if id(t) not in is_arg:
+                    buf = tir.Buffer(buf.name, buf.shape, buf.dtype, align=buf.align, scope=buf.scope)
+                    root_alloc.append(buf)
+                buffers[id(t)] = buf
+                outs.append(buf)
+            body = op.build_body([buffers[id(t)] for t in op.inputs], outs[0] if op.single else outs)
+            body = _substitute(body, {}, buffers)
             block = tir.SBlock(names.fresh(op.name.replace(".", "_")), (), (), (), body)
             stmts.append(tir.SBlockRealize((), tb.const(True, "bool"), block))
             continue

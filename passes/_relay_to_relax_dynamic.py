@@ -18,9 +18,9 @@ static operator then takes:
                   np.tile with the shorter of data and repeats padded with leading ones
     shape_of      R.shape_to_tensor(R.shape_of(x)) (cast to Relay's int32 by default)
 
-dyn.strided_slice has no translation here: its output sizes are a clamped quotient of run-time
-bounds, which a match_cast of its operands cannot name (TVM 0.27's R.dynamic_strided_slice
-and its shape function are not in irtool's Relax table).
+    dyn.strided_slice  R.dynamic_strided_slice (whose struct info knows the rank only), begin,
+                  end and strides padded to the rank as Relay pads them (0, the dimension, 1; a
+                  run-time end is concatenated with the constant rest), in int64
 """
 
 from __future__ import annotations
@@ -150,5 +150,36 @@ def dyn_tile(t, c, args):
     return call("relax.reshape", copies, r2r.shape_expr([_mul(rep, d) for rep, d in zip(reps, dims)]))
 
 
+def _padded(t, e, rank: int, rest: list):
+    """A 1-D int64 begin/end/strides operand of length k <= rank, with `rest[k:]` after it."""
+    r2r = _relay_to_relax()
+    k = _length(e)
+    if k > rank:
+        raise _Unsupported(f"a slice bound of {k} values for a tensor of rank {rank}")
+    if k == rank:
+        return _int64(t, e)
+    if any(not isinstance(v, int) for v in rest[k:]):
+        raise _Unsupported("the dimensions a short slice bound leaves whole must be static")
+    if isinstance(e, rx.Constant) and e.data is not None:
+        return rx.Constant(np.concatenate([np.asarray(e.data).astype("int64").reshape(-1),
+                                           np.array(rest[k:], dtype="int64")]))
+    tail = rx.Constant(np.array(rest[k:], dtype="int64"))
+    return t.bb.emit(r2r.call("relax.concat", t.bb.tuple_of([_int64(t, e), tail]), axis=0))
+
+
+def dyn_strided_slice(t, c, args):
+    r2r = _relay_to_relax()
+    if c.attrs["slice_mode"] != "end":
+        raise _Unsupported('slice_mode="size" of run-time bounds')
+    x = args[0]
+    dims = list(r2r._dims(x))
+    rank = len(dims)
+    begin = _padded(t, args[1], rank, [0] * rank)
+    end = _padded(t, args[2], rank, dims)
+    strides = _padded(t, args[3], rank, [1] * rank)
+    return r2r.call("relax.dynamic_strided_slice", x, begin, end, strides)
+
+
 CONVERTERS = {"shape_of": shape_of, "dyn.reshape": dyn_reshape, "dyn.broadcast_to": dyn_broadcast_to,
-              "dyn.full": dyn_full, "dyn.zeros": dyn_init, "dyn.ones": dyn_init, "dyn.tile": dyn_tile}
+              "dyn.full": dyn_full, "dyn.zeros": dyn_init, "dyn.ones": dyn_init, "dyn.tile": dyn_tile,
+              "dyn.strided_slice": dyn_strided_slice}

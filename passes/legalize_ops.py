@@ -17,6 +17,11 @@ TVM 0.27's relax.transform.LegalizeOps (src/relax/transform/legalize_ops.cc), de
      PrimFunc structurally equal to one already there is shared), and called with the
      call's arguments and `out_ty` the computed shape. `CALL_PACKED` operators (R.nonzero)
      become `R.call_pure_packed` of TVM's runtime function whatever the shapes (FCallPacked).
+     A legalization may emit bindings before the call (`bb.emit`, `bb.match_cast`: TVM's
+     prologue, variables `gv`, `gv1`, ... or `lv`, ... in a dataflow block); they are visited
+     in turn, so an op emitted there is legalized too (all_class_non_max_suppression's
+     R.dynamic_strided_slice), as is what it returns. A data-dependent op (TVM's
+     FDataDependent: R.dynamic_strided_slice) needs only its arguments' shapes known.
   2. Calls of operators without a legalization (R.call_tir itself, R.shape_of, ...) or with
      unknown shapes stay as they are; bindings keep their variables (a variable changes only
      if its value's struct info does, TVM's ReEmitBinding).
@@ -40,6 +45,9 @@ from irtool.transform import ModulePass, register
 # Operators TVM 0.27 legalizes to `R.call_pure_packed` of a runtime function (FCallPacked), which
 # needs no known shapes (R.nonzero's result has a data-dependent length).
 CALL_PACKED = frozenset({"relax.nonzero"})
+# Data-dependent operators (TVM's FDataDependent): the result's shape is only known at run time,
+# so only the arguments' shapes need to be known (their legalization computes the shape).
+DATA_DEPENDENT = frozenset({"relax.dynamic_strided_slice"})
 
 
 def know_all_shape_values(sinfo) -> bool:
@@ -83,10 +91,26 @@ class _Legalizer(ExprMutator):
         if call.op.name in CALL_PACKED:  # TVM's FCallPacked: a runtime function, whatever the shapes
             return legalize(self.bb, call)
         if not all(know_all_shape_values(a.struct_info) for a in call.args if not isinstance(a, Op)) or \
-                not know_all_shape_values(call.struct_info):
+                not (call.op.name in DATA_DEPENDENT or know_all_shape_values(call.struct_info)):
             return call
-        out = legalize(self.bb, call)
-        return out if out is not None else call
+        return self._legalize(legalize, call)
+
+    def _legalize(self, legalize, call: rx.Call):
+        """As TVM's LegalizeOps: what the legalization emits (`bb.emit`) is collected in a
+        prologue, whose bindings are then visited in turn (an op emitted there is legalized
+        too), and so is the expression it returns."""
+        outer = self.bb.prologue, self.bb.in_dataflow
+        self.bb.prologue, self.bb.in_dataflow = [], self.in_dataflow_block
+        try:
+            out = legalize(self.bb, call)
+            prologue = self.bb.prologue
+        finally:
+            self.bb.prologue, self.bb.in_dataflow = outer
+        for binding in prologue:
+            self.visit_binding(binding)
+        if out is None or out is call:
+            return call
+        return self.visit_expr(out) if prologue else out
 
     def _complete_metadata_constants(self, call: rx.Call) -> rx.Call:
         """A `metadata[...]` constant read without its metadata section has no known shape;

@@ -198,8 +198,6 @@ NO_COUNTERPART = {
                    "only as a VM builtin on its storage, which LegalizeOps leaves alone)",
     "nn.lrn": "TVM 0.27's Relax has no LRN operator (its ONNX frontend composes it from R.nn.avg_pool3d, "
               "which irtool's Relax table lacks)",
-    "dyn.strided_slice": "the result's sizes are clamped quotients of run-time bounds, which no match_cast of the "
-                         "operands names (TVM 0.27's R.dynamic_strided_slice is not in irtool's Relax table)",
     "unique": "Relay's outputs are as long as the input, the tail past num_unique unspecified; TVM 0.27's "
               "R.unique gives outputs of the unique count's length, known only at run time, and Relax "
               "cannot pad them back to a static length",

@@ -94,6 +94,9 @@ SAMPLES = {
     "relax.einsum": ([tt(t((2, 3, 4)), t((2, 4, 5)))], {"subscripts": "bij,bjk->bik"}),
     "relax.arange": ([prim(0, "int64"), prim(10, "int64"), prim(3, "int64")], {}),
     "relax.tensor_to_shape": ([t((3,), "int64", "index:5")], {}),
+    # begin/end in and past the bounds, negative ones included; strides +-1, 2
+    "relax.dynamic_strided_slice": ([t((6, 5)), t((2,), "int64", "range:-7:7"), t((2,), "int64", "range:-7:8"),
+                                     t((2,), "int64", "range:1:3")], {}),
     "relax.shape_to_tensor": ([shape([2, 3])], {}),
     "relax.matmul": ([t((2, 1, 3, 4)), t((5, 4, 6))], {}),
     "relax.nn.conv2d": ([t((1, 3, 8, 8)), t((4, 3, 3, 3))], {"strides": 2, "padding": 1}),
@@ -153,6 +156,9 @@ def value_of(arg, rng):
         fill, shape_ = arg["fill"], arg["shape"]
         if fill.startswith("index:"):
             return rng.integers(0, int(fill[6:]), size=shape_).astype(arg["dtype"])
+        if fill.startswith("range:"):  # integers in [lo, hi)
+            lo, hi = map(int, fill[6:].split(":"))
+            return rng.integers(lo, hi, size=shape_).astype(arg["dtype"])
         if fill == "positive":
             return rng.uniform(0.5, 2.0, size=shape_).astype(arg["dtype"])
         return rng.standard_normal(size=shape_).astype(arg["dtype"])

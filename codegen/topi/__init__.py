@@ -14,6 +14,8 @@ One module per family, each a table where the family allows:
     indexing   flip, gather_nd, einsum          (`T_reverse_sequence`, `T_gather_nd`, `T_einsum`)
     scatter    scatter_elements, scatter_nd     (te.extern: one opaque `*_generic` sblock)
     vision     roi_align, roi_pool              (`compute`; a data-dependent sample grid nests)
+    nms        all_class_non_max_suppression    (computes and te.extern IR-builder programs)
+    dynamic    dynamic_strided_slice            (a shape function, R.match_cast of its sizes)
 
 Adding an op:
   - a family member: one table line (e.g. in `elemwise.UNARY`: Relax name, PrimFunc name,
@@ -70,10 +72,12 @@ def _load() -> None:
             broadcast,
             conv_transpose,
             creation,
+            dynamic,
             elemwise,
             image,
             indexing,
             linalg,
+            nms,
             nn,
             norm,
             pool,

@@ -18,7 +18,7 @@ elsewhere, into an intermediate `compute`, then a second `compute` giving 0 for 
 Both are legalized for float32 data and rois, constant or symbolic sizes (the forms checked
 byte-identical with TVM 0.27, tests/test_legalize_roi.py); float16 and mixed dtypes stay Relax
 calls (TVM's roi_align PrimFunc then writes float32 where the call says float16).
-all_class_non_max_suppression is not legalized yet (docs/passes.md says what it needs).
+all_class_non_max_suppression is legalized in nms.py (TE computes and IR-builder externs).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from ..ir import tir
+from .tir_packed import packed, packed_call_code
 from .tir_runtime import (
     _FLOAT_BINOPS,
     _FLOAT_INTRINSICS,
@@ -68,7 +69,7 @@ class _Codegen:
         self.where: list[str] = []  # per line: the TIR construct it comes from
         self.ctx = f"`{name}`"
         self.indent = 1
-        self.ns = dict(_RUNTIME)
+        self.ns = dict(_RUNTIME, packed=packed)
         self.consts: dict[tuple, str] = {}
         self.counter = itertools.count()
         self.env: dict[tir.Var, tuple[str, object, object]] = {}  # var -> (python name, lo, hi)
@@ -334,6 +335,8 @@ class _Codegen:
                 return _V("True" if short == "max_value" else "False", dt)
             info = np.finfo(dt.np)
             return _V(self.const(float(info.max if short == "max_value" else info.min), dt), dt)
+        if short == "tvm_call_packed":  # a runtime function of ours (tir_packed.py)
+            return _V(packed_call_code(self, e), dt, 0, 0)
         args = [self.expr(a) if isinstance(a, tir.PrimExpr) else None for a in e.args]
         codes = [self.norm(a) if a is not None else repr(x) for a, x in zip(args, e.args)]
         if short == "isnullptr":

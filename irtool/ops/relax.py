@@ -89,6 +89,7 @@ from ..ir.types import ANY, TensorType
 from . import registry, vision
 from . import relax_scan_sort as scan_sort
 from .common import np, tensor_arg
+from .dynamic import strided_slice_rel as _dyn_strided_slice_rel
 from .nn import _pad4, _pair
 from .registry import REQUIRED, AttrError, AttrSpec, TypeRelError
 from .relax_bridge import (
@@ -104,6 +105,8 @@ from .relax_bridge import (
     _cast_to_attr,
     _clip,
     _concat,
+    _dynamic_strided_slice,
+    _dynamic_strided_slice_deduce,
     _expand_dims,
     _expand_dims_rel,
     _first,
@@ -441,6 +444,8 @@ _op("relax.split",              "x",                             SPLIT,        "
 _op("relax.strided_slice",      "x axes:prims begin:prims end:prims strides:prims?",
     (_A("assume_inbound", "bool", False),),                    "strided_slice",    convert=_strided_slice,
     sym_rel=_strided_slice_sym)
+_op("relax.dynamic_strided_slice", "x begin end strides",       (),           None,
+    rel=_dyn_strided_slice_rel, ref=_dynamic_strided_slice, deduce=_dynamic_strided_slice_deduce)
 _op("relax.take",               "x indices",                     TAKE,         "take",             convert=_take)
 _op("relax.gather_elements",    "data indices",                  (_A("axis", "int", 0),), "gather")
 _op("relax.broadcast_to",       "x shape:shape",                 (),           "broadcast_to",
@@ -531,7 +536,8 @@ _op("relax.vision.roi_pool",    "data rois",                     ROI_POOL,     "
     rel=_roi_pool_rel, ref=lambda data, rois, **at: vision._roi_pool(data, rois, round_half_up=True, **at))
 _op("relax.vision.all_class_non_max_suppression",
     "boxes scores max_output_boxes_per_class iou_threshold score_threshold",
-    (_A("output_format", "str", "onnx"),),                     "vision.all_class_non_max_suppression")
+    (_A("output_format", "str", "onnx"),),                     "vision.all_class_non_max_suppression",
+    rel=vision.nms_relax_rel, ref=lambda *args, **at: vision._all_class_nms(*args, **at))
 
 
 # ----------------------------------------------------------------------------- API

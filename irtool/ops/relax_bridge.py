@@ -597,6 +597,31 @@ def _tensor_to_shape_deduce(args_sinfo: list, attrs: dict):
     return ShapeStructInfo(ndim=length if isinstance(length, int) else -1)
 
 
+def _dynamic_strided_slice_deduce(args_sinfo: list, attrs: dict):
+    """TVM 0.27's InferTypeDynStridedSlice: the data's dtype and rank, the shape unknown (the
+    run-time begin/end/strides decide it); begin, end and strides 1-d int64 tensors with one
+    entry per axis."""
+    from ..ir.relax import TensorStructInfo
+
+    x = args_sinfo[0]
+    if not isinstance(x, TensorStructInfo):
+        raise TypeRelError(f"R.dynamic_strided_slice expects a tensor, got {type(x).__name__}")
+    if x.ndim >= 0:
+        for name, arg in zip(("begin", "end", "strides"), args_sinfo[1:]):
+            length = arg.shape[0] if isinstance(arg, TensorStructInfo) and isinstance(arg.shape, tuple) \
+                and arg.ndim == 1 else None
+            if length != x.ndim or arg.dtype not in ("int64", ""):
+                raise TypeRelError(f"R.dynamic_strided_slice needs `{name}` to be a 1-d int64 tensor of "
+                                   f"{x.ndim} values, one per axis")
+    return TensorStructInfo(None, x.dtype, x.ndim)
+
+
+def _dynamic_strided_slice(x, begin, end, strides):
+    """topi.dynamic_strided_slice: begin/end clamped as NumPy slices clamp them."""
+    slices = tuple(slice(int(b), int(e), int(s)) for b, e, s in zip(begin, end, strides))
+    return np.ascontiguousarray(x[slices])
+
+
 def _broadcast_to_deduce(args_sinfo: list, attrs: dict):
     """TVM 0.27's BroadcastTo: the target shape as written; an error only for fewer target dims
     or two static sizes that differ (the input's not 1). None: the generic way (a shape

@@ -20,10 +20,12 @@ v0.19 defines them (src/relay/op/vision/rcnn_op.cc, nms.cc) and TOPI computes th
         suppressing the later ones of IoU >= iou_threshold, at most max_output (0: no
         limit); the result ((B*C*N, 3) int64 rows [batch, class, box], the count (1,)):
         only the first `count` rows are meaningful. TOPI selects nothing when
-        iou_threshold <= 0, and only a box of positive score can be suppressed.
+        iou_threshold <= 0, and only a box of positive score can be suppressed. Relax (TVM
+        0.27) also has output_format="tensorflow": per batch the kept boxes' [class, box]
+        rows (B, C*N, 2), their scores (B, C*N) and counts (B,), zeros after the count.
 
 legalize-ops lowers the Relax roi_align and roi_pool with TOPI 0.27's computes
-(codegen/topi/vision.py); all_class_non_max_suppression has no compute definition yet.
+(codegen/topi/vision.py); all_class_non_max_suppression with TOPI 0.27's IR-builder programs (codegen/topi/nms.py).
 """
 
 from __future__ import annotations
@@ -150,6 +152,17 @@ def nms_rel(args, attrs):
     return TupleType([TensorType((rows, 3), "int64"), TensorType((1,), "int64")])
 
 
+def nms_relax_rel(args, attrs):
+    """TVM 0.27's Relax all_class_non_max_suppression: also the "tensorflow" format, per batch
+    (B, C * N, 2) int64 [class, box] rows, (B, C * N) float32 scores and (B,) int64 counts."""
+    if attrs["output_format"] != "tensorflow":
+        return nms_rel(args, attrs)
+    nms_rel(args, {**dict(attrs), "output_format": "onnx"})  # the operands' checks
+    b, c, n = args[0].shape[0], args[1].shape[1], args[0].shape[1]
+    rows = ANY if ANY in (c, n) else c * n
+    return TupleType([TensorType((b, rows, 2), "int64"), TensorType((b, rows), "float32"), TensorType((b,), "int64")])
+
+
 def _iou(a, b) -> float:
     """TOPI's calculate_overlap: corners in any order."""
     al, at, ar, ab = min(a[0], a[2]), min(a[1], a[3]), max(a[0], a[2]), max(a[1], a[3])
@@ -182,6 +195,15 @@ def _all_class_nms(boxes, scores, max_output_boxes_per_class, iou_threshold, sco
                 for k in range(j + 1, valid):
                     if work[k] > 0 and _iou(boxes[b, order[j]], boxes[b, order[k]]) >= iou_t:
                         work[k] = -1.0
+    if output_format == "tensorflow":  # per batch, classes one after the other, zeros after the count
+        indices = np.zeros((batch, classes * n, 2), np.int64)
+        kept_scores = np.zeros((batch, classes * n), np.float32)
+        counts = np.zeros((batch,), np.int64)
+        for b, c, box in rows:
+            indices[b, counts[b]] = (c, box)
+            kept_scores[b, counts[b]] = scores[b, c, box]
+            counts[b] += 1
+        return indices, kept_scores, counts
     selected = np.zeros((batch * classes * n, 3), np.int64)
     if rows:
         selected[:len(rows)] = rows

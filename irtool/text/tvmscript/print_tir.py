@@ -35,7 +35,11 @@ class _TirPrinter(_TirExprPrinter):
         self.for_stack = []
         buffers = {id(p): b for p, b in func.buffer_map}
         params = set(id(p) for p in func.params)
-        # symbolic int64 sizes of buffer parameters become module-level TypeVars
+        # symbolic int64 sizes of buffer parameters and `elem_offset` variables (te.extern's)
+        # become module-level TypeVars. TVM collects them in an unordered_set of pointers, whose
+        # iteration is (nearly always) the reverse of insertion: they are named last first, so
+        # of two sizes both called `s`, the last dimension's is `s` (elem_offsets of colliding
+        # buckets may come out in another order from run to run)
         type_vars: dict[int, tir.Var] = {}
         for p in func.params:
             buf = buffers.get(id(p))
@@ -45,12 +49,9 @@ class _TirPrinter(_TirExprPrinter):
                 for v in _vars_of(e):
                     if isinstance(v, tir.Var) and id(v) not in params and v.dtype == "int64":
                         type_vars.setdefault(id(v), v)
-        # `elem_offset` variables (te.extern's) are TypeVars too, named last parameter first
-        for p in reversed(func.params):
-            buf = buffers.get(id(p))
-            if buf is not None and isinstance(buf.elem_offset, tir.Var) and id(buf.elem_offset) not in params:
+            if isinstance(buf.elem_offset, tir.Var) and id(buf.elem_offset) not in params:
                 type_vars.setdefault(id(buf.elem_offset), buf.elem_offset)
-        tv_docs = sorted(((self.define(v, v.name or "v", f), v) for v in type_vars.values()),
+        tv_docs = sorted(((self.define(v, v.name or "v", f), v) for v in reversed(type_vars.values())),
                          key=lambda nv: nv[0].encode())
         # scalar parameters are named first, so a buffer may refer to a later one
         for p in func.params:
@@ -173,7 +174,11 @@ class _TirPrinter(_TirExprPrinter):
                     explicit = data
             elif data is not None:
                 explicit = data
-            rhs = self.buffer_call("decl_buffer", buf, [], frame, data=explicit)
+            if explicit is None and buf.scope == "local":  # new local memory: TVM 0.27's AllocBuffer
+                args, kwargs = self.buffer_kwargs(buf, frame)
+                rhs = _call(self.T("alloc_local"), args, [kw for kw in kwargs if kw[0] != "scope"])
+            else:
+                rhs = self.buffer_call("decl_buffer", buf, [], frame, data=explicit)
         name = self.define_buffer(buf, frame)
         frame.stmts.append(("line", f"{name} = {rhs.text}"))
         return s.body

@@ -16,7 +16,8 @@ from .tir_expr import _as_prim, _int_bits, _TirExprBuilder, _unify
 
 class _TirBuilder(_TirExprBuilder):
     # -- functions and statements
-    BUFFER_MAKERS = ("T.Buffer", "T.match_buffer", "T.decl_buffer", "T.alloc_buffer", "T.sblock_alloc_buffer",
+    BUFFER_MAKERS = ("T.Buffer", "T.match_buffer", "T.decl_buffer", "T.alloc_local", "T.alloc_buffer",
+                     "T.sblock_alloc_buffer",
                      "T.buffer_decl")
 
     def build_func(self, funcdef, options: dict) -> tir.PrimFunc:
@@ -306,6 +307,17 @@ class _TirBuilder(_TirExprBuilder):
                 (self.block_stack[-1]["alloc"] if self.block_stack else self.root_allocs).append(buf)
                 self.define(name, buf)
                 return None
+            if callee == "T.alloc_local":
+                # TVM 0.27's AllocBuffer of local scope (TOPI's IRBuilder `T.decl_buffer(...,
+                # scope="local")`): flat there, a DeclBuffer of new memory owning the rest here
+                if buf.scope != "global":
+                    self.error("`T.alloc_local` takes no scope", value_node)
+                buf.scope = "local"
+                buf.data = tir.Var(name, "handle", tir.PointerType(buf.dtype, "local"))
+                self.scopes.append({name: buf})
+                body = self.rest(rest, top)
+                self.scopes.pop()
+                return _Rest(tir.DeclBuffer(buf, body, span=self.span(node)))
             if callee == "T.decl_buffer":
                 earlier = self.forward_buffers.get(name)
                 if earlier is not None and _same_layout(earlier, buf):
