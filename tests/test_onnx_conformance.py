@@ -30,7 +30,6 @@ onnx = pytest.importorskip("onnx")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-_3D_WINDOWS = "3-D ConvTranspose (rank-5 input) is not supported: no nn.conv3d_transpose yet"
 _UNIQUE_AXIS = ("Unique along an axis of an N-D input (unique slices) is not supported: Relay's unique is 1-D, "
                 "as TVM v0.19's converter requires")
 _3D_GRID = ("volumetric GridSample (rank-5 input) is not supported: image.grid_sample is 2-D (TVM's 3-D "
@@ -102,7 +101,6 @@ EXCEPTIONS: dict[str, str] = {
        for op, form in (("cast", ""), ("castlike", ""), ("castlike", "_expanded"))
        if not (op == "castlike" and case.startswith("e8m0"))},  # onnx has no CastLike e8m0 cases
     **{f"test_mod_float_edge_cases_fmod_0_{t}": _FLOAT_MOD for t in ("float16", "float32", "float64")},
-    "test_convtranspose_3d": _3D_WINDOWS,
     "test_dft_inverse": _FFT_NOISE,
     "test_dft_inverse_opset19": _FFT_NOISE,
     **{name: _SEQUENCES for name in (

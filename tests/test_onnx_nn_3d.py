@@ -1,5 +1,6 @@
-"""3-D windows (rank-5 NCDHW inputs) in the ONNX importer: Conv, MaxPool, AveragePool, LpPool
-become nn.conv3d / nn.max_pool3d / nn.avg_pool3d, as TVM v0.19's Relay frontend converts them;
+"""3-D windows (rank-5 NCDHW inputs) in the ONNX importer: Conv, ConvTranspose, MaxPool,
+AveragePool, LpPool become nn.conv3d / nn.conv3d_transpose / nn.max_pool3d / nn.avg_pool3d, as
+TVM v0.19's Relay frontend converts them;
 each checked against onnxruntime (one-node models, and a small 3-D CNN)."""
 
 from __future__ import annotations
@@ -42,6 +43,25 @@ def test_conv_3d(attrs, bias):
 def test_conv_3d_groups_and_depthwise():
     check("Conv", [rand(2, 4, 4, 5, 5), rand(6, 2, 3, 3, 3), rand(6)], {"group": 2, "pads": [1] * 6}, consts=(1,))
     check("Conv", [rand(1, 3, 4, 5, 4), rand(3, 1, 2, 3, 3)], {"group": 3, "auto_pad": "SAME_LOWER"}, opset=1)
+
+
+@pytest.mark.parametrize("attrs", [
+    {},
+    {"strides": [2, 2, 1]},
+    {"strides": [2, 1, 2], "pads": [1, 0, 1, 1, 0, 0], "output_padding": [1, 0, 1]},
+    {"strides": [3, 2, 1], "dilations": [2, 1, 2], "output_padding": [2, 0, 0]},
+    {"strides": [2, 2, 2], "auto_pad": "SAME_UPPER"},
+    {"strides": [2, 1, 2], "auto_pad": "SAME_LOWER"},
+    {"strides": [2, 2, 2], "auto_pad": "VALID"},
+    {"strides": [2, 2, 2], "output_shape": [8, 9, 7]},
+])
+def test_conv_transpose_3d(attrs):
+    mod = check("ConvTranspose", [rand(1, 3, 4, 4, 3), rand(3, 2, 3, 2, 3), rand(2)], attrs, opset=11, consts=(1, 2))
+    assert "nn.conv3d_transpose(" in _ops(mod)
+
+
+def test_conv_transpose_3d_groups():
+    check("ConvTranspose", [rand(2, 4, 3, 2, 3), rand(4, 3, 2, 2, 2)], {"group": 2, "strides": [2, 1, 2]})
 
 
 @pytest.mark.parametrize("attrs", [
@@ -96,11 +116,6 @@ def _import(op_type, shapes, **attrs):
     return from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
 
 
-def test_conv_transpose_3d_is_an_error_for_now():
-    with pytest.raises(OnnxImportError, match="3-D ConvTranspose"):
-        _import("ConvTranspose", [(1, 2, 3, 3, 3), (2, 2, 2, 2, 2)])
-
-
 def test_pads_of_the_wrong_length_are_an_error():
     with pytest.raises(OnnxImportError, match="`pads` must have 6 values"):
         _import("MaxPool", [(1, 1, 4, 4, 4)], kernel_shape=[2, 2, 2], pads=[1, 1, 1, 1])
@@ -110,7 +125,8 @@ def test_pads_of_the_wrong_length_are_an_error():
 
 def _cnn3d():
     """Conv(+bias) -> Relu -> MaxPool -> grouped Conv (SAME_UPPER) -> AveragePool (ceil_mode)
-    -> GlobalAveragePool -> Flatten -> Gemm, over a batch of 2 NCDHW volumes."""
+    -> ConvTranspose (stride 2) -> GlobalAveragePool -> Flatten -> Gemm, over a batch of 2
+    NCDHW volumes."""
     rng = np.random.default_rng(3)
 
     def init(name, *shape):
@@ -123,11 +139,13 @@ def _cnn3d():
         helper.make_node("Conv", ["p1", "w2"], ["c2"], group=2, strides=[1, 2, 1], auto_pad="SAME_UPPER"),
         helper.make_node("Relu", ["c2"], ["r2"]),
         helper.make_node("AveragePool", ["r2"], ["p2"], kernel_shape=[2, 2, 2], strides=[2, 2, 2], ceil_mode=1),
-        helper.make_node("GlobalAveragePool", ["p2"], ["g"]),
+        helper.make_node("ConvTranspose", ["p2", "w4", "b4"], ["u"], strides=[2, 2, 2], pads=[0, 1, 0, 1, 0, 0]),
+        helper.make_node("GlobalAveragePool", ["u"], ["g"]),
         helper.make_node("Flatten", ["g"], ["f"]),
         helper.make_node("Gemm", ["f", "w3", "b3"], ["y"], transB=1),
     ]
-    inits = [init("w1", 4, 2, 3, 3, 3), init("b1", 4), init("w2", 6, 2, 3, 3, 3), init("w3", 5, 6), init("b3", 5)]
+    inits = [init("w1", 4, 2, 3, 3, 3), init("b1", 4), init("w2", 6, 2, 3, 3, 3), init("w3", 5, 3), init("b3", 5),
+             init("w4", 6, 3, 2, 3, 2), init("b4", 3)]
     graph = helper.make_graph(nodes, "cnn3d", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2, 8, 9, 10])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -142,6 +160,7 @@ def test_small_3d_cnn_runs_like_onnxruntime():
     mod, _ = from_onnx(model)
     text = _ops(mod)
     assert text.count("nn.conv3d(") == 2 and "nn.max_pool3d(" in text and "nn.avg_pool3d(" in text
+    assert "nn.conv3d_transpose(" in text
     got = np.asarray(interpret(mod, {"x": x}))
     assert got.shape == want.shape == (2, 5)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -1,4 +1,4 @@
-"""nn.conv3d, nn.max_pool3d, nn.avg_pool3d: attributes, type relations as TVM v0.19 has them
+"""nn.conv3d, nn.conv3d_transpose, nn.max_pool3d, nn.avg_pool3d: attributes, type relations as TVM v0.19 has them
 (Conv3DRel in src/relay/op/nn/convolution.cc, Pool3DRel in pooling.cc), references against naive
 loops and onnxruntime, and the Relay text round trip."""
 
@@ -17,7 +17,7 @@ from irtool.ops import OpPattern
 # ------------------------------------------------------------------ registry facts
 
 
-@pytest.mark.parametrize("name", ["nn.conv3d", "nn.max_pool3d", "nn.avg_pool3d"])
+@pytest.mark.parametrize("name", ["nn.conv3d", "nn.conv3d_transpose", "nn.max_pool3d", "nn.avg_pool3d"])
 def test_pattern(name):
     assert OpPattern.NAMES[lookup(name).pattern] == "kOutEWiseFusable"
 
@@ -28,6 +28,11 @@ def test_attributes_in_tvms_field_order():
     assert [a.name for a in lookup("nn.conv3d").attrs] == [
         "strides", "padding", "dilation", "groups", "channels", "kernel_size", "data_layout", "kernel_layout",
         "out_layout", "out_dtype"]
+    # Conv3DTransposeAttrs
+    assert [a.name for a in lookup("nn.conv3d_transpose").attrs] == [
+        "channels", "kernel_size", "strides", "output_padding", "padding", "dilation", "groups", "data_layout",
+        "kernel_layout", "out_layout", "out_dtype"]
+    assert make_attrs("nn.conv3d_transpose")["kernel_layout"] == "IODHW"
     pool = ["pool_size", "strides", "dilation", "padding", "layout", "out_layout", "ceil_mode"]
     assert [a.name for a in lookup("nn.max_pool3d").attrs] == pool
     assert [a.name for a in lookup("nn.avg_pool3d").attrs] == pool + ["count_include_pad"]
@@ -159,6 +164,77 @@ def test_conv3d_types():
 ])
 def test_conv3d_errors(data, weight, kw, match):
     reject("nn.conv3d", data, weight, match=match, **kw)
+
+
+# ------------------------------------------------------------------ nn.conv3d_transpose
+
+
+def naive_conv3d_transpose(x, w, strides, pad, out_pad, dilation, groups):
+    """NCDHW / IODHW, scattering each input cell into the (cropped) output."""
+    n, c, *size = x.shape
+    _, og, *ks = w.shape
+    outs = [strides[a] * (size[a] - 1) + dilation[a] * (ks[a] - 1) + 1 - pad[a] - pad[a + 3] + out_pad[a]
+            for a in range(3)]
+    out = np.zeros((n, og * groups, *outs))
+    ig = c // groups
+    for ic in range(c):
+        g = ic // ig
+        for cell in itertools.product(*map(range, size)):
+            for tap in itertools.product(*map(range, ks)):
+                at = [cell[a] * strides[a] + tap[a] * dilation[a] - pad[a] for a in range(3)]
+                if all(0 <= at[a] < outs[a] for a in range(3)):
+                    out[(slice(None), slice(g * og, (g + 1) * og), *at)] += np.outer(
+                        x[(slice(None), ic, *cell)], w[(ic, slice(None), *tap)])
+    return out
+
+
+TRANSPOSE_CASES = [
+    # data, weight IODHW, strides, padding (6), output_padding, dilation, groups
+    ((1, 3, 3, 4, 3), (3, 2, 3, 3, 2), (1, 1, 1), (0,) * 6, (0, 0, 0), (1, 1, 1), 1),
+    ((2, 4, 3, 2, 3), (4, 3, 3, 2, 2), (2, 2, 1), (1, 0, 1, 1, 1, 0), (1, 1, 0), (1, 1, 1), 1),
+    ((1, 4, 3, 3, 3), (4, 1, 2, 3, 3), (2, 1, 2), (1, 1, 1, 0, 1, 1), (1, 0, 1), (1, 1, 1), 2),
+    ((1, 2, 2, 3, 3), (2, 2, 2, 2, 3), (3, 2, 1), (0,) * 6, (2, 1, 0), (2, 1, 2), 1),
+]
+
+
+@pytest.mark.parametrize("dshape, wshape, strides, padding, out_pad, dilation, groups", TRANSPOSE_CASES)
+def test_conv3d_transpose_reference(dshape, wshape, strides, padding, out_pad, dilation, groups):
+    x, w = rand(*dshape), rand(*wshape)
+    kw = dict(strides=strides, padding=padding, output_padding=out_pad, dilation=dilation, groups=groups)
+    out = run("nn.conv3d_transpose", x, w, **kw)
+    close(out, naive_conv3d_transpose(x, w, strides, padding, out_pad, dilation, groups))
+    (expected,) = ort_run("ConvTranspose", [x, w], strides=list(strides), pads=list(padding),
+                          output_padding=list(out_pad), dilations=list(dilation), group=groups)
+    close(out, expected)
+    ndhwc = run("nn.conv3d_transpose", x.transpose(0, 2, 3, 4, 1), w, data_layout="NDHWC", **kw)
+    close(ndhwc.transpose(0, 4, 1, 2, 3), out)
+
+
+def test_conv3d_transpose_types():
+    assert shape_of(infer("nn.conv3d_transpose", T(1, 3, 4, 8, 8), T(3, 5, 3, 3, 3))) == (1, 5, 6, 10, 10)
+    assert shape_of(infer("nn.conv3d_transpose", T(1, 3, 4, 8, 8), T(3, 5, 3, 3, 3), strides=2, padding=1,
+                          output_padding=1)) == (1, 5, 8, 16, 16)
+    # each axis takes its own kernel extent and dilation (TVM v0.19's relation swaps H's and W's
+    # when it reads them from the weight; its compute does not)
+    assert shape_of(infer("nn.conv3d_transpose", T(1, 3, 4, 8, 8), T(3, 5, 2, 3, 5),
+                          dilation=(1, 1, 2))) == (1, 5, 5, 10, 16)
+    assert shape_of(infer("nn.conv3d_transpose", T(1, 4, 4, 4, 4), T(4, 3, 3, 3, 3), groups=2, channels=6,
+                          kernel_size=3)) == (1, 6, 6, 6, 6)
+    assert shape_of(infer("nn.conv3d_transpose", T(1, 4, 4, 4, 4), T(4, 3, 3, 3, 3), groups=2)) == (1, 6, 6, 6, 6)
+    assert shape_of(infer("nn.conv3d_transpose", T("?", 3, 4, "?", 8), T(3, 5, 3, 3, 3))) == ("?", 5, 6, "?", 10)
+
+
+@pytest.mark.parametrize("data, weight, kw, match", [
+    (T(1, 3, 4, 4, 4), T(4, 5, 3, 3, 3), {}, r"input channels \(3\) must equal the weight's input channels \(4\)"),
+    (T(1, 3, 4, 4, 4), T(3, 5, 3, 3, 3), dict(kernel_size=2), r"kernel_size \[2, 2, 2\] does not match"),
+    (T(1, 3, 4, 4, 4), T(3, 5, 3, 3, 3), dict(channels=5, kernel_size=2),
+     r"`weight` must have type .*\(3, 5, 2, 2, 2\)"),
+    (T(1, 3, 1, 1, 1), T(3, 5, 1, 1, 1), dict(padding=1), r"output depth would be -1"),
+    (T(1, 3, 4, 4, 4), T(3, 5, 3, 3, 3), dict(kernel_layout="IOHW"), r"`kernel_layout` must be an ordering of IODHW"),
+    (T(1, 3, 4, 4, 4), T(3, 5, 3, 3, 3), dict(output_padding=(1, 1)), r"`output_padding` must have 3 values"),
+])
+def test_conv3d_transpose_errors(data, weight, kw, match):
+    reject("nn.conv3d_transpose", data, weight, match=match, **kw)
 
 
 # ------------------------------------------------------------------ nn.max_pool3d, nn.avg_pool3d

@@ -192,24 +192,26 @@ def conv_rel(args, attrs, axes: str):
     return TensorType(_in_layout(out, data_canon, ol), _out_dtype(attrs, data))
 
 
-def conv2d_transpose_rel(args, attrs):
+def conv_transpose_rel(args, attrs, axes: str):
+    """nn.conv2d_transpose (axes "HW") and nn.conv3d_transpose ("DHW")."""
     data, weight = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "weight")
-    dl = _check_layout(attrs["data_layout"], "NCHW", "data_layout")
-    kl = _check_layout(attrs["kernel_layout"], "IOHW", "kernel_layout")
-    ol = _check_layout(attrs["out_layout"] or dl, "NCHW", "out_layout")
-    n, c, h, w = _in_canon(data, dl, "NCHW", "data")
-    i, o, kh, kw = _in_canon(weight, kl, "IOHW", "weight")
-    (sh, sw), (dh, dw) = _per_axis(attrs, "strides", "HW"), _per_axis(attrs, "dilation", "HW")
-    oph, opw = _per_axis(attrs, "output_padding", "HW", positive=False)
-    pt, pl, pb, pr = _padding(attrs, "HW")
+    data_canon, kernel_canon = "NC" + axes, "IO" + axes
+    dl = _check_layout(attrs["data_layout"], data_canon, "data_layout")
+    kl = _check_layout(attrs["kernel_layout"], kernel_canon, "kernel_layout")
+    ol = _check_layout(attrs["out_layout"] or dl, data_canon, "out_layout")
+    n, c, *size = _in_canon(data, dl, data_canon, "data")
+    i, o, *ks = _in_canon(weight, kl, kernel_canon, "weight")
+    strides, dilation = _per_axis(attrs, "strides", axes), _per_axis(attrs, "dilation", axes)
+    output_padding = _per_axis(attrs, "output_padding", axes, positive=False)
+    pads = _padding(attrs, axes)
     groups, channels, ksize = _groups(attrs), attrs["channels"], attrs["kernel_size"]
     if ksize is not None:
-        ksize = _per_axis(attrs, "kernel_size", "HW")
+        ksize = _per_axis(attrs, "kernel_size", axes)
     if ksize is not None and channels is not None:
-        _expect("weight", weight, _in_layout((c, _div(channels, groups), *ksize), "IOHW", kl))
-        o, (kh, kw) = channels, ksize
+        _expect("weight", weight, _in_layout((c, _div(channels, groups), *ksize), kernel_canon, kl))
+        o, ks = channels, ksize
     else:
-        if ksize is not None and not _fits((kh, kw), ksize):
+        if ksize is not None and not _fits(tuple(ks), ksize):
             raise TypeRelError(f"kernel_size {list(ksize)} does not match the weight {fmt_type(weight)} "
                                f"(kernel layout {kl})")
         if channels is not None and not _fits((o,), (channels // groups,)):
@@ -219,6 +221,8 @@ def conv2d_transpose_rel(args, attrs):
             raise TypeRelError(f"the input channels ({c}) must equal the weight's input channels ({i}): "
                                f"data {fmt_type(data)}, weight {fmt_type(weight)}")
         # TVM says wshape[1] here, which undercounts grouped outputs; the compute makes o * groups.
+        # (Its 3-D relation here also pairs H with the weight's W extent and dilation and W with
+        # H's, which disagrees with its compute when they differ; we take each axis's own.)
         o = o * groups if _known(o) else ANY
 
     def extent(axis, size, k, d, s, pad, opad):
@@ -229,8 +233,10 @@ def conv2d_transpose_rel(args, attrs):
             raise TypeRelError(f"the output {axis} would be {out}: padding {pad} is too large")
         return out
 
-    out = (n, o, extent("height", h, kh, dh, sh, pt + pb, oph), extent("width", w, kw, dw, sw, pl + pr, opw))
-    return TensorType(_in_layout(out, "NCHW", ol), _out_dtype(attrs, data))
+    nd = len(axes)
+    out = (n, o, *(extent(_AXIS_NAMES[a], size[j], ks[j], dilation[j], strides[j], pads[j] + pads[j + nd],
+                          output_padding[j]) for j, a in enumerate(axes)))
+    return TensorType(_in_layout(out, data_canon, ol), _out_dtype(attrs, data))
 
 
 # ------------------------------------------------------------------ type relations: dense, matmul
@@ -477,26 +483,26 @@ def _conv(data, weight, *, strides, padding, dilation, groups, channels, kernel_
     return _uncanon(out, data_canon, out_layout or data_layout).astype(out_dtype or data.dtype)
 
 
-def _conv2d_transpose(data, weight, *, channels, kernel_size, strides, output_padding, padding, dilation,
-                      groups, data_layout, kernel_layout, out_layout, out_dtype):
-    x, w = _acc(_canon(data, data_layout, "NCHW"), _canon(weight, kernel_layout, "IOHW"))
-    n, c, h, wd = x.shape
-    _, og, kh, kw = w.shape
-    (sh, sw), (dh, dw), (pt, pl, pb, pr) = strides, dilation, _pad4(padding)
+def _conv_transpose(data, weight, *, channels, kernel_size, strides, output_padding, padding, dilation,
+                    groups, data_layout, kernel_layout, out_layout, out_dtype, axes):
+    data_canon = "NC" + axes
+    x, w = _acc(_canon(data, data_layout, data_canon), _canon(weight, kernel_layout, "IO" + axes))
+    n, c, *size = x.shape
+    _, og, *ks = w.shape
     ig = c // groups
-    xg, wg = x.reshape(n, groups, ig, h, wd), w.reshape(groups, ig, og, kh, kw)
-    # Scatter every input pixel's kernel-sized contribution, then crop `padding` and extend
-    # by `output_padding` (rows past the scattered extent are zero).
-    fh, fw = (h - 1) * sh + (kh - 1) * dh + 1, (wd - 1) * sw + (kw - 1) * dw + 1
-    full = np.zeros((n, groups, og, fh, fw), x.dtype)
-    for ky in range(kh):
-        for kx in range(kw):
-            full[..., _slices(ky, dh, sh, h), _slices(kx, dw, sw, wd)] += np.einsum(
-                "ngihw,gio->ngohw", xg, wg[..., ky, kx])
-    oh, ow = fh - pt - pb + output_padding[0], fw - pl - pr + output_padding[1]
-    full = np.pad(full, ((0, 0),) * 3 + ((0, max(0, pt + oh - fh)), (0, max(0, pl + ow - fw))))
-    out = full[..., pt:pt + oh, pl:pl + ow].reshape(n, groups * og, oh, ow)
-    return _uncanon(out, "NCHW", out_layout or data_layout).astype(out_dtype or data.dtype)
+    xg, wg = x.reshape(n, groups, ig, *size), w.reshape(groups, ig, og, *ks)
+    # Scatter every input cell's kernel-sized contribution, then crop `padding` and extend
+    # by `output_padding` (cells past the scattered extent are zero).
+    full_size = [(m - 1) * s + (k - 1) * d + 1 for m, s, k, d in zip(size, strides, ks, dilation)]
+    full = np.zeros((n, groups, og, *full_size), x.dtype)
+    for tap in itertools.product(*map(range, ks)):
+        full[(..., *map(_slices, tap, dilation, strides, size))] += np.einsum("ngi...,gio->ngo...", xg,
+                                                                              wg[(..., *tap)])
+    pads = _pads(padding, len(axes))
+    outs = [f - a - b + op for f, (a, b), op in zip(full_size, pads, output_padding)]
+    full = np.pad(full, ((0, 0),) * 3 + tuple((0, max(0, a + o - f)) for f, (a, _), o in zip(full_size, pads, outs)))
+    out = full[(..., *(slice(a, a + o) for (a, _), o in zip(pads, outs)))].reshape(n, groups * og, *outs)
+    return _uncanon(out, data_canon, out_layout or data_layout).astype(out_dtype or data.dtype)
 
 
 def _matmul(a, b, *, units, out_dtype, transpose_a, transpose_b):
@@ -677,6 +683,13 @@ def _channels(nd: int = 2) -> tuple:
     return AttrSpec("channels", "int?", None), AttrSpec("kernel_size", "ints?", None, _WINDOW[nd][1])
 
 
+def _conv_transpose_window(nd: int = 2) -> tuple:
+    ones, per_axis, pad, _ = _WINDOW[nd]
+    return (AttrSpec("strides", "ints", ones, per_axis), AttrSpec("output_padding", "ints", (0,) * nd, per_axis),
+            AttrSpec("padding", "ints", (0,) * nd, pad), AttrSpec("dilation", "ints", ones, per_axis),
+            AttrSpec("groups", "int", 1))
+
+
 def _conv_layouts(kernel_layout):
     data_layout = "NC" + kernel_layout[2:]
     return (AttrSpec("data_layout", "str", data_layout), AttrSpec("kernel_layout", "str", kernel_layout),
@@ -707,11 +720,11 @@ register(
           attrs=_conv_window() + _channels() + _conv_layouts("OIHW")),
     OpDef("nn.conv3d", ("data", "weight"), partial(conv_rel, axes="DHW"), FUSABLE, partial(_conv, axes="DHW"),
           attrs=_conv_window(3) + _channels(3) + _conv_layouts("OIDHW")),
-    OpDef("nn.conv2d_transpose", ("data", "weight"), conv2d_transpose_rel, FUSABLE, _conv2d_transpose,
-          attrs=_channels() + (AttrSpec("strides", "ints", (1, 1), _pair),
-                            AttrSpec("output_padding", "ints", (0, 0), _pair),
-                            AttrSpec("padding", "ints", (0, 0), _pad4), AttrSpec("dilation", "ints", (1, 1), _pair),
-                            AttrSpec("groups", "int", 1)) + _conv_layouts("IOHW")),
+    OpDef("nn.conv2d_transpose", ("data", "weight"), partial(conv_transpose_rel, axes="HW"), FUSABLE,
+          partial(_conv_transpose, axes="HW"), attrs=_channels() + _conv_transpose_window() + _conv_layouts("IOHW")),
+    OpDef("nn.conv3d_transpose", ("data", "weight"), partial(conv_transpose_rel, axes="DHW"), FUSABLE,
+          partial(_conv_transpose, axes="DHW"),
+          attrs=_channels(3) + _conv_transpose_window(3) + _conv_layouts("IODHW")),
     OpDef("nn.dense", ("data", "weight"), dense_rel, FUSABLE, _dense,
           attrs=(AttrSpec("units", "int?"), AttrSpec("out_dtype", "dtype", ""))),
     OpDef("nn.matmul", ("tensor_a", "tensor_b"), matmul_rel, FUSABLE, _matmul,

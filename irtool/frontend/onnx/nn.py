@@ -119,8 +119,6 @@ def _conv_transpose(ctx, inputs, attrs):
     wshape = ctx.shape_of(w)
     group = int(attrs.get("group", 1))
     win = _Spatial(ctx, x, attrs, attrs.get("kernel_shape") or wshape[2:])
-    if win.nd == 3:
-        raise ctx.error("3-D ConvTranspose (rank-5 input) is not supported yet")
     weight = _call(ctx, "expand_dims", w, axis=2) if win.lifted else w
     output_padding = win.per_axis(attrs.get("output_padding"), 0)
     if win.lifted:
@@ -144,12 +142,12 @@ def _conv_transpose(ctx, inputs, attrs):
             begin.append(small if upper else large)
             end.append(large if upper else small)
             opad.append(op + extra)
-        pads, output_padding = (begin[0], begin[1], end[0], end[1]), tuple(opad)
+        pads, output_padding = (*begin, *end), tuple(opad)
     elif win.auto_pad == "VALID":
-        pads = (0, 0, 0, 0)
-    y = _call(ctx, "nn.conv2d_transpose", win.data, weight, channels=wshape[1] * group, kernel_size=win.kernel,
-                 strides=win.strides, output_padding=output_padding, padding=pads, dilation=win.dilations,
-                 groups=group, kernel_layout="IOHW")
+        pads = (0,) * (2 * win.nd)
+    y = _call(ctx, f"nn.conv{win.nd}d_transpose", win.data, weight, channels=wshape[1] * group,
+              kernel_size=win.kernel, strides=win.strides, output_padding=output_padding, padding=pads,
+              dilation=win.dilations, groups=group, kernel_layout="IODHW" if win.nd == 3 else "IOHW")
     if len(inputs) > 2 and inputs[2] is not None:
         y = _call(ctx, "nn.bias_add", y, inputs[2], axis=1)
     return win.result(y)
