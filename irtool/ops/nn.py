@@ -36,6 +36,7 @@ def _pair(v):
 
 
 def _triple(v):
+    """The same for the three axes of a 3-D window."""
     return v * 3 if len(v) == 1 else v
 
 
@@ -90,7 +91,7 @@ def _padding(attrs, axes: str) -> tuple:
     v, n = attrs["padding"], len(axes)
     if len(v) not in (1, n, 2 * n):
         raise TypeRelError(f"`padding` must have 1, {n} or {2 * n} values, got {len(v)}: {list(v)}")
-    return v * 2 * n if len(v) == 1 else v + v if len(v) == n else v
+    return _pad4(v) if n == 2 else _pad6(v)
 
 
 def _groups(attrs) -> int:
