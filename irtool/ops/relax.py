@@ -49,7 +49,9 @@ Registry (Relay) operators with no Relax operator of their own, Relay-only:
     reinterpret, copy, annotation.stop_fusion, nn.bias_add, nn.dense, nn.matmul, nn.batch_matmul,
     nn.global_avg_pool2d, nn.global_max_pool2d, nn.lrn,
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile,
-    argwhere, unique, random.uniform, random.normal, random.multinomial
+    argwhere, unique, random.uniform, random.normal, random.multinomial,
+    nn.conv3d, nn.conv3d_transpose, nn.max_pool3d, nn.avg_pool3d (TVM 0.27 has R.nn.conv3d etc.;
+    not in this table yet)
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
 R.max over the spatial axes, argwhere as R.nonzero transposed and cast ...; the dyn.* ops as
 R.tensor_to_shape of the shape tensor, R.match_cast to fresh sizes, and the static op. TVM
@@ -156,7 +158,9 @@ RELAY_ONLY = ("reinterpret", "copy", "annotation.stop_fusion", "nn.bias_add", "n
               "reshape_like",  # relay-to-relax: R.reshape to the operands' dims
               "nn.batch_matmul", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
               "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile",
-              "argwhere", "unique", "random.uniform", "random.normal", "random.multinomial")
+              "argwhere", "unique", "random.uniform", "random.normal", "random.multinomial",
+              # TVM 0.27 has R.nn.conv3d, R.nn.max_pool3d, ...; irtool's table not yet
+              "nn.conv3d", "nn.conv3d_transpose", "nn.max_pool3d", "nn.avg_pool3d")
 
 
 # ----------------------------------------------------------------------------- the declaration
