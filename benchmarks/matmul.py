@@ -5,7 +5,8 @@ the same run (figures, never assertions).
     .venv/bin/python benchmarks/matmul.py [--shapes 1024x1024x1024,...] [--threads 1,2]
 
 The limit per core is 2 FMA units x vector lanes x 2 flops x clock (lanes from the host
-features LLVM reports: AVX-512 16 floats, AVX2 8; the clock is /proc/cpuinfo's reading,
+features LLVM reports: AVX-512 16 floats, AVX2 8; 8 on AMD's Zen 4 and older, whose FMA units
+compute a 512-bit instruction in two halves; the clock is /proc/cpuinfo's reading,
 so a core that boosts above it can beat the "limit": BLAS does here), times the threads
 used. The shapes: the 1024^3 goal, the MLP's layers
 (batch 1), the transformer layer's projections and attention (4 heads x 128 x 64); a `c`
@@ -33,15 +34,33 @@ def clock_ghz() -> float | None:
         return None
 
 
+def fma_datapath_bits(vector_bits: int) -> int:
+    """The width the FMA units compute at: AMD's cores up to Zen 4 (family 0x19) run a 512-bit
+    instruction as two 256-bit halves, so AVX-512 there doubles no throughput."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return vector_bits
+    if fields.get("vendor_id") == "AuthenticAMD" and int(fields.get("cpu family", "0")) <= 0x19:
+        return min(vector_bits, 256)
+    return vector_bits
+
+
 def peak_gflops(threads: int) -> tuple[float | None, str]:
     from irtool.passes.default_cpu_schedule import host_vector_bits
 
-    lanes = host_vector_bits() // 32
+    bits = host_vector_bits()
+    lanes = fma_datapath_bits(bits) // 32
     ghz = clock_ghz()
+    halves = "" if lanes * 32 == bits else f" (the {bits}-bit registers computed in halves)"
     if ghz is None:
-        return None, f"{lanes} lanes, clock unknown"
-    return 2 * lanes * 2 * ghz * threads, (f"2 FMA x {lanes} lanes x 2 flops x {ghz:.2f} GHz (/proc/cpuinfo; "
-                                           f"boost is higher) x {threads}")
+        return None, f"{lanes} lanes{halves}, clock unknown"
+    return 2 * lanes * 2 * ghz * threads, (f"2 FMA x {lanes} lanes{halves} x 2 flops x {ghz:.2f} GHz "
+                                           f"(/proc/cpuinfo; boost is higher) x {threads}")
 
 
 def build(shape: tuple[int, ...], weight: np.ndarray | None = None):

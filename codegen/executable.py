@@ -22,6 +22,9 @@ StaticPlanBlockMemory (one arena allocated per call); constants are the module's
 passed by address (the JIT) or linked in (a shared library). Python checks the inputs
 (dtype, rank, sizes, symbolic sizes bound consistently), allocates the outputs from the
 struct info, and makes the one call.
+
+A `main` that is not straight-line code (R.If, calls of Relax functions, R.match_cast,
+run-time shapes) runs on the VM of vm.py instead: the same PrimFuncs, called one by one.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from ..ir import tir
 from ..ir.expr import GlobalVar, Op
 from ..ir.module import IRModule
 from .llvm_codegen import I32, I64, PTR, CodegenError, ModuleBuilder, _FunctionBuilder, scalar_type
+from .vm import NativeVM, check_vm_module, needs_vm
 
 ALIGN = 64  # bytes: every planned tensor starts on a cache line
 
@@ -481,9 +485,13 @@ def _as_prim(d) -> tir.PrimExpr:
 # ----------------------------------------------------------------------------- preparing the module
 
 
-def _needs_pipeline(fn: rx.Function) -> bool:
-    for block in fn.body.blocks:
-        for b in block.bindings:
+def _needs_pipeline(mod: IRModule) -> bool:
+    from .vm import _bindings
+
+    for fn in mod.functions.values():
+        if not isinstance(fn, rx.Function):
+            continue
+        for b in _bindings(fn.body):  # (into the branches of ifs)
             v = b.value
             if isinstance(v, rx.Call) and isinstance(v.op, Op) and v.op.name != "relax.call_tir":
                 return True
@@ -511,14 +519,15 @@ def prepare(mod: IRModule, entry: str = "main", schedule: bool | dict = True, pl
                 mod = get_pass(name)()(mod)
         mod = get_pass("relay-to-relax")()(mod)
     fn = mod.functions.get(entry)
-    if isinstance(fn, rx.Function) and _needs_pipeline(fn):
+    if isinstance(fn, rx.Function) and _needs_pipeline(mod):
         with PassContext(opt_level=3):
             mod = get_pass("zero-pipeline")()(mod)
     main = mod.functions.get(entry)
     if isinstance(main, rx.Function) and schedule is not False:
         options = schedule if isinstance(schedule, dict) else {}
         mod = get_pass("default-cpu-schedule")(**options)(mod)
-    if isinstance(main, rx.Function) and plan_memory and _calls_tir(main):
+    # TVM's static plan is for straight-line code; the VM (vm.py) allocates as it runs
+    if isinstance(main, rx.Function) and plan_memory and _calls_tir(main) and not needs_vm(mod, main):
         for name in ("to-non-dataflow", "remove-purity-checking", "call-tir-rewrite", "static-plan-block-memory"):
             mod = get_pass(name)()(mod)
     return mod
@@ -559,8 +568,12 @@ class Executable:
         fn = mod.functions.get(entry)
         self.main = fn if isinstance(fn, rx.Function) else None
         self.plan: MainPlan | None = None
+        self.vm: NativeVM | None = None
         extra = None
-        if self.main is not None:
+        use_vm = self.main is not None and needs_vm(mod, self.main)
+        if use_vm:
+            check_vm_module(mod, entry)
+        elif self.main is not None:
             def extra(mb: ModuleBuilder):
                 builder = _MainBuilder(mb, mod, self.main, "irtool_main")
                 self.plan = builder.build_main()
@@ -576,7 +589,9 @@ class Executable:
                 raise
             raise BuildError(f"{err} (in PrimFunc `{err.prim_func}`, called here)", span) from None
         self.compile_seconds = time.perf_counter() - started
-        if self.main is not None:
+        if use_vm:
+            self.vm = NativeVM(mod, self.lib, schedule)
+        elif self.main is not None:
             self._entry = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
                 self.lib.engine.get_function_address("irtool_main"))
             self._constants = list(self.plan.constants)
@@ -590,7 +605,7 @@ class Executable:
 
     @property
     def input_names(self) -> list[str]:
-        return [p.name_hint for p in self.plan.inputs]
+        return [p.name_hint for p in (self.main.params if self.vm is not None else self.plan.inputs)]
 
     def _check_inputs(self, arrays) -> dict:
         from .native import NativeError
@@ -618,6 +633,8 @@ class Executable:
     def __call__(self, *arrays):
         if self.main is None:
             raise TypeError("this module has no Relax entry function; call its PrimFuncs by name")
+        if self.vm is not None:
+            return self.vm.run(self.entry, arrays)
         sig = self._signature
         if sig is not None and len(arrays) == len(sig[0]) and all(
                 type(a) is np.ndarray and a.dtype == dt and a.shape == shape and a.flags.c_contiguous
@@ -683,6 +700,8 @@ class Executable:
 
     def memory_summary(self) -> str:
         p = self.plan
+        if self.vm is not None:
+            return "allocated as the VM runs (control flow, calls or run-time shapes: see codegen/vm.py)"
         return (f"intermediate storage: {p.arena_bytes} bytes planned, {p.naive_bytes} bytes "
                 f"with one buffer per tensor") if p else "no Relax entry function"
 

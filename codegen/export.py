@@ -118,6 +118,9 @@ def export_library(exe, path: str) -> str:
                           "irtool.build() still runs the model in this process")
     if exe.main is None:
         raise ExportError("only a module with a Relax or Relay entry function exports as a library")
+    if exe.vm is not None:
+        raise ExportError("a model run by the VM (control flow, calls of Relax functions, match_cast or run-time "
+                          "shapes) does not export as a library yet; irtool.build() runs it in this process")
     tm = target_machine()
 
     def generate():

@@ -1,6 +1,6 @@
 """Runtime functions that PrimFuncs call with `T.call_packed`, written as TIR so the native
 backend compiles them with the PrimFunc (the TIR interpreter runs them in NumPy:
-irtool/exec/tir_runtime.py `_PACKED_FUNCS`).
+irtool/exec/tir_packed.py).
 
     tvm.contrib.sort.argsort(data, out, axis, is_ascend)   (TOPI's CPU argsort, TVM's
         src/runtime/extra/contrib/sort/sort.cc): each line of `data` along `axis` sorted stably

@@ -27,7 +27,9 @@ does); the order of accumulation per output is unchanged either way.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,6 +59,9 @@ RUNTIME_PACK_REUSE = 16
 # the reduction length up to which a contraction whose output rows are contiguous in one operand
 # takes its lanes along them (stores whole vectors) rather than along the weight's panels
 DATA_VECTOR_MAX_REDUCTION = 64
+# the reduction length up to which a tile written back transposed is unrolled for LLVM to
+# shuffle in registers
+TRANSPOSE_UNROLL_MAX_REDUCTION = 256
 # the A rows one chunk of row tiles reads: a share of the L2 cache, beside a W panel
 A_CHUNK_BYTES = 512 * 1024
 
@@ -87,6 +92,7 @@ class TileConfig:
     # parameters whose every caller passes a constant: they may be packed
     constant_params: frozenset = frozenset()
     packings: dict = field(default_factory=dict)  # param index -> Packing, filled in
+    l1_ways: int = 0  # the L1 data cache's ways (0: the host's)
 
 
 def _const(value: int, dtype: str) -> tir.IntImm:
@@ -103,7 +109,41 @@ def _extent_values(sch: Schedule, loops) -> list[int] | None:
     return out
 
 
-def _choose_tile(r_ext: int, v_ext: int, lanes: int, registers: int, exact: bool) -> tuple[int, int] | None:
+@functools.lru_cache(maxsize=1)
+def l1_sets_and_ways() -> tuple[int, int]:
+    """The host's L1 data cache geometry from sysfs (64 sets of 8 ways, Zen's, when unknown)."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for index in sorted(os.listdir(base)):
+            def field_of(name: str, index=index) -> str:
+                with open(os.path.join(base, index, name)) as f:
+                    return f.read().strip()
+            if field_of("level") == "1" and field_of("type") in ("Data", "Unified"):
+                return int(field_of("number_of_sets")), int(field_of("ways_of_associativity"))
+    except (OSError, ValueError):
+        pass
+    return 64, 8
+
+
+def _rows_in_l1(row_bytes: int, r_ext: int, ways: int = 0) -> int:
+    """The most rows of A, `row_bytes` apart, whose lines at one reduction step share no L1
+    set with more than ways - 2 others (room left for W's and the output's lines): rows 4 KiB
+    apart all fall in one set, and more of them than its ways evict each other at every step
+    (1024^3's 13-row tile on Zen 4's 8-way L1 ran at 60% of OpenBLAS)."""
+    sets, host_ways = l1_sets_and_ways()
+    ways = ways or host_ways
+    lines_per_set: dict[int, set] = {}
+    for row in range(r_ext):
+        line = row * row_bytes // 64
+        lines = lines_per_set.setdefault(line % sets, set())
+        lines.add(line)
+        if len(lines) > ways - 2:
+            return max(row, 1)
+    return r_ext
+
+
+def _choose_tile(r_ext: int, v_ext: int, lanes: int, registers: int, exact: bool,
+                 max_rows: int | None = None) -> tuple[int, int] | None:
     """(rows R, vectors V) for the best modelled throughput: per reduction step the tile
     does R * V multiply-adds (two per cycle), R + V loads (two per cycle), reads V vectors
     of W from L2 (about 24 bytes per cycle) and waits at least the FMA latency (4 cycles)
@@ -116,7 +156,7 @@ def _choose_tile(r_ext: int, v_ext: int, lanes: int, registers: int, exact: bool
             break
         if exact and v_ext % (vectors * lanes):
             continue
-        for rows in range(1, r_ext + 1):
+        for rows in range(1, min(r_ext, max_rows or r_ext) + 1):
             accumulators = rows * vectors
             if accumulators + vectors + 1 > registers - 3:  # (LLVM spills beyond, measured)
                 break
@@ -167,6 +207,11 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     lanes = max(config.vector_bits // dtype_bits(dtype), 1)
     registers = 32 if config.vector_bits >= 512 else 16
     data_vector = _data_vector_roles(product, spatial, reduce, extent_of, lanes)
+    if data_vector is not None and params.get(data_vector[0].buffer) in config.constant_params:
+        # the lanes run along a constant's rows (a matmul weight's columns): the same tile
+        # along the weight's panels, packed, streams them instead of a strip of every row
+        # (the MLP's 784x512 and 512x512 layers: the model about 20% faster on Zen 4)
+        data_vector = None
     if data_vector is not None:
         weight, other, v, r = data_vector
     else:
@@ -199,10 +244,15 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
         row_stride = math.prod(d.value if isinstance(d, tir.IntImm) else 1 << 20 for d in w_buf.shape[axis:])
         # how many times the tiles read W over: the rows, and the spatial indices W does not use
         reuse = r_ext * math.prod(extent_of[s] for s in spatial if s not in weight.indices and s is not r)
-        in_place = weight.indices[-1] is v and (row_stride < RUNTIME_PACK_STRIDE or reuse < RUNTIME_PACK_REUSE)
+        # a constant is packed even where its rows could be read in place: each tile then
+        # streams one contiguous panel instead of a strip of every row (the transformer
+        # layer's 256-wide projections: the layer about 10% faster on Zen 4)
+        in_place = weight.indices[-1] is v and not packable \
+            and (row_stride < RUNTIME_PACK_STRIDE or reuse < RUNTIME_PACK_REUSE)
         if not packable and not in_place and reuse < RUNTIME_PACK_REUSE:
             return False
-    tile = _choose_tile(r_ext, v_ext, lanes, registers, exact=in_place and not packable and data_vector is None)
+    tile = _choose_tile(r_ext, v_ext, lanes, registers, exact=in_place and data_vector is None,
+                        max_rows=_rows_in_l1(_row_bytes(other, r), r_ext, config.l1_ways) if r is not None else None)
     if tile is None:
         return False
     rows, vectors = tile
@@ -329,10 +379,17 @@ def tile_contraction(sch: Schedule, name: str, config: TileConfig) -> bool:
     if data_vector is None and not vector_store and r is not None and spatial[-1] is r and rows >= 4 \
             and r_tiles * rows == r_ext:
         # the rows are the destination's contiguous index (conv's output columns): one store of
-        # the tile's rows per lane (channel), LLVM transposing the accumulators, instead of a
-        # scalar store per element
-        write_back = tir.For(lane, _const(0, idx), _const(width, idx), "serial",
-                             tir.For(ri, _const(0, idx), _const(rows, idx), "vectorized", write))
+        # the tile's rows per lane (channel), the accumulators transposed on the way. After a
+        # short reduction, where that transposition is a large share of the work, both loops
+        # are unrolled: every access to the tile is then at a constant place, so LLVM keeps it
+        # in registers and shuffles it (a vectorised row loop became gathers from the tile
+        # spilled to the stack: MobileNetV2's first convolution 25% slower, its 1x1
+        # convolutions 3-10%). After a long one it is 1-3% of the time and not worth LLVM's
+        # time (ResNet-18's compilation took three times as long with every tile unrolled).
+        unrolled = math.prod(extent_of[x] for x in reduce) <= TRANSPOSE_UNROLL_MAX_REDUCTION
+        write_back = tir.For(lane, _const(0, idx), _const(width, idx), "unroll" if unrolled else "serial",
+                             tir.For(ri, _const(0, idx), _const(rows, idx), "unroll" if unrolled else "vectorized",
+                                     write))
 
     reads = _whole_regions([ld.buffer for ld in _loads(tir.SeqStmt([update, write_back]))
                             if ld.buffer is not acc])
@@ -405,14 +462,29 @@ def _row_chunks(tile, outer_vars: list, outer_ext: list, r_o, v_o, tile_bytes: i
     return tile, outer_vars, outer_ext
 
 
+def _row_bytes(operand: tir.PrimExpr, r: tir.Var) -> int:
+    """How far apart in memory the rows `r` of a contraction's broadcast operand are (the
+    largest step of `r` among its loads with constant shapes)."""
+    step = 0
+    for load in _loads(operand):
+        shape = [d.value if isinstance(d, tir.IntImm) else None for d in load.buffer.shape]
+        for k, index in enumerate(load.indices):
+            if _uses(index, r) and None not in shape[k + 1:]:
+                step = max(step, math.prod(shape[k + 1:]) * dtype_bits(load.buffer.dtype) // 8)
+    return step
+
+
 def _data_vector_roles(product: tir.BinOp, spatial: list, reduce: list, extent_of: dict, lanes: int):
     """(vector load, broadcast side, v, r) when the lanes should run along the output's last
     index, read contiguously from one operand (conv's input row, `x[.., xx + rx]`), the rows
     along an index only the other operand reads (conv's output channels): for a short
     reduction (a 1x1 convolution over few channels), whose tile is then stored as whole
     vectors through the consumer instead of lane by lane, or when fewer lanes are wasted so
-    (24 output channels fill 75% of two 16-lane vectors, 56 columns 87.5% of four). None
-    when that does not apply."""
+    (24 output channels fill 75% of two 16-lane vectors, 56 columns 87.5% of four), or as
+    few for a window's row (`x[.., xx + rx]`: a convolution's 16 or 32 channels over 32
+    columns), whose tile along the weight's panels would be transposed on its way out
+    (measured on Zen 4: ResNet-20's 3x3 convolutions 10-15% faster so). None when that
+    does not apply."""
     v = spatial[-1]
     if extent_of[v] < lanes:
         return None
@@ -424,7 +496,9 @@ def _data_vector_roles(product: tir.BinOp, spatial: list, reduce: list, extent_o
             continue
         rows = [s for s in spatial if s is not v and _uses(other, s) and not any(_uses(i, s) for i in vec.indices)]
         # else the lanes would run along the rows (the weight's panels): more of them wasted?
-        if rows and (short or _lane_use(extent_of[v], lanes) > _lane_use(extent_of[rows[-1]], lanes)):
+        along_data, along_weight = _lane_use(extent_of[v], lanes), _lane_use(extent_of[rows[-1]], lanes) if rows else 0
+        window = not isinstance(vec.indices[-1], tir.Var)
+        if rows and (short or along_data > along_weight or window and along_data == along_weight):
             return vec, other, v, rows[-1]
     return None
 

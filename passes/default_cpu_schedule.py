@@ -93,6 +93,7 @@ class CpuScheduleConfig:
     fp_contract: bool = False
     # per PrimFunc: the parameters every caller passes a constant for (packable weights)
     constant_params: frozenset = frozenset()
+    l1_ways: int = 0  # the L1 data cache's ways (0: the host's)
 
 
 def schedule_prim_func(func: tir.PrimFunc, config: CpuScheduleConfig, name: str = "main") -> Schedule | None:
@@ -213,7 +214,7 @@ def _schedule_block(sch: Schedule, name: str, config: CpuScheduleConfig) -> None
         return
     inner = loops[leading - 1]
     tile_config = TileConfig(config.vector_bits, config.fp_contract, parallel_ok, config.constant_params,
-                             sch.packings)
+                             sch.packings, config.l1_ways)
     if rest_is_reduce and rs.is_depthwise(block, realize, loops, leading):
         if tile_stencil(sch, name, tile_config):
             sch.trace.append(f"# {name}: stencil tile over a local plane (not a TVM primitive)")
@@ -526,8 +527,11 @@ class DefaultCpuSchedule(ModulePass):
     # 1: contraction tiles may fuse multiply-adds (on hosts with FMA), as TVM's LLVM target
     # does; 0: keep every product rounded, results bit-identical to the interpreter
     fp_contract: int = 1
+    # 0: the host's L1 associativity (sysfs); a register tile's rows of A that fall in one L1
+    # set (rows 4 KiB apart) are at most this less two
+    l1_ways: int = 0
 
     def transform_module(self, mod: IRModule, ctx) -> IRModule:
         config = CpuScheduleConfig(self.vector_bits or host_vector_bits(), self.min_parallel_work,
-                                   bool(self.fp_contract) and host_has_fma())
+                                   bool(self.fp_contract) and host_has_fma(), l1_ways=self.l1_ways)
         return schedule_module(mod, config)[0]

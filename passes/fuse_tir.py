@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irtool.analysis.tir_rename import renew_defs, unique_sblock_names
+from irtool.analysis.tir_rename import renew_defs, unique_sblock_names, with_dom_rebuilt
 from irtool.diagnostics import DiagnosticError
 from irtool.ir import relax as rx
 from irtool.ir import tir
@@ -381,7 +381,12 @@ class _FusedTIRConstructor:
 
 class _FuseSubstitutor(Substitutor):
     """FuseTIRBufferSubstitutor: buffers and variables replaced, and an sblock's reads
-    (writes) of one buffer merged into the first (UnionAccessRegion)."""
+    (writes) of one buffer merged into the first (UnionAccessRegion). An sblock iteration
+    domain whose bounds change is rebuilt as TVM's StmtMutator rebuilds it (its extent
+    taken for an end, see irtool.analysis.tir_rename)."""
+
+    def mutate_IterVar(self, old: tir.IterVar, new: tir.IterVar) -> tir.IterVar:
+        return new if new.dom is old.dom else with_dom_rebuilt(new)
 
     def mutate_SBlock(self, old: tir.SBlock, new: tir.SBlock) -> tir.SBlock:
         reads, writes = _union_regions(new.reads), _union_regions(new.writes)

@@ -204,6 +204,8 @@ NO_COUNTERPART = {
     "unique": "Relay's outputs are as long as the input, the tail past num_unique unspecified; TVM 0.27's "
               "R.unique gives outputs of the unique count's length, known only at run time, and Relax "
               "cannot pad them back to a static length",
+    **{op: f"TVM 0.27's R.{op} is not in irtool's Relax table yet (nor its legalization)"
+       for op in ("nn.conv3d", "nn.conv3d_transpose", "nn.max_pool3d", "nn.avg_pool3d")},
     **{op: "TVM 0.27's Relax has no random-number generator (only R.multinomial_from_uniform, which samples "
            "at given uniform values)" for op in ("random.uniform", "random.normal", "random.multinomial")},
 }

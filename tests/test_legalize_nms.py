@@ -231,7 +231,7 @@ def test_onnx_nms_model_through_the_zero_pipeline(limit, iou, score):
     """An ONNX NonMaxSuppression model: imported (vision.all_class_non_max_suppression and
     dyn.strided_slice of its count), relay-to-relax (R.dynamic_strided_slice), the zero pipeline
     (both legalized) and our interpreters give onnxruntime's selected indices, before the
-    pipeline and after it. Random boxes: no IoU lands exactly on the threshold, where TVM
+    pipeline and after it, and natively. Random boxes: no IoU lands exactly on the threshold, where TVM
     suppresses (>=) and ONNX does not (>)."""
     ort = pytest.importorskip("onnxruntime")
     from test_onnx_indexing import _model, node
@@ -252,6 +252,10 @@ def test_onnx_nms_model_through_the_zero_pipeline(limit, iou, score):
     assert "R.vision.all_class_non_max_suppression" not in text and "R.dynamic_strided_slice" not in text
     for m in (relax, zero, parse(text)):
         np.testing.assert_array_equal(np.asarray(irtool.interpret(m, inputs)), expected)
+    # natively: the outputs' sizes are known only after the run, so main runs on the VM
+    exe = irtool.build(relax)
+    assert exe.vm is not None
+    np.testing.assert_array_equal(np.asarray(exe(boxes, scores)), expected)
 
 
 def test_a_run_time_limit_is_not_read_by_the_legalized_module():

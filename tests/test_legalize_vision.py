@@ -2,8 +2,7 @@
 (R.one_hot, R.nonzero, R.image.grid_sample, R.vision.roi_align / roi_pool /
 all_class_non_max_suppression): struct info as TVM 0.27 infers it, the NumPy references run by
 the Relax interpreter, and legalize-ops for R.one_hot and R.image.grid_sample (bilinear and bicubic
-with zeros or border padding, with reflection (bicubic with align_corners), float32 and float64, image axes of size 1
-included): each legalized PrimFunc, run by the TIR interpreter,
+with zeros, border or reflection padding, float32 and float64, image axes of size 1 included): each legalized PrimFunc, run by the TIR interpreter,
 equals the reference, and (tvm-marked) TVM's LegalizeOps prints the same text. The ops TVM
 legalizes and we do not yet stay Relax calls. roi_align and roi_pool: tests/test_legalize_roi.py."""
 
@@ -46,9 +45,7 @@ GRID_FORMS = [("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros"
 
 
 def _grid_form_legalized(method: str, padding: str, align: bool, h: int = 2, w: int = 2) -> bool:
-    if padding == "reflection" and align and 1 in (h, w):
-        return False  # TVM 0.27 fails there (below)
-    return not (method == "bicubic" and padding == "reflection" and not align)  # not yet
+    return not (padding == "reflection" and align and 1 in (h, w))  # TVM 0.27 fails there (below)
 
 
 GRID_SAMPLE = [
@@ -65,6 +62,12 @@ GRID_SAMPLE = [
     (f"grid_sample-f64-{m}-{p}-{a}", f"x: {T((1, 2, 3, 4), 'float64')}, g: {T((1, 2, 3, 2), 'float64')}",
      f'R.image.grid_sample(x, g, method="{m}", layout="NCHW", padding_mode="{p}", align_corners={a})')
     for (m, p), a in itertools.product(GRID_FORMS, (True, False)) if _grid_form_legalized(m, p, a)
+] + [
+    # bicubic reflection without align_corners: every image size 1..3 by 1..3 and larger ones
+    (f"grid_sample-bicubic-reflection-half-{h}x{w}-{dt}", f"x: {T((2, 1, h, w), dt)}, g: {T((2, 2, 3, 2), dt)}",
+     'R.image.grid_sample(x, g, method="bicubic", padding_mode="reflection", align_corners=False)')
+    for (h, w), dt in itertools.product([*itertools.product((1, 2, 3), (1, 2, 3)), (4, 5), (7, 2)],
+                                        ("float32", "float64"))
 ] + [
     ("grid_sample-batch", f"x: {T((2, 3, 3, 4))}, g: {T((2, 2, 2, 5))}", "R.image.grid_sample(x, g)"),
     ("grid_sample-sym-out", f"x: {T((1, 1, 3, 3))}, g: {T((1, 2, 'n', 2))}",
@@ -107,13 +110,13 @@ def test_legalized_matches_reference(case):
     assert to_text(parse(to_text(out))) == to_text(out)
 
 
-@pytest.mark.parametrize("form", [("bicubic", "reflection", 4, False), ("bilinear", "reflection", 1, True),
+@pytest.mark.parametrize("form", [("bilinear", "reflection", 1, True),
                                   ("bicubic", "reflection", 1, True), ("nearest", "zeros", 4, True),
                                   ("bilinear", "zeros", "f16", True), ("bicubic", "border", "f16", True)])
 def test_grid_sample_forms_not_legalized_stay_calls(form):
-    """Bicubic with reflection padding without align_corners: not yet; "nearest", and reflection
-    with align_corners from an image axis of size 1 (a division by zero): TVM 0.27's legalization
-    fails; float16: TVM 0.27's PrimFunc returns float32 where the op's struct info says float16."""
+    """"nearest", and reflection with align_corners from an image axis of size 1 (a division by
+    zero): TVM 0.27's legalization fails; float16: TVM 0.27's PrimFunc returns float32 where the
+    op's struct info says float16."""
     dtype, h = ("float16", 4) if form[2] == "f16" else ("float32", form[2])
     text = module(f"x: {T((1, 2, h, 5), dtype)}, g: {T((1, 2, 3, 3), dtype)}",
                   f'R.image.grid_sample(x, g, method="{form[0]}", padding_mode="{form[1]}", align_corners={form[3]})')

@@ -481,27 +481,31 @@ def test_every_legalized_operator_is_covered():
     legalized = {name for name in relax_ops() if legalization(name) is not None}
     covered = {"relax." + c[3].split("(")[0].removeprefix("R.") for c in CASES}
     # legalized to a runtime function (R.call_pure_packed, TVM's FCallPacked), which the native
-    # build does not have, or to a result whose shape only the run knows (R.match_cast of a
-    # computed shape in main): a build error (below), not a native case
+    # build's VM runs, or to a result whose shape only the run knows (R.match_cast of a computed
+    # shape in main: the VM too; their PrimFuncs build natively, tests/test_legalize_nms.py):
+    # below, not native cases
     assert legalized - covered == set(CALL_PACKED) | RUN_TIME_SHAPED
 
 
-# Legalized with R.match_cast of a shape computed at run time (their PrimFuncs build natively:
-# tests/test_legalize_nms.py); the native main needs every output's size before the call.
 RUN_TIME_SHAPED = {"relax.dynamic_strided_slice", "relax.vision.all_class_non_max_suppression"}
 
 
-def test_run_time_shaped_results_are_a_build_error():
+def test_run_time_shaped_results_run_on_the_vm():
     params = "x:12x3:int64 b:2:int64 e:2:int64 s:2:int64"
     mod = parse(module_text(params, "R.dynamic_strided_slice(x, b, e, s)"), "dss.py")
-    with pytest.raises(DiagnosticError, match="R.match_cast in main"):
-        irtool.build(mod)
+    exe = irtool.build(mod)
+    assert exe.vm is not None
+    x = np.arange(36, dtype=np.int64).reshape(12, 3)
+    bounds = [np.array(v, np.int64) for v in ([1, 0], [9, 3], [2, 2])]
+    np.testing.assert_array_equal(exe(x, *bounds), x[1:9:2, 0:3:2])
 
 
-def test_runtime_function_ops_are_a_build_error():
+def test_runtime_function_ops_run_on_the_vm():
     mod = parse(module_text("x:3x4:float32", "R.nonzero(x)"), "nonzero.py")
-    with pytest.raises(DiagnosticError, match="R.call_pure_packed"):
-        irtool.build(mod)
+    exe = irtool.build(mod)
+    x = np.array([[0, 1.5, 0, 2], [0, 0, 0, 0], [3, 0, 0, 0]], np.float32)
+    assert exe.vm is not None
+    np.testing.assert_array_equal(exe(x), np.stack(np.nonzero(x)))
 
 
 # ----------------------------------------------------------------------------- regressions

@@ -30,7 +30,6 @@ onnx = pytest.importorskip("onnx")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-_3D_WINDOWS = "3-D windows (rank-5 input) are not supported: the pooling and convolution ops are 1-D/2-D"
 _UNIQUE_AXIS = ("Unique along an axis of an N-D input (unique slices) is not supported: Relay's unique is 1-D, "
                 "as TVM v0.19's converter requires")
 _3D_GRID = ("volumetric GridSample (rank-5 input) is not supported: image.grid_sample is 2-D (TVM's 3-D "
@@ -102,20 +101,8 @@ EXCEPTIONS: dict[str, str] = {
        for op, form in (("cast", ""), ("castlike", ""), ("castlike", "_expanded"))
        if not (op == "castlike" and case.startswith("e8m0"))},  # onnx has no CastLike e8m0 cases
     **{f"test_mod_float_edge_cases_fmod_0_{t}": _FLOAT_MOD for t in ("float16", "float32", "float64")},
-    "test_averagepool_3d_default": _3D_WINDOWS,
-    "test_averagepool_3d_dilations_small": _3D_WINDOWS,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True": _3D_WINDOWS,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False": _3D_WINDOWS,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True": _3D_WINDOWS,
-    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False": _3D_WINDOWS,
-    "test_convtranspose_3d": _3D_WINDOWS,
-    "test_lppool_3d_default": _3D_WINDOWS,
     "test_dft_inverse": _FFT_NOISE,
     "test_dft_inverse_opset19": _FFT_NOISE,
-    "test_maxpool_3d_default": _3D_WINDOWS,
-    "test_maxpool_3d_dilations": _3D_WINDOWS,
-    "test_maxpool_3d_dilations_use_ref_impl": _3D_WINDOWS,
-    "test_maxpool_3d_dilations_use_ref_impl_large": _3D_WINDOWS,
     **{name: _SEQUENCES for name in (
         "test_loop13_seq", "test_sequence_insert_at_back", "test_sequence_insert_at_front", "test_loop16_seq_none",
         "test_optional_get_element_optional_tensor", "test_optional_get_element_optional_sequence",

@@ -1,6 +1,7 @@
 """ONNX control flow (frontend/onnx/control.py): If as Relay's `if`; Scan and Loop unrolled when
 static, else recursive functions (run-time trip counts, stops and lengths);
-each checked against onnxruntime, and the Relay text printed and parsed back."""
+each checked against onnxruntime (the Relay interpreter and the native build), and the Relay
+text printed and parsed back."""
 
 from __future__ import annotations
 
@@ -26,15 +27,18 @@ def _model(nodes, inputs, outputs, opset=13, inits=()):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
 
 
-def _compare(model, feeds: dict, rtol=1e-6):
+def _compare(model, feeds: dict, rtol=1e-6, native: bool = True):
+    """The Relay interpreter and (`native`) the native build (relay-to-relax, then the VM of
+    codegen/vm.py for the control flow) against onnxruntime."""
     expected = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
     mod, _ = from_onnx(model)
     assert structural_equal(parse(to_text(mod)), mod)  # the text round-trips
-    got = irtool.interpret(mod, list(feeds.values()))
-    got = list(got) if isinstance(got, tuple) else [got]
-    assert len(got) == len(expected)
-    for g, e in zip(got, expected, strict=True):
-        np.testing.assert_allclose(g, e, rtol=rtol)
+    runs = [irtool.interpret(mod, list(feeds.values()))] + ([irtool.build(mod)(*feeds.values())] if native else [])
+    for got in runs:
+        got = list(got) if isinstance(got, tuple) else [got]
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected, strict=True):
+            np.testing.assert_allclose(g, e, rtol=rtol)
     return mod
 
 
@@ -323,7 +327,9 @@ def test_loop_scan_output_of_a_symbolic_shape_and_an_if_in_the_body():
     model = _model([helper.make_node("Loop", ["M", "", "x"], ["v", "scans"], body=body)],
                    [_vi("M", I64, []), _vi("x", F, ["N"])], [_vi("v", F, ["N"]), _vi("scans", F, [None, "N"])])
     for m, n in ((0, 3), (1, 2), (5, 4)):
-        mod = _compare(model, {"M": np.array(m, np.int64), "x": np.arange(n, dtype=np.float32) + 1})
+        # not natively: relay-to-relax cannot give the first iteration's expand_dims an operand
+        # of known shape (the (0, 0) placeholder and (N,) meet in an If of unknown shape)
+        mod = _compare(model, {"M": np.array(m, np.int64), "x": np.arange(n, dtype=np.float32) + 1}, native=False)
     assert to_text(mod).count("if (") == 3  # the loop test, the parity, the first iteration
 
 

@@ -94,9 +94,9 @@ def test_conv_1d():
     check("Conv", [rand(1, 2, 9), rand(2, 2, 2)], {"auto_pad": "SAME_UPPER"})
 
 
-def test_conv_3d_is_an_error():
-    with pytest.raises(OnnxImportError, match="1-D and 2-D"):
-        check("Conv", [rand(1, 1, 3, 3, 3), rand(1, 1, 1, 1, 1)])
+def test_conv_4d_is_an_error():  # 3-D windows: tests/test_onnx_nn_3d.py
+    with pytest.raises(OnnxImportError, match="only 1-D, 2-D and 3-D windows"):
+        check("Conv", [rand(1, 1, 3, 3, 3, 3), rand(1, 1, 1, 1, 1, 1)])
 
 
 @pytest.mark.parametrize("attrs", [

@@ -517,6 +517,10 @@ ERRORS = [
     ("def @main() {\n  random.uniform(shape=[2], seed=3)\n}",
      "2:3: error: relay-to-relax: `random.uniform`: no Relax counterpart: TVM 0.27's Relax has no random-number",
      "  ^~~~~~~~~~~~~~"),
+    ("def @main(%x: Tensor[(1, 2, 4, 4, 4), float32]) {\n  %0 = nn.max_pool3d(%x, pool_size=[2, 2, 2]);\n"
+     "  nn.avg_pool3d(%0, pool_size=[2, 2, 2])\n}",
+     "2:8: error: relay-to-relax: `nn.max_pool3d`: no Relax counterpart: TVM 0.27's R.nn.max_pool3d is not in "
+     "irtool's Relax table yet", "       ^~~~~~~~~~~~~"),
     ("def @main(%i: Tensor[(3), int32], %on: float32) {\n  one_hot(%i, %on, 0f, depth=4)\n}",
      "2:3: error: relay-to-relax: `one_hot`: one_hot's on_value must be scalar constants", "  ^~~~~~~"),
     ("def @main(%x: Tensor[(2, 3), float32]) {\n  argmax(%x, axis=[1], select_last_index=True)\n}",

@@ -3,7 +3,7 @@ imports as TVM v0.19's `while_loop`, a let-bound recursive Relay function
 (frontend/onnx/control.py); relay-to-relax lifts it to a global function (its free variables
 as extra parameters, passes/_relay_lift_functions.py) and writes it as a Relax function whose
 R.If calls itself, as TVM's Relax writes a while loop. The Relax interpreter runs it equal to
-onnxruntime, before and after the zero pipeline; (tvm) TVM 0.27 parses the translation and its
+onnxruntime, before and after the zero pipeline, and so does the native build (the VM); (tvm) TVM 0.27 parses the translation and its
 zero pipeline prints what ours does."""
 
 from __future__ import annotations
@@ -93,11 +93,12 @@ def test_run_time_loops_lower_to_recursive_relax_functions(name):
     assert "if " in text and "cls.while_loop(" in text
     assert irtool.structural_equal(irtool.parse(text, "again.py"), relax)
     lowered = get_pass("zero-pipeline")()(relax)
+    exe = irtool.build(relax)  # natively: the VM of codegen/vm.py
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     for feed in feeds:
         want = session.run(None, feed)
-        for mod in (relax, lowered):
-            got = irtool.interpret(mod, list(feed.values()))
+        for run in (relax, lowered, exe):
+            got = exe(*feed.values()) if run is exe else irtool.interpret(run, list(feed.values()))
             got = list(got) if isinstance(got, tuple) else [got]
             for g, w in zip(got, want, strict=True):
                 np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6)
@@ -152,7 +153,7 @@ def test_loop_translation_lowers_as_tvm(name, tvm_python, tmp_path):
     assert ours.rstrip("\n") == proc.stdout.rstrip("\n")
 
 
-def test_thousands_of_iterations_run_in_place_in_the_relax_interpreter():
+def test_thousands_of_iterations_run_in_place():
     # regression: each iteration's recursive call nested Python frames (RecursionError after
     # a few hundred); a call whose value the function returns now runs in the caller's place
     relax = get_pass("relay-to-relax")()(_import(runtime_count_loop()))
@@ -160,3 +161,5 @@ def test_thousands_of_iterations_run_in_place_in_the_relax_interpreter():
     for mod in (relax, get_pass("zero-pipeline")()(relax)):
         np.testing.assert_allclose(irtool.interpret(mod, [np.array([3000]), x, np.zeros(3, np.float32)]), 3000 * x,
                                    rtol=1e-5)
+    # and natively, where the recursion is the VM's tail call
+    np.testing.assert_allclose(irtool.build(relax)(np.array([3000]), x, np.zeros(3, np.float32)), 3000 * x, rtol=1e-5)

@@ -289,7 +289,7 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
                 padding_mode: str = "zeros", align_corners: bool = True) -> te.Tensor:
     """TOPI's _grid_sample_2d (python/tvm/topi/image/grid_sample.py), NCHW: one `compute` over
     n, c, h, w sampling data at the grid's (x, y) in [-1, 1], unnormalised to pixels; padding
-    "zeros" or (bilinear) "border" (see _GRID_SAMPLE_FORMS)."""
+    "zeros", "border" or "reflection" (see _GRID_SAMPLE_FORMS)."""
     _, _, in_height, in_width = data.shape
     out_shape = (data.shape[0], data.shape[1], grid.shape[2], grid.shape[3])
     zero = tb.const(0.0, data.dtype)
@@ -302,8 +302,13 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
         (hb, ho), (wb, wo) = h, w
         if clamp_pixels:  # bicubic "border": indices clipped, so TVM's simplifier drops the bounds test
             return data(n, c, _border_index(hb, ho, in_height), _border_index(wb, wo, in_width))
-        if reflect_pixels:  # bicubic "reflection": reflected, then clipped, likewise
+        if reflect_pixels and align_corners:  # bicubic "reflection": reflected, then clipped, likewise
             return data(n, c, _reflected_index(hb, ho, in_height), _reflected_index(wb, wo, in_width))
+        if reflect_pixels:  # reflected and clipped in float: the bounds test stays
+            hi, wi = reflected_pixel(hb, ho, in_height), reflected_pixel(wb, wo, in_width)
+            inside = tb.all_(tb.le(tb.const(0, "int64"), hi), tb.le(tb.const(0, "int64"), wi),
+                             tb.lt(hi, in_height), tb.lt(wi, in_width))
+            return tb.if_then_else(inside, data(n, c, hi, wi), zero)
         hi, wi = _index(hb), _index(wb)
         inside = tb.all_(tb.le(tb.const(-ho, "int64"), hi), tb.le(tb.const(-wo, "int64"), wi),
                          tb.lt(hi, tb.sub(in_height, ho)), tb.lt(wi, tb.sub(in_width, wo)))
@@ -319,12 +324,14 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     def clip(x, size):
         return tb.min_(tb.max_(x, 0), tb.sub(size, 1))
 
-    def reflect(x, size, index: bool):
+    def reflect(x, size, index: bool, x_test=None):
         """TOPI's _reflect_coordinates as TVM's CreatePrimFunc leaves it: the parity test
         `truncmod(truncdiv(f, s), 2) == 0` rewritten `truncdiv(truncmod(f, 2s), s) == 0` in int64;
         where the coordinate ends in an index (`index`), the int32 casts of `f` fold away, where
-        it is a value they stay and the int64 cast moves inside the division."""
+        it is a value they stay and the int64 cast moves inside the division. `x_test` is x as
+        the bounds test sees it (where it differs: an int32 pixel index kept int32 there)."""
         span, corner = (tb.sub(size, 1), 0) if align_corners else (size, -0.5)
+        x_test = x if x_test is None else x_test
         offset = tb.sub(corner, x)
         if corner and isinstance(x, tir.BinOp) and x.op == "add" and isinstance(x.a, tir.FloatImm) and \
                 x.a.value == corner:  # -0.5 - (-0.5 + e): TVM's simplifier gives 0 - e
@@ -338,7 +345,17 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
         extra = tb.sub(distance, tb.cast(x.dtype, tb.mul(tb.div(whole, span), span)))
         reflected = tb.if_then_else(tb.eq(parity, tb.const(0, "int64")), tb.add(extra, corner),
                                     tb.add(tb.sub(span, extra), corner))
-        return tb.if_then_else(tb.all_(tb.ge(x, corner), tb.le(x, tb.add(span, corner))), x, reflected)
+        return tb.if_then_else(tb.all_(tb.ge(x_test, corner), tb.le(x_test, tb.add(span, corner))), x, reflected)
+
+    def reflected_pixel(i32, offset: int, size) -> tir.PrimExpr:
+        """Bicubic reflection without align_corners: TOPI reflects the int32 pixel index
+        p = i + offset about -0.5 in float32 and clips it, then casts to int32. TVM's index
+        normalisation makes p int64 where it is a value (`int64(floor(y)) + 2`) and leaves it
+        int32 in the bounds test (`float32(int32(floor(y)) + 2)`); the int32 cast of the clipped
+        float becomes an int64 one."""
+        as_value = tb.cast("float32", _index(i32, offset))
+        as_test = tb.cast("float32", tb.add(i32, offset) if offset >= 0 else tb.sub(i32, -offset))
+        return tb.cast("int64", clip(reflect(as_value, size, True, as_test), size))
 
     def source(n, h, w, index: bool = False):
         y, x = unnormalize(grid(n, 1, h, w), grid(n, 0, h, w))
@@ -392,9 +409,7 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     return te.compute(out_shape, compute, tag="grid_sample")
 
 
-# The forms checked byte-identical with TVM 0.27. Not yet: bicubic with reflection padding without
-# align_corners (TOPI reflects the integer pixel indices about -0.5, in float, and TVM's simplifier
-# leaves a mix of int32 and int64 forms). "nearest" stays a call: TVM 0.27's legalization fails.
+# The forms checked byte-identical with TVM 0.27. "nearest" stays a call: TVM 0.27's legalization fails.
 _GRID_SAMPLE_FORMS = {("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros"), ("bicubic", "border"),
                       ("bilinear", "reflection"), ("bicubic", "reflection")}
 
@@ -414,8 +429,6 @@ def _grid_sample(bb, call):
         return call
     if at["padding_mode"] == "reflection" and at["align_corners"] and 1 in (const_int(shape[2]), const_int(shape[3])):
         return call  # TVM 0.27 fails: the reflection span is size - 1 = 0 (a division by zero)
-    if at["method"] == "bicubic" and at["padding_mode"] == "reflection" and not at["align_corners"]:
-        return call  # not yet: TVM mixes int32 and float forms of the reflected index there
     if call.args[0].struct_info.dtype not in _GRID_SAMPLE_DTYPES or \
             call.args[1].struct_info.dtype not in _GRID_SAMPLE_DTYPES:
         return call

@@ -56,11 +56,18 @@ coefficient, and `Div(x * c, d)` becomes `Div(x, d / c)`. Byte-identical to TVM 
 above with d 2..3 and on random pools with sizes up to 32, kernels up to 12, strides and
 dilations up to 8 (tests/test_legalize_avg_pool.py); along a size variable `_symbolic_dilated_count` keeps the
 bound whole (nothing scales out) with the same folds as `_symbolic_count`
-(tests/test_legalize_symbolic_pool.py). Left unlegalized: a dilated axis padded by its kernel
-or more (forms not written)."""
+(tests/test_legalize_symbolic_pool.py). A dilated axis padded by its kernel or more has a reach
+below 0 (`min(v * s - c, b)`), and a window of one element (k == 1) takes the head pad into its
+min, `min(0, b + head - v * s)` (the stride then scales out of the window from v * s when it
+divides b + head), except where the stride divides the head but not the bound (with a size
+variable: where a stride above 1 divides the head); a reach equal to the bound's offset folds
+into `min(0, n - v * s) + c` (with a size variable, winning over a kept `min(v * s + s, n + s) - v * s`);
+a bound of 0 (a size-1 axis) gives `v * -s`, and a divisor sharing a factor with every term of
+a sum without jumps is reduced (`Div(x * 2 + 2, 4)` is `Div(x + 1, 2)`)."""
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 from irtool.ir import tir
@@ -433,19 +440,23 @@ def _symbolic_dilated_count(v: tir.Var, n: tir.Var, k: int, s: int, d: int, head
     fold = base > 0 and offset == -base
     kept = s > 1 and head == 0 and reach == s
 
+    def remaining(extra: int) -> tir.PrimExpr:
+        """n + extra - v * s: a positive constant before the subtraction, a negative one after."""
+        return _bin("sub", _bin("add", n, _i64(extra)), vs) if extra > 0 else _offset(_bin("sub", n, vs), extra)
+
     def window() -> tuple[tir.PrimExpr, bool]:
         """The window's sum and whether it already subtracts v * s (a kept `min(..) - v * s`)."""
+        if k == 1 and head > 0 and (s == 1 or head % s):
+            return _bin("min", _i64(0), remaining(offset + head)), False  # the head taken into the min
+        if reach == offset:  # min(c, y + c) + b -> min(0, y) + (b + c)
+            return _offset(_bin("min", _i64(0), _bin("sub", n, vs)), base + reach), False
         if kept:
             return _bin("sub", _bin("min", _bin("add", vs, _i64(reach)), _offset(n, offset)), vs), True
         if fold:
             if s == 1:
                 return _bin("min", _i64(reach + base), _bin("sub", n, vs)), False
             return _bin("sub", _bin("min", _bin("add", vs, _i64(reach + base)), n), vs), True
-        if include_pad and reach == offset:  # min(c, y + c) + b -> min(0, y) + (b + c)
-            return _offset(_bin("min", _i64(0), _bin("sub", n, vs)), base + reach), False
-        remaining = _bin("sub", _bin("add", n, _i64(offset)), vs) if offset > 0 else \
-            _offset(_bin("sub", n, vs), offset)
-        return _offset(_bin("min", _i64(reach), remaining), base), False
+        return _offset(_bin("min", _i64(reach), remaining(offset)), base), False
 
     if include_pad or s <= d:
         total, _ = window()
@@ -454,8 +465,12 @@ def _symbolic_dilated_count(v: tir.Var, n: tir.Var, k: int, s: int, d: int, head
             total = _bin("sub", total, _bin("mul", jumps, _i64(scale)))
     else:  # s > d: the window from v * s, its start subtracted last
         jumps, scale = _jumps(v, s, d, head)
-        if fold:
+        if k == 1 and head > 0 and head % s:  # the head taken into the min
+            total = _bin("min", vs, _offset(n, offset + head))
+        elif fold:
             total = _bin("min", _bin("add", vs, _i64(reach + base)), n)
+        elif reach == offset:  # min(x - 1, y - 1) + b -> min(x, y) + (b - 1)
+            total = _offset(_bin("min", vs, n), base + reach)
         else:
             total = _offset(_bin("min", _offset(vs, reach), _bin("sub", n, _i64(1))), base)
         total = _bin("sub", _bin("sub", total, _bin("mul", jumps, _i64(scale))), vs)
@@ -474,6 +489,8 @@ def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: 
         return var if scale == 1 else _bin("mul", var, c(scale))
 
     def plus(e: tir.PrimExpr, value: int) -> tir.PrimExpr:
+        if value < 0:  # a pad beyond the window's reach: `v * s - 1`
+            return _bin("sub", e, c(-value))
         return _bin("add", e, c(value)) if value else e
 
     def total(terms: list[tuple[tir.PrimExpr, int]], base: int, negatives: list[tuple[tir.PrimExpr, int]]):
@@ -493,32 +510,47 @@ def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: 
     vs = scaled(v, s)
     # the stride scales the min out when it divides both constants, the offset at most one stride
     factored = s > 1 and reach % s == 0 and bound % s == 0 and reach // s <= 1
+    base = head
+    # a 1-element window (reach == -head) takes the head into the min, `min(0, b + head - v * s)`,
+    # unless the stride divides the head but not the bound
+    # (there the window from v * s, s > d, scales the stride out of `min(v * s, b + head)` alone)
+    if k == 1 and head > 0 and not (head % s == 0 and bound % s != 0):
+        reach, bound, base = 0, bound + head, 0
+        factored_from_start = s > 1 and bound % s == 0
+    else:
+        factored_from_start = factored
+    # b - v * s; from a bound of 0 (a size-1 axis), `v * -s`
+    remaining = _bin("mul", v, c(-s)) if bound == 0 and s > 1 else _bin("sub", c(bound), vs)
     # `min(vs + s, bound) - vs` stays as it is when bound is not a multiple of the stride
     kept_sum = s > 1 and head == 0 and reach == s and bound % s != 0
     if include_pad:
         if kept_sum:
             terms, base, negs = [(_bin("min", plus(vs, reach), c(bound)), 1)], 0, [(v, s)]
         elif factored:
-            terms, base, negs = [(_bin("min", c(reach // s), _bin("sub", c(bound // s), v)), s)], head, []
+            terms, base, negs = [(_bin("min", c(reach // s), _bin("sub", c(bound // s), v)), s)], base, []
         else:
-            terms, base, negs = [(_bin("min", c(reach), _bin("sub", c(bound), vs)), 1)], head, []
+            terms, base, negs = [(_bin("min", c(reach), remaining), 1)], base, []
     else:
         jumps = _jumps(v, s, d, head)
         if s <= d:
             if kept_sum:
                 terms, base, negs = [(_bin("min", plus(vs, reach), c(bound)), 1)], 0, [(v, s), jumps]
             elif factored:
-                terms, base, negs = [(_bin("min", c(reach // s), _bin("sub", c(bound // s), v)), s)], head, [jumps]
+                terms, base, negs = [(_bin("min", c(reach // s), _bin("sub", c(bound // s), v)), s)], base, [jumps]
             else:
-                terms, base, negs = [(_bin("min", c(reach), _bin("sub", c(bound), vs)), 1)], head, [jumps]
-        elif factored:
-            terms, base, negs = [(_bin("min", plus(v, reach // s), c(bound // s)), s)], head, [jumps, (v, s)]
+                terms, base, negs = [(_bin("min", c(reach), remaining), 1)], base, [jumps]
+        elif factored_from_start:
+            terms, base, negs = [(_bin("min", plus(v, reach // s), c(bound // s)), s)], base, [jumps, (v, s)]
         else:
-            terms, base, negs = [(_bin("min", plus(vs, reach), c(bound)), 1)], head, [jumps, (v, s)]
+            terms, base, negs = [(_bin("min", plus(vs, reach), c(bound)), 1)], base, [jumps, (v, s)]
     if base % d == 0 and all(scale % d == 0 for _, scale in terms + negs):  # divides exactly
         return total([(t, sc // d) for t, sc in terms], base // d + 1, [(t, sc // d) for t, sc in negs])
     if not base and not negs and len(terms) == 1 and d % terms[0][1] == 0:  # Div(x * c, d * c): Div(x, d)
         return _bin("add", _bin("div", terms[0][0], c(d // terms[0][1])), c(1))
+    common = math.gcd(d, base, *(scale for _, scale in terms))
+    if not negs and base and common > 1:  # Div(x * 2 + 2, 4): Div(x + 1, 2)
+        return _bin("add", _bin("div", total([(t, sc // common) for t, sc in terms], base // common, []),
+                                c(d // common)), c(1))
     return _bin("add", _bin("div", total(terms, base, negs), c(d)), c(1))
 
 
@@ -596,10 +628,8 @@ def _avg_pool2d(bb, call):
     kernel, padding = [int(p) for p in at["pool_size"]], [int(p) for p in at["padding"]]
     strides = [int(s) for s in at["strides"]]
     dilation = [int(d) for d in at["dilation"]]
-    if any(const_int(shape[ii]) is None and not isinstance(shape[ii], tir.Var)
-           for i, ii in enumerate(axes)) or \
-            any(dilation[i % 2] > 1 and p >= kernel[i % 2] for i, p in enumerate(padding)):
-        return call  # beyond the forms checked against TVM (module docstring)
+    if any(const_int(shape[ii]) is None and not isinstance(shape[ii], tir.Var) for ii in axes):
+        return call  # a size expression other than a variable: forms not checked against TVM
     return bb.call_te(avg_pool, call.args[0], kernel=kernel, stride=strides,
                       padding=padding, count_include_pad=at["count_include_pad"], axes=axes,
                       ceil_mode=bool(at["ceil_mode"]), dilation=dilation,

@@ -25,6 +25,7 @@ from irtool.ir import tir
 
 from .. import te
 from .. import tir_build as tb
+from ..simplify import simplify
 from . import register_legalize
 from .common import const_int
 from .transform import transpose
@@ -66,10 +67,38 @@ def _combine(reduction: str, out: tir.Buffer, index, update) -> tir.Stmt:
     return _store(out, index, value)
 
 
+def _simplified_product(e: tir.PrimExpr) -> tir.PrimExpr:
+    """A product of sizes as TVM's simplifier leaves it: the symbolic factors in their order
+    (repeats kept apart: `n * m * n`), the constants multiplied into one, last
+    (`2 * m * 4 * n` -> `m * n * 8`)."""
+    factors, stack = [], [e]
+    while stack:
+        f = stack.pop()
+        if isinstance(f, tir.BinOp) and f.op == "mul":
+            stack += [f.b, f.a]
+        else:
+            factors.append(f)
+    constant, out = 1, None
+    for f in factors:
+        if const_int(f) is not None:
+            constant *= const_int(f)
+        else:
+            out = f if out is None else tir.BinOp("mul", out, f)
+    if out is None:
+        return tb.const(constant, e.dtype)
+    return out if constant == 1 else tir.BinOp("mul", out, tb.const(constant, e.dtype))
+
+
 def _loop(extent, kind: str, body_of) -> tir.Stmt:
     """`with T.parallel / T.serial(0, extent) as v:` of TVM's IRBuilder (the variable named `v`;
-    a Python int extent is an int64 one)."""
-    extent = tb.const(extent, "int64") if isinstance(extent, int) else extent
+    a Python int extent is an int64 one). The builder simplifies the extent (`stop - start`):
+    a product of symbolic sizes prints as `n * 12`, not TOPI's `n * 3 * 4`."""
+    if isinstance(extent, int):
+        extent = tb.const(extent, "int64")
+    elif isinstance(extent, tir.BinOp) and extent.op == "mul":
+        extent = _simplified_product(extent)
+    else:
+        extent = simplify(extent)
     v = tir.Var("v", extent.dtype)
     return tir.For(v, tb.const(0, extent.dtype), extent, kind, body_of(v))
 
@@ -199,23 +228,29 @@ def scatter_nd(data: te.Tensor, indices: te.Tensor, updates: te.Tensor, reductio
     return scatter_nd_base(data, transpose(indices, axes[-1:] + axes[:-1]), updates, reduction)
 
 
-def _static(call) -> bool:
-    return all(const_int(d) is not None for a in call.args for d in a.struct_info.shape)
+def _same_size(a, b) -> bool:
+    """Two sizes known equal: equal constants, or one size variable."""
+    if const_int(a) is not None or const_int(b) is not None:
+        return const_int(a) == const_int(b)
+    return a is b or (isinstance(a, tir.Var) and isinstance(b, tir.Var) and a.name == b.name)
 
 
 def scatter_elements_is_right(data_shape: list, ind_shape: list, axis: int) -> bool:
     """TOPI's program walks the indices' rows before and after `axis` as flat offsets and uses
     them as offsets into data as they are: right only where the two agree, i.e. the indices
-    match data in every dimension before `axis` but the first and after `axis` but the first."""
+    match data in every dimension before `axis` but the first and after `axis` but the first
+    (sizes: constants or size variables, known equal)."""
     axis = axis + len(data_shape) if axis < 0 else axis
-    return ind_shape[1:axis] == data_shape[1:axis] and ind_shape[axis + 2:] == data_shape[axis + 2:]
+
+    def same(xs, ys) -> bool:
+        return len(xs) == len(ys) and all(_same_size(x, y) for x, y in zip(xs, ys))
+
+    return same(ind_shape[1:axis], data_shape[1:axis]) and same(ind_shape[axis + 2:], data_shape[axis + 2:])
 
 
 @register_legalize("relax.scatter_elements")
 def _scatter_elements(bb, call):
-    if not _static(call):
-        return call  # symbolic sizes: forms not checked against TVM
-    shapes = [[const_int(d) for d in a.struct_info.shape] for a in call.args[:2]]
+    shapes = [list(a.struct_info.shape) for a in call.args[:2]]
     if not scatter_elements_is_right(*shapes, int(call.attrs["axis"])):
         return call  # TVM 0.27's PrimFunc scatters to the wrong elements there
     return bb.call_te(scatter_elements, *call.args, int(call.attrs["axis"]), call.attrs["reduction"])
@@ -223,6 +258,6 @@ def _scatter_elements(bb, call):
 
 @register_legalize("relax.scatter_nd")
 def _scatter_nd(bb, call):
-    if not _static(call):
-        return call
+    if const_int(call.args[1].struct_info.shape[-1]) is None:
+        return call  # TVM 0.27 fails: the index tuples' length must be a constant
     return bb.call_te(scatter_nd, *call.args, call.attrs["reduction"])

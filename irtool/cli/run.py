@@ -143,7 +143,7 @@ def _execute(args, name: str, stdout, stderr, stdin) -> int:
         try:
             result = _run_native(mod, inputs, args, stderr)
         except NativeError as err:
-            raise DiagnosticError(str(err)) from None
+            raise DiagnosticError(str(err), getattr(err, "span", None)) from None
     else:
         if args.threads is not None or args.repeat:
             raise DiagnosticError("--threads and --repeat need --backend native")

@@ -15,6 +15,8 @@ Like the Relay interpreter it is the oracle, so it is strict rather than fast.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..diagnostics import DiagnosticError
@@ -69,6 +71,16 @@ def eval_prim(e, env: dict):
         cond, then, other = (e.condition, e.true_value, e.false_value) if isinstance(e, tir.Select) else e.args
         return eval_prim(then if eval_prim(cond, env) else other, env)
     raise InterpreterError(f"cannot evaluate the shape expression {e!r}")
+
+
+@functools.cache
+def _numpy_dtype(dtype: str):
+    """NumPy's dtype for a Relax one (compared, not printed: str() of a NumPy dtype is slow),
+    or the name itself when NumPy has none (`bfloat16`)."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return dtype
 
 
 class RelaxInterpreter:
@@ -135,7 +147,12 @@ class RelaxInterpreter:
                 else:
                     value = self.eval(b.value, env, shape_env)
                 if isinstance(b, rx.MatchCast):
-                    self.match(value, b.struct_info, shape_env, f"R.match_cast to `{b.var.name_hint}`", bind=True)
+                    try:
+                        self.match(value, b.struct_info, shape_env, f"R.match_cast to `{b.var.name_hint}`", bind=True)
+                    except DiagnosticError as err:
+                        if err.span is not None or b.span is None:
+                            raise
+                        raise DiagnosticError(str(err), b.span) from None  # at the match_cast
                 else:
                     self.match(value, b.var.struct_info, shape_env, f"`{b.var.name_hint}`", bind=True)
                 env[id(b.var)] = value
@@ -148,7 +165,7 @@ class RelaxInterpreter:
         if isinstance(sinfo, rx.TensorStructInfo):
             if not isinstance(value, np.ndarray):
                 raise DiagnosticError(f"{what} should be a tensor, got {_describe(value)}", sinfo.span)
-            if sinfo.dtype and str(value.dtype) != sinfo.dtype:
+            if sinfo.dtype and value.dtype != _numpy_dtype(sinfo.dtype):
                 raise DiagnosticError(f"{what} should have dtype {sinfo.dtype}, got {value.dtype}", sinfo.span)
             if sinfo.ndim >= 0 and value.ndim != sinfo.ndim:
                 raise DiagnosticError(f"{what} should have {sinfo.ndim} dimensions, got {value.ndim}", sinfo.span)
@@ -224,14 +241,13 @@ class RelaxInterpreter:
                 return self.call_tir(call, env, shape_env)
             if op.name in ("relax.call_dps_packed", "relax.call_pure_packed"):
                 return self.call_packed(call, env, shape_env)
-            from ..ops import relax as relax_ops
             from ..ops import relax_memory
 
             args = [self.eval(a, env, shape_env) for a in call.args]
             try:
                 if op.name in relax_memory.MEMORY_OPS:
                     return relax_memory.evaluate(op.name, args, self.poison)
-                out = relax_ops.evaluate(op.name, args, call.attrs, [_dtype_of(a) for a in call.args])
+                out = self.evaluate_op(call, args)
                 # a shape-valued operator (R.shape_of, R.tensor_to_shape) gives a shape value
                 return ShapeValue(out) if isinstance(call.struct_info, rx.ShapeStructInfo) else out
             except (ValueError, TypeError, IndexError) as err:
@@ -240,13 +256,23 @@ class RelaxInterpreter:
         args = [self.eval(a, env, shape_env) for a in call.args]
         prim_func = self.mod.functions.get(op.name_hint) if isinstance(op, GlobalVar) else None
         if isinstance(prim_func, tir.PrimFunc):  # destination passing: the outputs are written in place
-            from .tir import run_prim_func
-
-            run_prim_func(prim_func, args, self.mod)
+            self.run_kernel(op.name_hint, prim_func, args)
             return ()
         if isinstance(callee, FunctionValue):
             return self.call_function(callee.name, args)
         raise DiagnosticError("only Relax functions of the module can be called", call.span)
+
+    def evaluate_op(self, call: rx.Call, args: list):
+        """An operator call on evaluated arguments: its NumPy reference."""
+        from ..ops import relax as relax_ops
+
+        return relax_ops.evaluate(call.op.name, args, call.attrs, [_dtype_of(a) for a in call.args])
+
+    def run_kernel(self, name: str, func: tir.PrimFunc, args: list) -> None:
+        """PrimFunc `name` on its buffers and scalars, destination passing: the TIR interpreter."""
+        from .tir import run_prim_func
+
+        run_prim_func(func, args, self.mod)
 
     def allocate(self, sinfo, shape_env):
         if isinstance(sinfo, rx.TupleStructInfo):
@@ -257,8 +283,6 @@ class RelaxInterpreter:
         return np.zeros(shape, dtype=sinfo.dtype)
 
     def call_tir(self, call: rx.Call, env: dict, shape_env: dict):
-        from .tir import run_prim_func
-
         gv = call.args[0]
         func = self.mod.functions.get(gv.name_hint)
         if not isinstance(func, tir.PrimFunc):
@@ -276,7 +300,7 @@ class RelaxInterpreter:
         if len(args) != len(func.params):
             raise DiagnosticError(f"`{gv.name_hint}` takes {len(func.params)} buffers and scalars, but call_tir "
                                   f"passes {len(args)} ({len(inputs)} inputs, {len(outputs)} outputs)", call.span)
-        run_prim_func(func, args, self.mod)
+        self.run_kernel(gv.name_hint, func, args)
         return out
 
     def call_packed(self, call: rx.Call, env: dict, shape_env: dict):

@@ -32,7 +32,7 @@ Semantics: floordiv/floormod round toward -inf, truncdiv/truncmod and integer `d
 toward zero; `if_then_else`, Select and `and`/`or` evaluate only what they need; a
 block's `T.init()` runs when every reduction iterator is at the minimum of its domain;
 all loop kinds run serially; `T.call_packed` of a runtime function we implement
-(`tvm.contrib.sort.argsort`, tir_runtime.py `_PACKED_FUNCS`) runs in NumPy on views of its
+(`tvm.contrib.sort.argsort`, tir_packed.py) runs in NumPy on views of its
 DLTensors' buffers. Buffers without explicit strides are NumPy arrays indexed
 by their indices; a buffer with explicit strides (or a buffer viewing an `Allocate`d
 data pointer) is a flat view of its storage.

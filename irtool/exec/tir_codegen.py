@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from ..ir import tir
+from .tir_packed import packed, packed_call_code
 from .tir_runtime import (
     _FLOAT_BINOPS,
     _FLOAT_INTRINSICS,
@@ -68,7 +69,7 @@ class _Codegen:
         self.where: list[str] = []  # per line: the TIR construct it comes from
         self.ctx = f"`{name}`"
         self.indent = 1
-        self.ns = dict(_RUNTIME)
+        self.ns = dict(_RUNTIME, packed=packed)
         self.consts: dict[tuple, str] = {}
         self.counter = itertools.count()
         self.env: dict[tir.Var, tuple[str, object, object]] = {}  # var -> (python name, lo, hi)
@@ -334,8 +335,8 @@ class _Codegen:
                 return _V("True" if short == "max_value" else "False", dt)
             info = np.finfo(dt.np)
             return _V(self.const(float(info.max if short == "max_value" else info.min), dt), dt)
-        if short == "tvm_call_packed":
-            return self.packed_call(e, dt)
+        if short == "tvm_call_packed":  # a runtime function of ours (tir_packed.py)
+            return _V(packed_call_code(self, e), dt, 0, 0)
         args = [self.expr(a) if isinstance(a, tir.PrimExpr) else None for a in e.args]
         codes = [self.norm(a) if a is not None else repr(x) for a, x in zip(args, e.args)]
         if short == "isnullptr":
@@ -368,27 +369,6 @@ class _Codegen:
         if any(a is not None and a.dt.name != dt.name for a in args):
             code = f"{self.type_name(dt)}({code})" if dt.lanes == 1 else code
         return _V(code, dt)
-
-    def packed_call(self, e: tir.Call, dt: _DType) -> _V:
-        """`T.call_packed("f", args...)` of a runtime function of ours (`_PACKED_FUNCS`): a
-        `T.tvm_stack_make_array(data, T.tvm_stack_make_shape(dims...), strides, ndim, zero of the
-        dtype, offset)` argument is an array viewing that buffer's storage, the rest scalars."""
-        if not e.args or not isinstance(e.args[0], tir.StringImm):
-            raise self.error("`T.call_packed` takes the function's name first")
-        codes = []
-        for a in e.args[1:]:
-            if isinstance(a, tir.Call) and a.op.endswith(".tvm_stack_make_array"):
-                data, shape, _strides, _ndim, zero, offset = a.args
-                if data not in self.storage:
-                    raise self.error(f"`{data.name}` passed to `{e.args[0].value}` is not an allocated buffer's data")
-                storage, flat = self.storage[data]
-                storage = storage if flat else f"flat({storage}, {data.name!r})"
-                dims = ", ".join(self.value(d) for d in shape.args)
-                codes.append(f"view({storage}, {self.value(offset)}, ({dims},), "
-                             f"{self.type_name(_dtype(zero.dtype))}, {data.name!r})")
-            else:
-                codes.append(self.value(a))
-        return _V(f"packed({e.args[0].value!r}, [{', '.join(codes)}])", dt, 0, 0)
 
     # ------------------------------------------------------------------ buffers
 

@@ -354,26 +354,6 @@ def _assert_fail(kind, parts):
     raise InterpreterError(f"{kind}: {text}" if kind else text)
 
 
-def _argsort(data, out, axis: int, is_ascend: bool) -> None:
-    """TVM's `tvm.contrib.sort.argsort` (src/runtime/extra/contrib/sort/sort.cc): a stable
-    sort of each line along `axis` by value, descending with `>`, ties in index order."""
-    axis = axis + data.ndim if axis < 0 else axis
-    keys = data if is_ascend else (-data if data.dtype.kind == "f" else -data.astype(object))
-    out[...] = np.argsort(keys, axis=axis, kind="stable").astype(out.dtype)
-
-
-_PACKED_FUNCS = {"tvm.contrib.sort.argsort": _argsort}
-
-
-def _packed(name: str, args: list) -> int:
-    """`T.call_packed(name, ...)` of a runtime function we implement (arrays for DLTensors)."""
-    func = _PACKED_FUNCS.get(name)
-    if func is None:
-        raise InterpreterError(f"unknown packed function `{name}`")
-    func(*args)
-    return 0
-
-
 _NORET = object()
 
 
@@ -387,6 +367,6 @@ _RUNTIME = {
     "vmin": _vmin, "vmax": _vmax,
     "ramp": _ramp, "vcheck": _vcheck, "oob": _oob, "check_array": _check_array, "mismatch": _mismatch,
     "int_arg": _int_arg, "float_arg": _float_arg, "flat": _flat, "view": _view, "match": _match,
-    "assert_fail": _assert_fail, "NORET": _NORET, "zeros": np.zeros, "packed": _packed,
+    "assert_fail": _assert_fail, "NORET": _NORET, "zeros": np.zeros,
 }
 

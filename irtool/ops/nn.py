@@ -1,9 +1,12 @@
 """Neural-network operators (`nn.*`): convolutions, dense/matmul, pooling, normalisation, softmax,
 padding, as TVM v0.19 declares them (include/tvm/relay/attrs/nn.h, src/relay/op/nn/*.cc).
 
-Layouts: convolutions take any ordering of the letters NCHW (data) and OIHW / IOHW (kernel);
-TVM's split layouts (NCHW16c) and `G` group kernels are rejected. Pooling only needs to find
-H and W, so it takes split layouts too. Padding is (top, left, bottom, right) once normalised.
+Layouts: convolutions take any ordering of the letters NCHW / NCDHW (data) and OIHW / IOHW /
+OIDHW (kernel); TVM's split layouts (NCHW16c) and `G` group kernels are rejected. Pooling only
+needs to find its window axes (H, W; D, H, W), so it takes split layouts too. Padding is the
+window axes' starts then their ends once normalised: (top, left, bottom, right), 3-D (front,
+top, left, back, bottom, right). The 2-D and 3-D ops share one relation and one reference, over
+the window axes `axes` ("HW" or "DHW").
 
 References compute in int64 (integers: wrapping to the output dtype equals TVM's wrapping
 int32 sum) or float64 (floats, rounded once to the output dtype); integer averages truncate,
@@ -12,7 +15,9 @@ as TVM's `div` does.
 
 from __future__ import annotations
 
+import itertools
 import re
+from functools import partial
 
 from ..ir.types import ANY, TensorType, TupleType
 from .common import fmt_shape, fmt_type, np, tensor_arg
@@ -30,9 +35,26 @@ def _pair(v):
     return v * 2 if len(v) == 1 else v
 
 
+def _triple(v):
+    """The same for the three axes of a 3-D window."""
+    return v * 3 if len(v) == 1 else v
+
+
 def _pad4(v):
     """1 or 2 padding values -> (top, left, bottom, right); other lengths are left for the relation."""
     return v * 4 if len(v) == 1 else v + v if len(v) == 2 else v
+
+
+def _pad6(v):
+    """1 or 3 padding values -> (front, top, left, back, bottom, right), as TVM's get_pad_tuple3d."""
+    return v * 6 if len(v) == 1 else v + v if len(v) == 3 else v
+
+
+_AXIS_NAMES = {"D": "depth", "H": "height", "W": "width"}
+
+
+def _and(items) -> str:
+    return ", ".join(items[:-1]) + " and " + items[-1]
 
 
 # ------------------------------------------------------------------ shape helpers
@@ -53,20 +75,23 @@ def _expect(name: str, t: TensorType, shape, dtype: str | None = None) -> None:
         raise TypeRelError(f"`{name}` must have type {fmt_type(want)}, got {fmt_type(t)}")
 
 
-def _two(attrs, key: str, positive: bool = True) -> tuple:
+def _per_axis(attrs, key: str, axes: str, positive: bool = True) -> tuple:
+    """A window attribute with one value per window axis."""
     v = attrs[key]
-    if len(v) != 2:
-        raise TypeRelError(f"`{key}` must have 2 values (height, width), got {list(v)}")
+    if len(v) != len(axes):
+        names = ", ".join(_AXIS_NAMES[a] for a in axes)
+        raise TypeRelError(f"`{key}` must have {len(axes)} values ({names}), got {list(v)}")
     if positive and min(v) < 1:
         raise TypeRelError(f"`{key}` must be positive, got {list(v)}")
     return v
 
 
-def _padding(attrs) -> tuple:
-    v = attrs["padding"]
-    if len(v) not in (1, 2, 4):
-        raise TypeRelError(f"`padding` must have 1, 2 or 4 values, got {len(v)}: {list(v)}")
-    return _pad4(v)
+def _padding(attrs, axes: str) -> tuple:
+    """The padding as (starts..., ends...) over the window axes."""
+    v, n = attrs["padding"], len(axes)
+    if len(v) not in (1, n, 2 * n):
+        raise TypeRelError(f"`padding` must have 1, {n} or {2 * n} values, got {len(v)}: {list(v)}")
+    return _pad4(v) if n == 2 else _pad6(v)
 
 
 def _groups(attrs) -> int:
@@ -82,9 +107,9 @@ def _check_layout(layout: str, canon: str, key: str) -> str:
 
 
 def _in_canon(t: TensorType, layout: str, canon: str, name: str) -> tuple:
-    """The shape of a 4-D argument in canonical order (NCHW, OIHW, IOHW)."""
-    if len(t.shape) != 4:
-        raise TypeRelError(f"`{name}` must be a 4-D tensor in layout {layout}, got {fmt_type(t)}")
+    """The shape of an argument in canonical order (NCHW, OIHW, IOHW, NCDHW, OIDHW)."""
+    if len(t.shape) != len(canon):
+        raise TypeRelError(f"`{name}` must be a {len(canon)}-D tensor in layout {layout}, got {fmt_type(t)}")
     return tuple(t.shape[layout.index(c)] for c in canon)
 
 
@@ -115,41 +140,45 @@ def _out_dtype(attrs, t: TensorType) -> str:
 _LAYOUT = re.compile(r"(?:[A-Z]|[1-9][0-9]*[a-z])+")
 
 
-def _pool_hw(layout: str, t: TensorType) -> tuple[int, int]:
-    """Positions of H and W in a pooling layout (`NCHW`, `NHWC`, `NCHW16c`, ...)."""
-    axes = re.findall(r"[A-Za-z]", layout)
-    if (not _LAYOUT.fullmatch(layout) or "H" not in axes or "W" not in axes or "h" in axes or "w" in axes
-            or len(set(axes)) != len(axes)):
-        raise TypeRelError(f"invalid pooling layout \"{layout}\": it must have H and W, which cannot be split")
-    hidx, widx = axes.index("H"), axes.index("W")
-    if len(t.shape) < 2 or max(hidx, widx) >= len(t.shape):
-        raise TypeRelError(f"`data` of rank {len(t.shape)} has no H and W axes in layout {layout}: {fmt_type(t)}")
-    return hidx, widx
+def _pool_axes(layout: str, t: TensorType, axes: str = "HW") -> list[int]:
+    """Positions of the window axes (H, W or D, H, W) in a pooling layout (`NCHW`, `NHWC`,
+    `NCHW16c`, `NCDHW`, ...)."""
+    letters = re.findall(r"[A-Za-z]", layout)
+    if (not _LAYOUT.fullmatch(layout) or any(a not in letters or a.lower() in letters for a in axes)
+            or len(set(letters)) != len(letters)):
+        raise TypeRelError(f"invalid pooling layout \"{layout}\": it must have {_and(axes)}, which cannot be split")
+    idx = [letters.index(a) for a in axes]
+    if len(t.shape) < len(axes) or max(idx) >= len(t.shape):
+        raise TypeRelError(f"`data` of rank {len(t.shape)} has no {_and(axes)} axes in layout {layout}: "
+                           f"{fmt_type(t)}")
+    return idx
 
 
 # ------------------------------------------------------------------ type relations: convolution
 
 
-def conv2d_rel(args, attrs):
+def conv_rel(args, attrs, axes: str):
+    """nn.conv2d (axes "HW") and nn.conv3d ("DHW")."""
     data, weight = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "weight")
-    dl = _check_layout(attrs["data_layout"], "NCHW", "data_layout")
-    kl = _check_layout(attrs["kernel_layout"], "OIHW", "kernel_layout")
-    ol = _check_layout(attrs["out_layout"] or dl, "NCHW", "out_layout")
-    n, c, h, w = _in_canon(data, dl, "NCHW", "data")
-    o, i, kh, kw = _in_canon(weight, kl, "OIHW", "weight")
-    (sh, sw), (dh, dw) = _two(attrs, "strides"), _two(attrs, "dilation")
-    pt, pl, pb, pr = _padding(attrs)
+    data_canon, kernel_canon = "NC" + axes, "OI" + axes
+    dl = _check_layout(attrs["data_layout"], data_canon, "data_layout")
+    kl = _check_layout(attrs["kernel_layout"], kernel_canon, "kernel_layout")
+    ol = _check_layout(attrs["out_layout"] or dl, data_canon, "out_layout")
+    n, c, *size = _in_canon(data, dl, data_canon, "data")
+    o, i, *ks = _in_canon(weight, kl, kernel_canon, "weight")
+    strides, dilation = _per_axis(attrs, "strides", axes), _per_axis(attrs, "dilation", axes)
+    pads = _padding(attrs, axes)
     groups, channels, ksize = _groups(attrs), attrs["channels"], attrs["kernel_size"]
     if ksize is not None:
-        ksize = _two(attrs, "kernel_size")
+        ksize = _per_axis(attrs, "kernel_size", axes)
     if ksize is not None and channels is not None:
         # TVM infers the weight from the attributes; a depthwise weight is [C, multiplier, kh, kw].
         depthwise = groups > 1 and c == groups and o == groups
         want = (c, _div(channels, c), *ksize) if depthwise else (channels, _div(c, groups), *ksize)
-        _expect("weight", weight, _in_layout(want, "OIHW", kl))
-        o, (kh, kw) = channels, ksize
+        _expect("weight", weight, _in_layout(want, kernel_canon, kl))
+        o, ks = channels, ksize
     else:
-        if ksize is not None and not _fits((kh, kw), ksize):
+        if ksize is not None and not _fits(tuple(ks), ksize):
             raise TypeRelError(f"kernel_size {list(ksize)} does not match the weight {fmt_type(weight)} "
                                f"(kernel layout {kl})")
         if channels is not None and not _fits((o,), (channels,)):
@@ -158,28 +187,32 @@ def conv2d_rel(args, attrs):
         if _known(c, i) and c // groups != i:
             raise TypeRelError(f"the input channels ({c}) divided by groups ({groups}) must equal the weight's "
                                f"input channels ({i}): data {fmt_type(data)}, weight {fmt_type(weight)}")
-    out = (n, o, _window_out("height", h, pt + pb, kh, dh, sh), _window_out("width", w, pl + pr, kw, dw, sw))
-    return TensorType(_in_layout(out, "NCHW", ol), _out_dtype(attrs, data))
+    nd = len(axes)
+    out = (n, o, *(_window_out(_AXIS_NAMES[a], size[j], pads[j] + pads[j + nd], ks[j], dilation[j], strides[j])
+                   for j, a in enumerate(axes)))
+    return TensorType(_in_layout(out, data_canon, ol), _out_dtype(attrs, data))
 
 
-def conv2d_transpose_rel(args, attrs):
+def conv_transpose_rel(args, attrs, axes: str):
+    """nn.conv2d_transpose (axes "HW") and nn.conv3d_transpose ("DHW")."""
     data, weight = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "weight")
-    dl = _check_layout(attrs["data_layout"], "NCHW", "data_layout")
-    kl = _check_layout(attrs["kernel_layout"], "IOHW", "kernel_layout")
-    ol = _check_layout(attrs["out_layout"] or dl, "NCHW", "out_layout")
-    n, c, h, w = _in_canon(data, dl, "NCHW", "data")
-    i, o, kh, kw = _in_canon(weight, kl, "IOHW", "weight")
-    (sh, sw), (dh, dw) = _two(attrs, "strides"), _two(attrs, "dilation")
-    oph, opw = _two(attrs, "output_padding", positive=False)
-    pt, pl, pb, pr = _padding(attrs)
+    data_canon, kernel_canon = "NC" + axes, "IO" + axes
+    dl = _check_layout(attrs["data_layout"], data_canon, "data_layout")
+    kl = _check_layout(attrs["kernel_layout"], kernel_canon, "kernel_layout")
+    ol = _check_layout(attrs["out_layout"] or dl, data_canon, "out_layout")
+    n, c, *size = _in_canon(data, dl, data_canon, "data")
+    i, o, *ks = _in_canon(weight, kl, kernel_canon, "weight")
+    strides, dilation = _per_axis(attrs, "strides", axes), _per_axis(attrs, "dilation", axes)
+    output_padding = _per_axis(attrs, "output_padding", axes, positive=False)
+    pads = _padding(attrs, axes)
     groups, channels, ksize = _groups(attrs), attrs["channels"], attrs["kernel_size"]
     if ksize is not None:
-        ksize = _two(attrs, "kernel_size")
+        ksize = _per_axis(attrs, "kernel_size", axes)
     if ksize is not None and channels is not None:
-        _expect("weight", weight, _in_layout((c, _div(channels, groups), *ksize), "IOHW", kl))
-        o, (kh, kw) = channels, ksize
+        _expect("weight", weight, _in_layout((c, _div(channels, groups), *ksize), kernel_canon, kl))
+        o, ks = channels, ksize
     else:
-        if ksize is not None and not _fits((kh, kw), ksize):
+        if ksize is not None and not _fits(tuple(ks), ksize):
             raise TypeRelError(f"kernel_size {list(ksize)} does not match the weight {fmt_type(weight)} "
                                f"(kernel layout {kl})")
         if channels is not None and not _fits((o,), (channels // groups,)):
@@ -189,6 +222,8 @@ def conv2d_transpose_rel(args, attrs):
             raise TypeRelError(f"the input channels ({c}) must equal the weight's input channels ({i}): "
                                f"data {fmt_type(data)}, weight {fmt_type(weight)}")
         # TVM says wshape[1] here, which undercounts grouped outputs; the compute makes o * groups.
+        # (Its 3-D relation here also pairs H with the weight's W extent and dilation and W with
+        # H's, which disagrees with its compute when they differ; we take each axis's own.)
         o = o * groups if _known(o) else ANY
 
     def extent(axis, size, k, d, s, pad, opad):
@@ -199,8 +234,10 @@ def conv2d_transpose_rel(args, attrs):
             raise TypeRelError(f"the output {axis} would be {out}: padding {pad} is too large")
         return out
 
-    out = (n, o, extent("height", h, kh, dh, sh, pt + pb, oph), extent("width", w, kw, dw, sw, pl + pr, opw))
-    return TensorType(_in_layout(out, "NCHW", ol), _out_dtype(attrs, data))
+    nd = len(axes)
+    out = (n, o, *(extent(_AXIS_NAMES[a], size[j], ks[j], dilation[j], strides[j], pads[j] + pads[j + nd],
+                          output_padding[j]) for j, a in enumerate(axes)))
+    return TensorType(_in_layout(out, data_canon, ol), _out_dtype(attrs, data))
 
 
 # ------------------------------------------------------------------ type relations: dense, matmul
@@ -260,20 +297,22 @@ def batch_matmul_rel(args, attrs):
 # ------------------------------------------------------------------ type relations: pooling
 
 
-def pool2d_rel(args, attrs):
+def pool_rel(args, attrs, axes: str):
+    """nn.max_pool2d / nn.avg_pool2d (axes "HW") and their 3-D forms ("DHW")."""
     data = tensor_arg(args, 0, "data")
-    hidx, widx = _pool_hw(attrs["layout"], data)
-    (kh, kw), (sh, sw), (dh, dw) = _two(attrs, "pool_size"), _two(attrs, "strides"), _two(attrs, "dilation")
-    pt, pl, pb, pr = _padding(attrs)
+    idx = _pool_axes(attrs["layout"], data, axes)
+    ks, strides, dilation = (_per_axis(attrs, key, axes) for key in ("pool_size", "strides", "dilation"))
+    pads, nd = _padding(attrs, axes), len(axes)
     out = list(data.shape)
-    out[hidx] = _window_out("height", data.shape[hidx], pt + pb, kh, dh, sh, attrs["ceil_mode"])
-    out[widx] = _window_out("width", data.shape[widx], pl + pr, kw, dw, sw, attrs["ceil_mode"])
+    for j, (a, i) in enumerate(zip(axes, idx)):
+        out[i] = _window_out(_AXIS_NAMES[a], data.shape[i], pads[j] + pads[j + nd], ks[j], dilation[j], strides[j],
+                             attrs["ceil_mode"])
     return TensorType(out, data.dtype)
 
 
 def global_pool2d_rel(args, attrs):
     data = tensor_arg(args, 0, "data")
-    hidx, widx = _pool_hw(attrs["layout"], data)
+    hidx, widx = _pool_axes(attrs["layout"], data)
     out = list(data.shape)
     out[hidx] = out[widx] = 1
     return TensorType(out, data.dtype)
@@ -281,7 +320,7 @@ def global_pool2d_rel(args, attrs):
 
 def adaptive_pool2d_rel(args, attrs):
     data = tensor_arg(args, 0, "data")
-    hidx, widx = _pool_hw(attrs["layout"], data)
+    hidx, widx = _pool_axes(attrs["layout"], data)
     size = attrs["output_size"]
     if len(size) > 2:
         raise TypeRelError(f"`output_size` can have up to 2 values, got {list(size)}")
@@ -416,48 +455,55 @@ def _slices(start: int, d: int, s: int, n: int) -> slice:
     return slice(start * d, start * d + (n - 1) * s + 1, s)
 
 
-def _conv2d(data, weight, *, strides, padding, dilation, groups, channels, kernel_size, data_layout,
-            kernel_layout, out_layout, out_dtype):
-    x, w = _acc(_canon(data, data_layout, "NCHW"), _canon(weight, kernel_layout, "OIHW"))
-    n, c, h, wd = x.shape
+def _pads(padding, nd: int) -> tuple:
+    """Normalised padding (starts..., ends...) as np.pad's (before, after) per window axis."""
+    padding = _pad4(padding) if nd == 2 else _pad6(padding)
+    return tuple(zip(padding[:nd], padding[nd:]))
+
+
+def _conv(data, weight, *, strides, padding, dilation, groups, channels, kernel_size, data_layout,
+          kernel_layout, out_layout, out_dtype, axes):
+    data_canon = "NC" + axes
+    x, w = _acc(_canon(data, data_layout, data_canon), _canon(weight, kernel_layout, "OI" + axes))
+    n, c, *size = x.shape
     if groups > 1 and c == groups == w.shape[0] and w.shape[1] != 1:
         w = w.reshape(-1, 1, *w.shape[2:])  # depthwise [C, multiplier, kh, kw]: output c * m + j
-    o, i, kh, kw = w.shape
+    o, i, *ks = w.shape
     if c != i * groups or o % groups:
-        raise ValueError(f"conv2d: {c} input and {o} output channels do not split into {groups} groups of {i}")
-    (sh, sw), (dh, dw), (pt, pl, pb, pr) = strides, dilation, _pad4(padding)
-    oh, ow = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1, (wd + pl + pr - (kw - 1) * dw - 1) // sw + 1
-    xg = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr))).reshape(n, groups, i, h + pt + pb, wd + pl + pr)
-    wg = w.reshape(groups, o // groups, i, kh, kw)
-    out = np.zeros((n, groups, o // groups, oh, ow), x.dtype)
-    for ky in range(kh):
-        for kx in range(kw):
-            patch = xg[..., _slices(ky, dh, sh, oh), _slices(kx, dw, sw, ow)]
-            out += np.einsum("ngihw,goi->ngohw", patch, wg[..., ky, kx])
-    out = out.reshape(n, o, oh, ow)
-    return _uncanon(out, "NCHW", out_layout or data_layout).astype(out_dtype or data.dtype)
+        raise ValueError(f"conv: {c} input and {o} output channels do not split into {groups} groups of {i}")
+    pads = _pads(padding, len(axes))
+    padded = [m + a + b for m, (a, b) in zip(size, pads)]
+    outs = [(m - (k - 1) * d - 1) // s + 1 for m, k, d, s in zip(padded, ks, dilation, strides)]
+    xg = np.pad(x, ((0, 0), (0, 0), *pads)).reshape(n, groups, i, *padded)
+    wg = w.reshape(groups, o // groups, i, *ks)
+    out = np.zeros((n, groups, o // groups, *outs), x.dtype)
+    for tap in itertools.product(*map(range, ks)):
+        patch = xg[(..., *map(_slices, tap, dilation, strides, outs))]
+        out += np.einsum("ngi...,goi->ngo...", patch, wg[(..., *tap)])
+    out = out.reshape(n, o, *outs)
+    return _uncanon(out, data_canon, out_layout or data_layout).astype(out_dtype or data.dtype)
 
 
-def _conv2d_transpose(data, weight, *, channels, kernel_size, strides, output_padding, padding, dilation,
-                      groups, data_layout, kernel_layout, out_layout, out_dtype):
-    x, w = _acc(_canon(data, data_layout, "NCHW"), _canon(weight, kernel_layout, "IOHW"))
-    n, c, h, wd = x.shape
-    _, og, kh, kw = w.shape
-    (sh, sw), (dh, dw), (pt, pl, pb, pr) = strides, dilation, _pad4(padding)
+def _conv_transpose(data, weight, *, channels, kernel_size, strides, output_padding, padding, dilation,
+                    groups, data_layout, kernel_layout, out_layout, out_dtype, axes):
+    data_canon = "NC" + axes
+    x, w = _acc(_canon(data, data_layout, data_canon), _canon(weight, kernel_layout, "IO" + axes))
+    n, c, *size = x.shape
+    _, og, *ks = w.shape
     ig = c // groups
-    xg, wg = x.reshape(n, groups, ig, h, wd), w.reshape(groups, ig, og, kh, kw)
-    # Scatter every input pixel's kernel-sized contribution, then crop `padding` and extend
-    # by `output_padding` (rows past the scattered extent are zero).
-    fh, fw = (h - 1) * sh + (kh - 1) * dh + 1, (wd - 1) * sw + (kw - 1) * dw + 1
-    full = np.zeros((n, groups, og, fh, fw), x.dtype)
-    for ky in range(kh):
-        for kx in range(kw):
-            full[..., _slices(ky, dh, sh, h), _slices(kx, dw, sw, wd)] += np.einsum(
-                "ngihw,gio->ngohw", xg, wg[..., ky, kx])
-    oh, ow = fh - pt - pb + output_padding[0], fw - pl - pr + output_padding[1]
-    full = np.pad(full, ((0, 0),) * 3 + ((0, max(0, pt + oh - fh)), (0, max(0, pl + ow - fw))))
-    out = full[..., pt:pt + oh, pl:pl + ow].reshape(n, groups * og, oh, ow)
-    return _uncanon(out, "NCHW", out_layout or data_layout).astype(out_dtype or data.dtype)
+    xg, wg = x.reshape(n, groups, ig, *size), w.reshape(groups, ig, og, *ks)
+    # Scatter every input cell's kernel-sized contribution, then crop `padding` and extend
+    # by `output_padding` (cells past the scattered extent are zero).
+    full_size = [(m - 1) * s + (k - 1) * d + 1 for m, s, k, d in zip(size, strides, ks, dilation)]
+    full = np.zeros((n, groups, og, *full_size), x.dtype)
+    for tap in itertools.product(*map(range, ks)):
+        full[(..., *map(_slices, tap, dilation, strides, size))] += np.einsum("ngi...,gio->ngo...", xg,
+                                                                              wg[(..., *tap)])
+    pads = _pads(padding, len(axes))
+    outs = [f - a - b + op for f, (a, b), op in zip(full_size, pads, output_padding)]
+    full = np.pad(full, ((0, 0),) * 3 + tuple((0, max(0, a + o - f)) for f, (a, _), o in zip(full_size, pads, outs)))
+    out = full[(..., *(slice(a, a + o) for (a, _), o in zip(pads, outs)))].reshape(n, groups * og, *outs)
+    return _uncanon(out, data_canon, out_layout or data_layout).astype(out_dtype or data.dtype)
 
 
 def _matmul(a, b, *, units, out_dtype, transpose_a, transpose_b):
@@ -478,48 +524,49 @@ def _batch_matmul(a, b, *, out_dtype, transpose_a, transpose_b):
     return np.matmul(x, y).astype(out_dtype or a.dtype)
 
 
-def _hw_last(x, layout: str):
-    """Move H and W of a pooling layout to the back; returns the array and the way back."""
-    axes = re.findall(r"[A-Za-z]", layout)
-    src = (axes.index("H"), axes.index("W"))
-    return np.moveaxis(x, src, (-2, -1)), lambda y: np.moveaxis(y, (-2, -1), src)
+def _axes_last(x, layout: str, axes: str = "HW"):
+    """Move the window axes of a pooling layout to the back; returns the array and the way back."""
+    letters = re.findall(r"[A-Za-z]", layout)
+    src = [letters.index(a) for a in axes]
+    dst = list(range(-len(axes), 0))
+    return np.moveaxis(x, src, dst), lambda y: np.moveaxis(y, dst, src)
 
 
-def _pool2d(data, kind, *, pool_size, strides, dilation, padding, layout, out_layout, ceil_mode,
-            count_include_pad=False):
-    x, back = _hw_last(data, layout)
-    (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = pool_size, strides, dilation, _pad4(padding)
-    h, w = x.shape[-2:]
-    extra = sh - 1 if ceil_mode else 0, sw - 1 if ceil_mode else 0
-    oh = (h + pt + pb - (kh - 1) * dh - 1 + extra[0]) // sh + 1
-    ow = (w + pl + pr - (kw - 1) * dw - 1 + extra[1]) // sw + 1
+def _pool(data, kind, *, pool_size, strides, dilation, padding, layout, out_layout, ceil_mode,
+          count_include_pad=False, axes):
+    x, back = _axes_last(data, layout, axes)
+    nd = len(axes)
+    size, pads = x.shape[-nd:], _pads(padding, nd)
+    extra = [s - 1 if ceil_mode else 0 for s in strides]
+    outs = [(m + a + b - (k - 1) * d - 1 + e) // s + 1
+            for m, (a, b), k, d, s, e in zip(size, pads, pool_size, dilation, strides, extra)]
     # ceil_mode's extra tail padding, enough for the last window to be read whole
-    tail = max(pb, (oh - 1) * sh + (kh - 1) * dh + 1 - h - pt), max(pr, (ow - 1) * sw + (kw - 1) * dw + 1 - w - pl)
-    pads = ((0, 0),) * (x.ndim - 2) + ((pt, tail[0]), (pl, tail[1]))
+    tails = [max(b, (o - 1) * s + (k - 1) * d + 1 - m - a)
+             for m, (a, b), k, d, s, o in zip(size, pads, pool_size, dilation, strides, outs)]
+    np_pads = ((0, 0),) * (x.ndim - nd) + tuple((a, t) for (a, _), t in zip(pads, tails))
 
     def windows(arr):
-        for ky in range(kh):
-            for kx in range(kw):
-                yield arr[..., _slices(ky, dh, sh, oh), _slices(kx, dw, sw, ow)]
+        for tap in itertools.product(*map(range, pool_size)):
+            yield arr[(..., *map(_slices, tap, dilation, strides, outs))]
 
     if kind == "max":
         lowest = np.finfo(x.dtype).min if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-        out = np.maximum.reduce(list(windows(np.pad(x, pads, constant_values=lowest))))
+        out = np.maximum.reduce(list(windows(np.pad(x, np_pads, constant_values=lowest))))
         return back(out).astype(data.dtype)
-    total = sum(windows(np.pad(_acc(x)[0], pads)))
+    total = sum(windows(np.pad(_acc(x)[0], np_pads)))
     # The divisor counts the data cells, plus the declared padding if count_include_pad
     # (never ceil_mode's extra cells): a window-sum of an indicator image.
-    mask = np.zeros((h + pt + tail[0], w + pl + tail[1]), np.int64)
+    mask = np.zeros([a + m + t for m, (a, _), t in zip(size, pads, tails)], np.int64)
     if count_include_pad:
-        mask[:h + pt + pb, :w + pl + pr] = 1
+        mask[tuple(slice(0, a + m + b) for m, (a, b) in zip(size, pads))] = 1
     else:
-        mask[pt:pt + h, pl:pl + w] = 1
+        mask[tuple(slice(a, a + m) for m, (a, _) in zip(size, pads))] = 1
     count = np.maximum(sum(windows(mask)), 1)
     return back(_tdiv(total, count, data.dtype))
 
 
 def _global_pool2d(data, kind, *, layout, out_layout):
-    x, back = _hw_last(data, layout)
+    x, back = _axes_last(data, layout)
     if kind == "max":
         return back(x.max(axis=(-2, -1), keepdims=True)).astype(data.dtype)
     total = _acc(x)[0].sum(axis=(-2, -1), keepdims=True)
@@ -527,7 +574,7 @@ def _global_pool2d(data, kind, *, layout, out_layout):
 
 
 def _adaptive_avg_pool2d(data, *, output_size, layout, out_layout):
-    x, back = _hw_last(data, layout)
+    x, back = _axes_last(data, layout)
     h, w = x.shape[-2:]
     oh, ow = (output_size[0], output_size[-1]) if output_size else (h, w)
     (xa,) = _acc(x)
@@ -622,27 +669,43 @@ def _lrn(data, *, size, axis, bias, alpha, beta):
 # ------------------------------------------------------------------ declarations
 
 
-CONV_WINDOW = (
-    AttrSpec("strides", "ints", (1, 1), _pair),
-    AttrSpec("padding", "ints", (0, 0), _pad4),
-    AttrSpec("dilation", "ints", (1, 1), _pair),
-    AttrSpec("groups", "int", 1),
-)
-CHANNELS = (AttrSpec("channels", "int?", None), AttrSpec("kernel_size", "ints?", None, _pair))
+# per window rank: one value per axis, its normalisers (TVM's Python API: a single value means
+# every axis; get_pad_tuple2d/3d), the canonical data layout
+_WINDOW = {2: ((1, 1), _pair, _pad4, "NCHW"), 3: ((1, 1, 1), _triple, _pad6, "NCDHW")}
+
+
+def _conv_window(nd: int = 2) -> tuple:
+    ones, per_axis, pad, _ = _WINDOW[nd]
+    return (AttrSpec("strides", "ints", ones, per_axis), AttrSpec("padding", "ints", (0,) * nd, pad),
+            AttrSpec("dilation", "ints", ones, per_axis), AttrSpec("groups", "int", 1))
+
+
+def _channels(nd: int = 2) -> tuple:
+    return AttrSpec("channels", "int?", None), AttrSpec("kernel_size", "ints?", None, _WINDOW[nd][1])
+
+
+def _conv_transpose_window(nd: int = 2) -> tuple:
+    ones, per_axis, pad, _ = _WINDOW[nd]
+    return (AttrSpec("strides", "ints", ones, per_axis), AttrSpec("output_padding", "ints", (0,) * nd, per_axis),
+            AttrSpec("padding", "ints", (0,) * nd, pad), AttrSpec("dilation", "ints", ones, per_axis),
+            AttrSpec("groups", "int", 1))
 
 
 def _conv_layouts(kernel_layout):
-    return (AttrSpec("data_layout", "str", "NCHW"), AttrSpec("kernel_layout", "str", kernel_layout),
+    data_layout = "NC" + kernel_layout[2:]
+    return (AttrSpec("data_layout", "str", data_layout), AttrSpec("kernel_layout", "str", kernel_layout),
             AttrSpec("out_layout", "str", ""), AttrSpec("out_dtype", "dtype", ""))
 
 
-def _pool_attrs(*extra):
-    return (AttrSpec("pool_size", "ints", normalize=_pair), AttrSpec("strides", "ints", (1, 1), _pair),
-            AttrSpec("dilation", "ints", (1, 1), _pair), AttrSpec("padding", "ints", (0, 0), _pad4),
-            AttrSpec("layout", "str", "NCHW"), AttrSpec("out_layout", "str", ""),
+def _pool_attrs(*extra, nd: int = 2):
+    ones, per_axis, pad, layout = _WINDOW[nd]
+    return (AttrSpec("pool_size", "ints", normalize=per_axis), AttrSpec("strides", "ints", ones, per_axis),
+            AttrSpec("dilation", "ints", ones, per_axis), AttrSpec("padding", "ints", (0,) * nd, pad),
+            AttrSpec("layout", "str", layout), AttrSpec("out_layout", "str", ""),
             AttrSpec("ceil_mode", "bool", False)) + extra
 
 
+COUNT_PAD = AttrSpec("count_include_pad", "bool", False)
 GLOBAL_POOL = (AttrSpec("layout", "str", "NCHW"), AttrSpec("out_layout", "str", ""))
 NORM = (AttrSpec("epsilon", "float", 1e-5), AttrSpec("center", "bool", True), AttrSpec("scale", "bool", True))
 AXIS1, AXIS_LAST = (AttrSpec("axis", "int", 1),), (AttrSpec("axis", "int", -1),)
@@ -654,13 +717,15 @@ def _kind(ref, kind):
 
 register(
     # Attribute order is TVM's TVM_ATTR_FIELD order: the printer follows it.
-    OpDef("nn.conv2d", ("data", "weight"), conv2d_rel, FUSABLE, _conv2d,
-          attrs=CONV_WINDOW + CHANNELS + _conv_layouts("OIHW")),
-    OpDef("nn.conv2d_transpose", ("data", "weight"), conv2d_transpose_rel, FUSABLE, _conv2d_transpose,
-          attrs=CHANNELS + (AttrSpec("strides", "ints", (1, 1), _pair),
-                            AttrSpec("output_padding", "ints", (0, 0), _pair),
-                            AttrSpec("padding", "ints", (0, 0), _pad4), AttrSpec("dilation", "ints", (1, 1), _pair),
-                            AttrSpec("groups", "int", 1)) + _conv_layouts("IOHW")),
+    OpDef("nn.conv2d", ("data", "weight"), partial(conv_rel, axes="HW"), FUSABLE, partial(_conv, axes="HW"),
+          attrs=_conv_window() + _channels() + _conv_layouts("OIHW")),
+    OpDef("nn.conv3d", ("data", "weight"), partial(conv_rel, axes="DHW"), FUSABLE, partial(_conv, axes="DHW"),
+          attrs=_conv_window(3) + _channels(3) + _conv_layouts("OIDHW")),
+    OpDef("nn.conv2d_transpose", ("data", "weight"), partial(conv_transpose_rel, axes="HW"), FUSABLE,
+          partial(_conv_transpose, axes="HW"), attrs=_channels() + _conv_transpose_window() + _conv_layouts("IOHW")),
+    OpDef("nn.conv3d_transpose", ("data", "weight"), partial(conv_transpose_rel, axes="DHW"), FUSABLE,
+          partial(_conv_transpose, axes="DHW"),
+          attrs=_channels(3) + _conv_transpose_window(3) + _conv_layouts("IODHW")),
     OpDef("nn.dense", ("data", "weight"), dense_rel, FUSABLE, _dense,
           attrs=(AttrSpec("units", "int?"), AttrSpec("out_dtype", "dtype", ""))),
     OpDef("nn.matmul", ("tensor_a", "tensor_b"), matmul_rel, FUSABLE, _matmul,
@@ -672,9 +737,14 @@ register(
           attrs=(AttrSpec("out_dtype", "dtype", ""), AttrSpec("transpose_a", "bool", False),
                  AttrSpec("transpose_b", "bool", False))),
     OpDef("nn.bias_add", ("data", "bias"), bias_add_rel, BROADCAST, _bias_add, attrs=AXIS1),
-    OpDef("nn.max_pool2d", ("data",), pool2d_rel, FUSABLE, _kind(_pool2d, "max"), attrs=_pool_attrs()),
-    OpDef("nn.avg_pool2d", ("data",), pool2d_rel, FUSABLE, _kind(_pool2d, "avg"),
-          attrs=_pool_attrs(AttrSpec("count_include_pad", "bool", False))),
+    OpDef("nn.max_pool2d", ("data",), partial(pool_rel, axes="HW"), FUSABLE, partial(_pool, kind="max", axes="HW"),
+          attrs=_pool_attrs()),
+    OpDef("nn.avg_pool2d", ("data",), partial(pool_rel, axes="HW"), FUSABLE, partial(_pool, kind="avg", axes="HW"),
+          attrs=_pool_attrs(COUNT_PAD)),
+    OpDef("nn.max_pool3d", ("data",), partial(pool_rel, axes="DHW"), FUSABLE,
+          partial(_pool, kind="max", axes="DHW"), attrs=_pool_attrs(nd=3)),
+    OpDef("nn.avg_pool3d", ("data",), partial(pool_rel, axes="DHW"), FUSABLE,
+          partial(_pool, kind="avg", axes="DHW"), attrs=_pool_attrs(COUNT_PAD, nd=3)),
     OpDef("nn.global_avg_pool2d", ("data",), global_pool2d_rel, FUSABLE, _kind(_global_pool2d, "avg"),
           attrs=GLOBAL_POOL),
     OpDef("nn.global_max_pool2d", ("data",), global_pool2d_rel, FUSABLE, _kind(_global_pool2d, "max"),

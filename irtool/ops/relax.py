@@ -50,7 +50,9 @@ Registry (Relay) operators with no Relax operator of their own, Relay-only:
     nn.global_avg_pool2d, nn.global_max_pool2d, nn.lrn,
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile,
     dyn.topk, dyn.one_hot, dyn.nn.pad, dyn.image.resize2d,
-    argwhere, unique, random.uniform, random.normal, random.multinomial
+    argwhere, unique, random.uniform, random.normal, random.multinomial,
+    nn.conv3d, nn.conv3d_transpose, nn.max_pool3d, nn.avg_pool3d (TVM 0.27 has R.nn.conv3d etc.;
+    not in this table yet)
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
 R.max over the spatial axes, argwhere as R.nonzero transposed and cast ...; the dyn.* ops as
 R.tensor_to_shape of the shape tensor, R.match_cast to fresh sizes, and the static op, but
@@ -116,6 +118,7 @@ from .relax_bridge import (
     _first,
     _full,
     _gather_nd,
+    _gather_nd_deduce,
     _init,
     _layer_norm,
     _layer_norm_rel,
@@ -160,7 +163,9 @@ RELAY_ONLY = ("reinterpret", "copy", "annotation.stop_fusion", "nn.bias_add", "n
               "nn.batch_matmul", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
               "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile",
               "dyn.topk", "dyn.one_hot", "dyn.nn.pad", "dyn.image.resize2d",
-              "argwhere", "unique", "random.uniform", "random.normal", "random.multinomial")
+              "argwhere", "unique", "random.uniform", "random.normal", "random.multinomial",
+              # TVM 0.27 has R.nn.conv3d, R.nn.max_pool3d, ...; irtool's table not yet
+              "nn.conv3d", "nn.conv3d_transpose", "nn.max_pool3d", "nn.avg_pool3d")
 
 
 # ----------------------------------------------------------------------------- the declaration
@@ -494,7 +499,7 @@ _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "
     ref_options=(("int_div_floor_only", True),))
 SCATTER = (_A("axis", "int", 0), _A("reduction", "str", "update"))
 _op("relax.gather_nd",          "data indices",                  (_A("batch_dims", "int", 0),), "gather_nd",
-    convert=_gather_nd)
+    convert=_gather_nd, deduce=_gather_nd_deduce)
 _op("relax.scatter_nd",         "data indices updates",          (_A("reduction", "str", "update"),), "scatter_nd",
     convert=_scatter_nd)
 _op("relax.flip",               "data",                          (_A("axis", "int"),), "reverse")

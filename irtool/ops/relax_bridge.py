@@ -644,6 +644,30 @@ def _broadcast_to_deduce(args_sinfo: list, attrs: dict):
     return TensorStructInfo(tuple(target), x.dtype, vdevice=x.vdevice)
 
 
+def _gather_nd_deduce(args_sinfo: list, attrs: dict):
+    """TVM 0.27's InferStructInfoGatherND where the index length (the indices' last dim) is not
+    a constant, or a rank or the indices' shape is unknown: data's dtype, rank unknown (after
+    its dtype and batch_dims checks). Otherwise None: the generic way."""
+    from ..ir.relax import TensorStructInfo
+
+    data, indices = args_sinfo
+    if not isinstance(data, TensorStructInfo) or not isinstance(indices, TensorStructInfo):
+        return None
+    if indices.dtype not in ("", "int64"):
+        raise TypeRelError(f"gather_nd needs int64 indices, got {indices.dtype}")
+    unknown = TensorStructInfo(None, data.dtype, vdevice=data.vdevice)
+    if data.ndim == -1 or indices.ndim == -1:
+        return unknown
+    batch_dims = attrs.get("batch_dims", 0)
+    if not 0 <= batch_dims <= data.ndim:
+        raise TypeRelError(f"gather_nd batch_dims must be in [0, {data.ndim}] (data's rank), got {batch_dims}")
+    if batch_dims > indices.ndim - 1:
+        raise TypeRelError(f"gather_nd batch_dims {batch_dims} exceeds the indices' rank {indices.ndim} less 1")
+    if not isinstance(indices.shape, tuple) or _static_size(indices.shape[-1]) is None:
+        return unknown
+    return None
+
+
 def _squeeze_deduce(args_sinfo: list, attrs: dict):
     """TVM 0.27's Squeeze with axes given: the other dims (a symbolic size squeezed is taken to
     be 1; a static one must be). Without axes, or without a shape: the generic way."""

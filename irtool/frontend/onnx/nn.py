@@ -1,7 +1,7 @@
 """ONNX neural-network ops: convolution, pooling, normalisation, Gemm/MatMul, softmax.
 
-Convolution and pooling are 2-D (NCHW); a 1-D (NCL) input is lifted to 2-D with a unit
-height and squeezed back. `auto_pad` is resolved to explicit pads from static shapes.
+Convolution and pooling are 2-D (NCHW) or 3-D (NCDHW); a 1-D (NCL) input is lifted to 2-D
+with a unit height and squeezed back. `auto_pad` is resolved to explicit pads from static shapes.
 """
 
 from __future__ import annotations
@@ -39,47 +39,50 @@ def _static(ctx, shape, what: str) -> tuple:
 
 
 class _Spatial:
-    """Window attributes of a Conv/Pool node, as 2-D (a 1-D node gets a unit height)."""
+    """Window attributes of a Conv/Pool node, as 2-D or 3-D (a 1-D node gets a unit height)."""
 
     def __init__(self, ctx, x, attrs, kernel):
         rank = len(ctx.shape_of(x))
-        if rank not in (3, 4):
-            raise ctx.error(f"only 1-D and 2-D windows are supported (input of rank {rank})")
+        if rank not in (3, 4, 5):
+            raise ctx.error(f"only 1-D, 2-D and 3-D windows are supported (input of rank {rank})")
         self.lifted = rank == 3
+        self.nd = 3 if rank == 5 else 2  # the window axes of the Relay op
         self.ctx = ctx
         self.data = _call(ctx, "expand_dims", x, axis=2) if self.lifted else x
-        self.kernel = self.two(kernel, 1)
-        self.strides = self.two(attrs.get("strides"), 1)
-        self.dilations = self.two(attrs.get("dilations"), 1)
+        self.kernel = self.per_axis(kernel, 1)
+        self.strides = self.per_axis(attrs.get("strides"), 1)
+        self.dilations = self.per_axis(attrs.get("dilations"), 1)
         pads = attrs.get("pads")
         if pads is None:
-            self.pads = (0, 0, 0, 0)
+            self.pads = (0,) * (2 * self.nd)
         elif self.lifted:
             if len(pads) != 2:
                 raise ctx.error(f"`pads` must have 2 values, got {list(pads)}")
             self.pads = (0, pads[0], 0, pads[1])
         else:
-            if len(pads) != 4:
-                raise ctx.error(f"`pads` must have 4 values, got {list(pads)}")
+            if len(pads) != 2 * self.nd:
+                raise ctx.error(f"`pads` must have {2 * self.nd} values, got {list(pads)}")
             self.pads = tuple(int(p) for p in pads)
         self.auto_pad = attrs.get("auto_pad", "NOTSET") or "NOTSET"
         if self.auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
             raise ctx.error(f"unknown auto_pad `{self.auto_pad}`")
 
-    def two(self, values, default) -> tuple:
+    def per_axis(self, values, default) -> tuple:
+        """One value per window axis of the Relay op (a lifted 1-D node: 1 for the height)."""
         if values is None:
-            return (default, default)
+            return (default,) * self.nd
         values = [int(v) for v in values]
-        if len(values) != (1 if self.lifted else 2):
-            raise self.ctx.error(f"expected {1 if self.lifted else 2} window values, got {values}")
+        given = 1 if self.lifted else self.nd
+        if len(values) != given:
+            raise self.ctx.error(f"expected {given} window values, got {values}")
         return (1, values[0]) if self.lifted else tuple(values)
 
     def padding(self) -> tuple:
-        """Explicit (top, left, bottom, right) padding for a forward window."""
+        """Explicit padding for a forward window: the axes' starts, then their ends."""
         if self.auto_pad == "NOTSET":
             return self.pads
         if self.auto_pad == "VALID":
-            return (0, 0, 0, 0)
+            return (0,) * (2 * self.nd)
         size = _static(self.ctx, self.ctx.shape_of(self.data)[2:], f"auto_pad={self.auto_pad}")
         begin, end = [], []
         for n, k, s, d in zip(size, self.kernel, self.strides, self.dilations, strict=True):
@@ -87,7 +90,7 @@ class _Spatial:
             small, large = total // 2, total - total // 2
             begin.append(small if self.auto_pad == "SAME_UPPER" else large)
             end.append(large if self.auto_pad == "SAME_UPPER" else small)
-        return (begin[0], begin[1], end[0], end[1])
+        return (*begin, *end)
 
     def result(self, y):
         return _call(self.ctx, "squeeze", y, axis=[2]) if self.lifted else y
@@ -102,7 +105,7 @@ def _conv(ctx, inputs, attrs):
     wshape = ctx.shape_of(w)
     win = _Spatial(ctx, x, attrs, attrs.get("kernel_shape") or wshape[2:])
     weight = _call(ctx, "expand_dims", w, axis=2) if win.lifted else w
-    y = _call(ctx, "nn.conv2d", win.data, weight, strides=win.strides, padding=win.padding(),
+    y = _call(ctx, f"nn.conv{win.nd}d", win.data, weight, strides=win.strides, padding=win.padding(),
                  dilation=win.dilations, groups=int(attrs.get("group", 1)), channels=wshape[0],
                  kernel_size=win.kernel)
     if len(inputs) > 2 and inputs[2] is not None:
@@ -117,7 +120,7 @@ def _conv_transpose(ctx, inputs, attrs):
     group = int(attrs.get("group", 1))
     win = _Spatial(ctx, x, attrs, attrs.get("kernel_shape") or wshape[2:])
     weight = _call(ctx, "expand_dims", w, axis=2) if win.lifted else w
-    output_padding = win.two(attrs.get("output_padding"), 0)
+    output_padding = win.per_axis(attrs.get("output_padding"), 0)
     if win.lifted:
         output_padding = (0, output_padding[1])
     output_shape = attrs.get("output_shape")
@@ -125,7 +128,7 @@ def _conv_transpose(ctx, inputs, attrs):
     if output_shape is not None or win.auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         size = _static(ctx, ctx.shape_of(win.data)[2:], "ConvTranspose's output_shape/auto_pad")
         if output_shape is not None:
-            want = win.two(output_shape[-len(size) + (1 if win.lifted else 0):], 1)
+            want = win.per_axis(output_shape[-len(size) + (1 if win.lifted else 0):], 1)
         else:
             want = tuple(n * s for n, s in zip(size, win.strides, strict=True))
         begin, end, opad = [], [], []
@@ -139,12 +142,12 @@ def _conv_transpose(ctx, inputs, attrs):
             begin.append(small if upper else large)
             end.append(large if upper else small)
             opad.append(op + extra)
-        pads, output_padding = (begin[0], begin[1], end[0], end[1]), tuple(opad)
+        pads, output_padding = (*begin, *end), tuple(opad)
     elif win.auto_pad == "VALID":
-        pads = (0, 0, 0, 0)
-    y = _call(ctx, "nn.conv2d_transpose", win.data, weight, channels=wshape[1] * group, kernel_size=win.kernel,
-                 strides=win.strides, output_padding=output_padding, padding=pads, dilation=win.dilations,
-                 groups=group, kernel_layout="IOHW")
+        pads = (0,) * (2 * win.nd)
+    y = _call(ctx, f"nn.conv{win.nd}d_transpose", win.data, weight, channels=wshape[1] * group,
+              kernel_size=win.kernel, strides=win.strides, output_padding=output_padding, padding=pads,
+              dilation=win.dilations, groups=group, kernel_layout="IODHW" if win.nd == 3 else "IOHW")
     if len(inputs) > 2 and inputs[2] is not None:
         y = _call(ctx, "nn.bias_add", y, inputs[2], axis=1)
     return win.result(y)
@@ -278,7 +281,7 @@ def _pool(ctx, inputs, attrs, kind: str):
     ceil = bool(attrs.get("ceil_mode", 0))
     if ceil:
         padding, ceil = _ceil_windows(ctx, win, padding, kind == "avg" and include_pad)
-    y = _call(ctx, f"nn.{kind}_pool2d", win.data, pool_size=win.kernel, strides=win.strides,
+    y = _call(ctx, f"nn.{kind}_pool{win.nd}d", win.data, pool_size=win.kernel, strides=win.strides,
               dilation=win.dilations, padding=padding, ceil_mode=ceil, **extra)
     return win.result(y)
 
@@ -292,7 +295,7 @@ def _ceil_windows(ctx, win, padding, counts_pad: bool):
         return padding, True
     keep, drop = [], []  # per axis: an extra window that is kept / dropped
     for i, (n, k, s, d) in enumerate(zip(size, win.kernel, win.strides, win.dilations, strict=True)):
-        span = n + padding[i] + padding[i + 2] - (k - 1) * d - 1
+        span = n + padding[i] + padding[i + win.nd] - (k - 1) * d - 1
         floor_out, ceil_out = span // s + 1, -(-span // s) + 1
         keep.append(ceil_out > floor_out and (ceil_out - 1) * s < n + padding[i])
         drop.append(ceil_out > floor_out and not keep[-1])
@@ -304,7 +307,7 @@ def _ceil_windows(ctx, win, padding, counts_pad: bool):
     pads = list(padding)
     for i, kept in enumerate(keep):
         if kept:
-            pads[i + 2] += win.strides[i] - 1
+            pads[i + win.nd] += win.strides[i] - 1
     return tuple(pads), False
 
 

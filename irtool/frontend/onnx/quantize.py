@@ -146,8 +146,8 @@ def _qlinear_conv(ctx, inputs, attrs):
     bias = inputs[8] if len(inputs) > 8 else None
     acc = _conv(ctx, [_centered(ctx, x, x_zp), _centered(ctx, w, w_zp, per_axis_at=0), bias], attrs)
     w_scale = ctx.call("cast", w_scale, dtype="float32")
-    if ctx.shape_of(w_scale) and ctx.shape_of(w_scale)[0] != 1:  # per output channel
-        w_scale = ctx.call("reshape", w_scale, newshape=(-1, 1, 1))
+    if ctx.shape_of(w_scale) and ctx.shape_of(w_scale)[0] != 1:  # per output channel (axis 1 of any rank)
+        w_scale = ctx.call("reshape", w_scale, newshape=(-1,) + (1,) * (len(ctx.shape_of(acc)) - 2))
     scale = ctx.call("multiply", _scalar_or_row(ctx, ctx.call("cast", x_scale, dtype="float32")),
                      _scalar_or_row(ctx, w_scale))
     return _requantize(ctx, acc, scale, _scalar_or_row(ctx, y_scale), y_zp, ctx.type_of(y_zp).dtype)

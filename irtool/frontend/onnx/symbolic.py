@@ -160,10 +160,11 @@ _SHAPE_ARGUMENT = {"dyn.reshape": 1, "dyn.broadcast_to": 1, "dyn.full": 1, "dyn.
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin", "variance", "std",
                          "logsumexp"})
 # ops that keep the batch (first) axis of their data
-_BATCHED = frozenset({"nn.conv1d", "nn.conv2d", "nn.conv2d_transpose", "nn.conv1d_transpose", "nn.max_pool1d",
-                      "nn.max_pool2d", "nn.avg_pool1d", "nn.avg_pool2d", "nn.global_avg_pool2d",
-                      "nn.global_max_pool2d", "nn.adaptive_avg_pool2d", "nn.adaptive_max_pool2d",
-                      "nn.upsampling", "image.resize2d", "nn.batch_flatten", "nn.lrn"})
+_BATCHED = frozenset({"nn.conv1d", "nn.conv2d", "nn.conv3d", "nn.conv1d_transpose", "nn.conv2d_transpose",
+                      "nn.conv3d_transpose", "nn.max_pool1d", "nn.max_pool2d", "nn.max_pool3d", "nn.avg_pool1d",
+                      "nn.avg_pool2d", "nn.avg_pool3d", "nn.global_avg_pool2d", "nn.global_max_pool2d",
+                      "nn.adaptive_avg_pool2d", "nn.adaptive_max_pool2d", "nn.upsampling", "image.resize2d",
+                      "nn.batch_flatten", "nn.lrn"})
 
 
 def sym_dims(ctx, expr) -> tuple:
