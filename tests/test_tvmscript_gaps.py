@@ -66,6 +66,17 @@ def test_positional_dtype_and_tensor_dtype_first():
     assert roundtrips(mod)
 
 
+def test_adaptive_pool_output_size_positional():
+    """TVM's `R.nn.adaptive_avg_pool2d(data, output_size=None, layout, out_layout)` takes its
+    attributes positionally too."""
+    text = ASTYPE.replace('R.Tensor("float32", ndim=2)', 'R.Tensor((1, 4, 12, 12), "float32")').replace(
+        'y = R.astype(x, "float16")', 'y = R.nn.adaptive_avg_pool2d(x, (6, 6), "NCHW")').replace(
+        ' -> R.Tensor(ndim=2, dtype="float16")', '')
+    printed = to_text(parse_script(text))
+    assert 'y: R.Tensor((1, 4, 6, 6), dtype="float32") = R.nn.adaptive_avg_pool2d(x, output_size=[6, 6], ' \
+        'layout="NCHW", out_layout="NCHW")' in printed
+
+
 @pytest.mark.parametrize("call, message", [
     ('R.astype(x, "float16", 1)', "takes at most 2 positional arguments, got 3"),
     ('R.astype(x, "float16", dtype="int32")', "got attribute `dtype` twice"),

@@ -481,7 +481,7 @@ _op("relax.nn.max_pool2d",      "data",                          POOL2D,       "
 _op("relax.nn.avg_pool2d",      "data",                          POOL2D,       "nn.avg_pool2d",    derived=POOL_OUT,
     **_ceil_pool("nn.avg_pool2d"))
 _op("relax.nn.adaptive_avg_pool2d", "data",                      ADAPTIVE_POOL2D, "nn.adaptive_avg_pool2d",
-    convert=_adaptive_pool, derived=POOL_OUT)
+    convert=_adaptive_pool, derived=POOL_OUT, positional_attrs=("output_size", "layout", "out_layout"))
 _op("relax.nn.batch_norm",      "data gamma beta moving_mean moving_var", BATCH_NORM, "nn.batch_norm",
     ref=_batch_norm)
 _op("relax.nn.layer_norm",      "data gamma beta",               LAYER_NORM,   "nn.layer_norm",    rel=_layer_norm_rel,
