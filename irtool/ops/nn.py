@@ -157,15 +157,22 @@ def _pool_axes(layout: str, t: TensorType, axes: str = "HW") -> list[int]:
 # ------------------------------------------------------------------ type relations: convolution
 
 
-def conv_rel(args, attrs, axes: str):
-    """nn.conv2d (axes "HW") and nn.conv3d ("DHW")."""
+def _conv_operands(args, attrs, axes: str, kernel_channels: str):
+    """A convolution's data and weight, their canonical layouts (`NC` + axes, `kernel_channels`
+    + axes), the checked data, kernel and out layouts, and both shapes in canonical order."""
     data, weight = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "weight")
-    data_canon, kernel_canon = "NC" + axes, "OI" + axes
+    data_canon, kernel_canon = "NC" + axes, kernel_channels + axes
     dl = _check_layout(attrs["data_layout"], data_canon, "data_layout")
     kl = _check_layout(attrs["kernel_layout"], kernel_canon, "kernel_layout")
     ol = _check_layout(attrs["out_layout"] or dl, data_canon, "out_layout")
-    n, c, *size = _in_canon(data, dl, data_canon, "data")
-    o, i, *ks = _in_canon(weight, kl, kernel_canon, "weight")
+    return (data, weight, (data_canon, kernel_canon), (dl, kl, ol), _in_canon(data, dl, data_canon, "data"),
+            _in_canon(weight, kl, kernel_canon, "weight"))
+
+
+def conv_rel(args, attrs, axes: str):
+    """nn.conv2d (axes "HW") and nn.conv3d ("DHW")."""
+    data, weight, (data_canon, kernel_canon), (dl, kl, ol), (n, c, *size), (o, i, *ks) = \
+        _conv_operands(args, attrs, axes, "OI")
     strides, dilation = _per_axis(attrs, "strides", axes), _per_axis(attrs, "dilation", axes)
     pads = _padding(attrs, axes)
     groups, channels, ksize = _groups(attrs), attrs["channels"], attrs["kernel_size"]
@@ -195,13 +202,8 @@ def conv_rel(args, attrs, axes: str):
 
 def conv_transpose_rel(args, attrs, axes: str):
     """nn.conv2d_transpose (axes "HW") and nn.conv3d_transpose ("DHW")."""
-    data, weight = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "weight")
-    data_canon, kernel_canon = "NC" + axes, "IO" + axes
-    dl = _check_layout(attrs["data_layout"], data_canon, "data_layout")
-    kl = _check_layout(attrs["kernel_layout"], kernel_canon, "kernel_layout")
-    ol = _check_layout(attrs["out_layout"] or dl, data_canon, "out_layout")
-    n, c, *size = _in_canon(data, dl, data_canon, "data")
-    i, o, *ks = _in_canon(weight, kl, kernel_canon, "weight")
+    data, weight, (data_canon, kernel_canon), (dl, kl, ol), (n, c, *size), (i, o, *ks) = \
+        _conv_operands(args, attrs, axes, "IO")
     strides, dilation = _per_axis(attrs, "strides", axes), _per_axis(attrs, "dilation", axes)
     output_padding = _per_axis(attrs, "output_padding", axes, positive=False)
     pads = _padding(attrs, axes)
