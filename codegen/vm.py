@@ -143,7 +143,7 @@ class NativeVM(RelaxInterpreter):
         self.lib[name](*args)
 
     def allocate(self, sinfo, shape_env):
-        if isinstance(sinfo, rx.TensorStructInfo) and isinstance(sinfo.shape, tuple) and sinfo.dtype:
+        if _known_tensor(sinfo):
             from ..exec.relax import eval_prim
 
             return np.empty(tuple(int(eval_prim(d, shape_env)) for d in sinfo.shape), sinfo.dtype)

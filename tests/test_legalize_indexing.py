@@ -6,11 +6,11 @@ are TOPI's te.extern ir_builder programs (codegen/topi/scatter.py)."""
 from __future__ import annotations
 
 import random
-import re
 
 import numpy as np
 import pytest
 from test_legalize_ops import assert_legalized_like_tvm, legalize
+from tvm_text import canonical_elem_offsets
 
 from irtool.exec.relax import run_relax
 from irtool.text import parse, to_text
@@ -244,25 +244,11 @@ def test_scatter_is_one_opaque_root_sblock():
     assert all(b.elem_offset is not None for _, b in func.buffer_map[:3])
 
 
-def _canonical_type_vars(text: str) -> str:
-    """TVM 0.27 numbers the `elem_offset` TypeVars of an extern PrimFunc in an order that varies
-    from run to run (a hash of pointers): rename them in order of first use in a signature."""
-    names: dict[str, str] = {}
-    for m in re.finditer(r"elem_offset=(elem_offset(?:_\d+)?)", text):
-        names.setdefault(m.group(1), f"EO{len(names)}")
-    text = re.sub(r"\belem_offset(?:_\d+)?\b(?!=)", lambda m: names.get(m.group(0), m.group(0)), text)
-    lines = text.split("\n")
-    decls = sorted(k for k, line in enumerate(lines) if line.startswith("EO"))
-    for k, line in zip(decls, sorted(lines[k] for k in decls)):
-        lines[k] = line
-    return "\n".join(lines)
-
-
 @pytest.mark.tvm
 def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     cases = CASES + GATHER_ND_UNKNOWN_RANK
     assert_legalized_like_tvm(tvm_python, tmp_path, [(c[0], module(c[1], c[2])) for c in cases],
-                              normalize=_canonical_type_vars)
+                              normalize=canonical_elem_offsets)
 
 
 def random_cases(seed: int, count: int) -> list[tuple[str, str, str]]:
@@ -364,4 +350,4 @@ def test_random_cases_match_reference(case):
 def test_random_cases_match_tvm(tvm_python, tmp_path):
     cases = RANDOM_CASES + random_cases(1, 150) + RANDOM_SYMBOLIC + random_symbolic_scatters(4, 120)
     assert_legalized_like_tvm(tvm_python, tmp_path, [(c[0], module(c[1], c[2])) for c in cases],
-                              normalize=_canonical_type_vars)
+                              normalize=canonical_elem_offsets)

@@ -12,10 +12,9 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_legalize_indexing import _canonical_type_vars
 from test_legalize_ops import assert_legalized_like_tvm, legalize
 from test_legalize_vision import T, module
-from tvm_text import canonical_type_vars
+from tvm_text import canonical_elem_offsets, canonical_type_vars
 
 import irtool
 from irtool.exec.relax import run_relax
@@ -56,7 +55,7 @@ def _dss_case(shape, sym=""):
 def _canonical(text: str) -> str:
     """TVM 0.27's run-dependent names made comparable: the extern's `elem_offset` TypeVars and
     the order of several fresh sizes of one name (R.dynamic_strided_slice's `s`)."""
-    return canonical_type_vars(_canonical_type_vars(text))
+    return canonical_type_vars(canonical_elem_offsets(text))
 
 
 DSS = [_dss_case((7,)), _dss_case((12, 3)), _dss_case((4, 5, 6)), _dss_case(("n", 3), "n = T.int64()")]

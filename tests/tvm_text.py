@@ -40,3 +40,17 @@ def canonical_type_vars(text: str) -> str:
             chunk = pattern.sub(lambda m, renamed=mapping: renamed[m.group(1)], chunk)
         out.append(chunk)
     return "".join(out)
+
+
+def canonical_elem_offsets(text: str) -> str:
+    """TVM 0.27 numbers the `elem_offset` TypeVars of an extern PrimFunc in an order that varies
+    from run to run (a hash of pointers): rename them in order of first use in a signature."""
+    names: dict[str, str] = {}
+    for m in re.finditer(r"elem_offset=(elem_offset(?:_\d+)?)", text):
+        names.setdefault(m.group(1), f"EO{len(names)}")
+    text = re.sub(r"\belem_offset(?:_\d+)?\b(?!=)", lambda m: names.get(m.group(0), m.group(0)), text)
+    lines = text.split("\n")
+    decls = sorted(k for k, line in enumerate(lines) if line.startswith("EO"))
+    for k, line in zip(decls, sorted(lines[k] for k in decls)):
+        lines[k] = line
+    return "\n".join(lines)
