@@ -25,8 +25,9 @@ def _c(value: int, dtype: str = I64) -> tir.PrimExpr:
     return tir.IntImm(value, dtype)
 
 
-def _array(arg: tir.Call, name: str) -> tir.Buffer | None:
-    """A flat buffer over a `tvm_stack_make_array` argument (None for anything else)."""
+def _array(arg: tir.Call, name: str) -> tuple[tir.Buffer, list[int]] | None:
+    """A flat buffer over a `tvm_stack_make_array` argument and the array's shape (None for
+    anything else)."""
     if not (isinstance(arg, tir.Call) and arg.op.endswith(".tvm_stack_make_array")):
         return None
     data, shape, _strides, _ndim, zero, offset = arg.args
@@ -81,6 +82,7 @@ def lower_packed_call(call: tir.Call) -> tir.Stmt | None:
         data, out = _array(call.args[1], "argsort_data"), _array(call.args[2], "argsort_out")
         if data is None or out is None:
             return None
+        (data_buffer, shape), (out_buffer, _) = data, out
         axis, ascending = call.args[3], call.args[4]
-        return _argsort(data[0], out[0], data[1], int(axis.value), bool(ascending.value))
+        return _argsort(data_buffer, out_buffer, shape, int(axis.value), bool(ascending.value))
     return None
