@@ -26,6 +26,7 @@ class BlockBuilder:
         self.bindings: list[rx.VarBinding] = []
         self.dataflow = True
         self.signatures: dict = {}  # global name -> FuncStructInfo, for calls between functions
+        self.values: dict[int, object] = {}  # id(bound variable) -> its value, for shape arithmetic
         self._used: dict[str, int] = {}
 
     def _name(self, base: str) -> str:
@@ -80,6 +81,7 @@ class BlockBuilder:
         else:
             var = rx.DataflowVar(self._name("lv"), e.struct_info)
         self.bindings.append(rx.VarBinding(var, e))
+        self.values[id(var)] = e
         return var
 
     def match_cast(self, value, sinfo) -> rx.Var:

@@ -1,9 +1,13 @@
 """relay-to-relax for shapes known only at run time: Relay's `dyn.*` operators and `shape_of`
 of a symbolic shape (relay_to_relax.py registers these converters).
 
-A Relay shape tensor becomes a Relax shape as TVM 0.27's Relax frontends make one: the tensor
-through `R.tensor_to_shape`, then `R.match_cast` to a shape of fresh symbolic sizes, which the
-static operator then takes:
+A shape tensor computed from sizes known here (constants and the static or symbolic sizes of
+`shape_of`, through take, slices, concatenation and integer arithmetic: torch's
+`x.new_zeros(1, x.size(0), H)`) is those sizes, a Relax shape expression, as TVM's Relax ONNX
+frontend keeps shape values (`_known_sizes`); the bindings computing the tensor are then dead
+and relay-to-relax removes them. Any other shape tensor becomes a Relax shape as TVM 0.27's
+Relax frontends make one: the tensor through `R.tensor_to_shape`, then `R.match_cast` to a
+shape of fresh symbolic sizes, which the static operator then takes:
 
     %1 = dyn.broadcast_to(%x, %s)          lv = R.tensor_to_shape(s)
                                     ==>    lv1 = R.match_cast(lv, R.Shape([d, d_1]))
@@ -31,8 +35,10 @@ import numpy as np
 
 from irtool.ir import relax as rx
 from irtool.ir import tir
+from irtool.ir.expr import Op
 
 from ._relax_block_builder import _Unsupported
+from ._symbolic_reshape import _factors, _product, _rebuild
 
 
 def _relay_to_relax():
@@ -58,9 +64,114 @@ def _int64(t, e):
     return e if e.struct_info.dtype == "int64" else t.bb.emit(r2r.call("relax.astype", e, dtype="int64"))
 
 
+def _same_size(a, b) -> bool:
+    fa, sa = _factors(a)
+    fb, sb = _factors(b)
+    rest = list(sb)
+    for s in sa:
+        match = next((j for j, r in enumerate(rest) if r is s), None)
+        if match is None:
+            return False
+        del rest[match]
+    return fa == fb and not rest
+
+
+def _arith(name: str, a, b):
+    """One element of an elementwise integer op on sizes; None when it is not a size we track."""
+    if isinstance(a, int) and isinstance(b, int):
+        if name == "relax.floor_divide":
+            return a // b if b else None
+        return {"relax.add": a + b, "relax.subtract": a - b, "relax.multiply": a * b,
+                "relax.maximum": max(a, b), "relax.minimum": min(a, b)}[name]
+    if name == "relax.multiply":
+        return _product([a, b])
+    if name in ("relax.maximum", "relax.minimum") and _same_size(a, b):
+        return a
+    if name == "relax.floor_divide" and isinstance(b, int) and b > 0:
+        factor, syms = _factors(a)
+        return _rebuild(factor // b, syms) if factor % b == 0 else None
+    return None
+
+
+_ARITHMETIC = ("relax.add", "relax.subtract", "relax.multiply", "relax.maximum", "relax.minimum",
+               "relax.floor_divide")
+
+
+def _known_sizes(t, e) -> tuple[list, bool] | None:
+    """The elements of a 0-d or 1-D integer tensor, as ints and symbolic sizes, with whether it
+    is 0-d; None when an element is known only at run time."""
+    if isinstance(e, rx.Var):
+        e = t.bb.values.get(id(e))
+    if isinstance(e, rx.Constant):
+        data = None if e.data is None else np.asarray(e.data)
+        if data is None or data.ndim > 1 or data.dtype.kind not in "iu":
+            return None
+        return [int(v) for v in data.reshape(-1)], data.ndim == 0
+    if not (isinstance(e, rx.Call) and isinstance(e.op, Op)):
+        return None
+    name, args, attrs = e.op.name, e.args, e.attrs
+    if name == "relax.shape_to_tensor":
+        shape = t.bb.values.get(id(args[0])) if isinstance(args[0], rx.Var) else args[0]
+        if isinstance(shape, rx.ShapeExpr):
+            return list(shape.values), False
+        if isinstance(shape, rx.Call) and isinstance(shape.op, Op) and shape.op.name == "relax.shape_of":
+            sinfo = shape.args[0].struct_info
+            if isinstance(sinfo, rx.TensorStructInfo) and isinstance(sinfo.shape, tuple):
+                return list(sinfo.shape), False
+        return None
+    if name == "relax.astype":
+        return _known_sizes(t, args[0]) if np.dtype(attrs["dtype"]).kind in "iu" else None
+    operands = [_known_sizes(t, a) for a in args if not isinstance(a, rx.Tuple)]
+    if any(o is None for o in operands):
+        return None
+    if name == "relax.take" and attrs["axis"] in (0, -1) and not operands[0][1]:
+        data, n = operands[0][0], len(operands[0][0])
+        indices, scalar = operands[1]
+        if not all(isinstance(i, int) and -n <= i < n for i in indices):
+            return None
+        return [data[i] for i in indices], scalar
+    if name == "relax.expand_dims" and operands[0][1] and tuple(attrs["axis"]) in ((0,), (-1,)):
+        return operands[0][0], False
+    if name == "relax.concat" and isinstance(args[0], rx.Tuple) and attrs["axis"] in (0, -1):
+        parts = [_known_sizes(t, f) for f in args[0].fields_]
+        if any(p is None or p[1] for p in parts):
+            return None
+        return [v for p in parts for v in p[0]], False
+    if name == "relax.strided_slice" and not operands[0][1]:
+        bounds = [[int(v.value.value) for v in a.fields_] for a in args[1:] if isinstance(a, rx.Tuple)]
+        if len(bounds) < 3 or any(len(b) != 1 for b in bounds) or bounds[0] != [0]:
+            return None
+        begin, end = bounds[1][0], bounds[2][0]
+        step = bounds[3][0] if len(bounds) > 3 else 1
+        return (operands[0][0][begin:end:step], False) if step > 0 else None
+    if name in _ARITHMETIC:
+        (a, a_scalar), (b, b_scalar) = operands
+        if len(a) != len(b) and not (a_scalar or b_scalar):
+            return None
+        n = max(len(a), len(b))
+        values = [_arith(name, a[0 if a_scalar else i], b[0 if b_scalar else i]) for i in range(n)]
+        return (values, a_scalar and b_scalar) if all(v is not None for v in values) else None
+    return None
+
+
+def _sizes(t, shape_tensor) -> list | None:
+    """The shape tensor's elements when `_known_sizes` knows them all and each is a size (not
+    negative: Relay's codes are for `dyn.reshape` to resolve); marks the translator, whose dead
+    shape arithmetic is removed at the end."""
+    known = _known_sizes(t, shape_tensor)
+    if known is None or known[1] or any(isinstance(v, int) and v < 0 for v in known[0]):
+        return None
+    t.folded_shapes = True
+    return known[0]
+
+
 def run_time_shape(t, shape_tensor) -> list:
-    """`R.tensor_to_shape` of a 1-D integer tensor, matched to fresh symbolic sizes."""
+    """The sizes of a 1-D integer tensor: known here (`_sizes`), or `R.tensor_to_shape` of it
+    matched to fresh symbolic sizes."""
     r2r = _relay_to_relax()
+    sizes = _sizes(t, shape_tensor)
+    if sizes is not None:
+        return sizes
     k = _length(shape_tensor)
     value = t.bb.emit(r2r.call("relax.tensor_to_shape", _int64(t, shape_tensor)))
     dims = [tir.Var("d", "int64") for _ in range(k)]
@@ -86,7 +197,12 @@ def shape_of(t, c, args):
 def dyn_reshape(t, c, args):
     r2r = _relay_to_relax()
     bb, call = t.bb, r2r.call
-    x, s = args[0], _int64(t, args[1])
+    x = args[0]
+    sizes = _sizes(t, args[1])
+    codes = sizes is not None and not c.attrs["allowzero"] and any(isinstance(v, int) and v == 0 for v in sizes)
+    if sizes is not None and not codes:
+        return r2r.call("relax.reshape", x, r2r.shape_expr(sizes))
+    s = _int64(t, args[1])
     k, r = _length(s), x.struct_info.ndim
     if r < 0:
         raise _Unsupported("the operand's rank must be known")

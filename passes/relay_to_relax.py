@@ -78,6 +78,7 @@ from . import _relay_to_relax_dynamic as dynamic
 from ._relax_block_builder import _LEAVES, BlockBuilder, _Unsupported
 from ._relay_lift_functions import lift_local_functions
 from ._symbolic_reshape import new_shape
+from .dead_code_elimination import remove_all_unused
 from .to_a_normal_form import to_a_normal_form
 
 # ----------------------------------------------------------------------------- building Relax
@@ -573,6 +574,7 @@ class _Translator:
         self.bb = BlockBuilder()
         self.bb.signatures = self.signatures
         self.env: dict[int, object] = {}  # id(Relay node) -> Relax expression
+        self.folded_shapes = False  # a run-time shape was known here: its arithmetic is dead
 
     def function(self, fn: relay.Function) -> rx.Function:
         params = []
@@ -766,10 +768,12 @@ def translate_function(fn: relay.Function, name: str = "main", signatures: dict 
                        mod: IRModule | None = None) -> rx.Function:
     """The Relay function `@name` (types inferred) as a Relax function; `signatures` (name ->
     FuncStructInfo) are the module's functions it may call."""
+    translator = _Translator(name, signatures, mod)
     try:
-        return _Translator(name, signatures, mod).function(fn)
+        out = translator.function(fn)
     except _Unsupported as err:  # raised while binding (struct info), not at a call
         raise DiagnosticError(f"relay-to-relax: {err}", fn.span) from None
+    return remove_all_unused(out, mod) if translator.folded_shapes else out
 
 
 @register

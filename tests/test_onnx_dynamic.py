@@ -220,10 +220,11 @@ def @main(%x: Tensor[(?, 6), float32], %s: Tensor[(3), int64]) {
 
 # ----------------------------------------------------------------------------- through Relax
 
-# models whose Relax form keeps a run-time shape (R.tensor_to_shape + match_cast: GRU's
-# h0 = ConstantOfShape(batch), the encoder's dyn.reshape / dyn.broadcast_to) build for the VM
-# (codegen/vm.py), the others as one native entry point
-VM = {"dynamic_gru", "dynamic_enc"}
+# models whose Relax form keeps a run-time shape (R.tensor_to_shape + match_cast: the encoder's
+# dyn.broadcast_to to the maximum of its batch and a traced constant) build for the VM
+# (codegen/vm.py), the others as one native entry point (the GRU's h0 = ConstantOfShape of
+# Concat(1, Shape(x)[0], 12) is R.full of the shape (1, d, 12))
+VM = {"dynamic_enc"}
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -260,12 +261,74 @@ def test_dynamic_models_lower_through_relax_for_any_size(name, tmp_path):
 
 
 def test_run_time_shapes_in_relax_are_tensor_to_shape_and_match_cast():
+    # a shape read from a tensor's values: R.tensor_to_shape, matched to fresh sizes
+    from irtool.transform import get_pass
+
+    mod = parse("""
+def @main(%x: Tensor[(?, 4), float32], %s: Tensor[(3), int64]) {
+  dyn.full(0f, %s, dtype="float32")
+}""")
+    text = to_text(get_pass("relay-to-relax")()(mod), show_meta_data=False)
+    assert "R.tensor_to_shape(s)" in text and "R.match_cast(" in text
+    assert 'R.full(R.shape([d_1, d_2, d_3]), R.const(0.0, "float32"), dtype="float32")' in text
+
+
+def test_shapes_computed_from_sizes_are_shape_expressions():
+    # torch's h0 = zeros(1, x.size(0), 12): ConstantOfShape(Concat(1, Shape(x)[0], 12)) is
+    # R.full of (1, d, 12) with x's d, no run-time shape left, its arithmetic removed
     from irtool.transform import get_pass
 
     _, mod = _import("dynamic_gru")
     text = to_text(get_pass("relay-to-relax")()(mod), show_meta_data=False)
+    assert "R.tensor_to_shape(" not in text and "R.match_cast(" not in text and "R.shape_of(" not in text
+    assert 'R.full(R.shape([1, d, 12]), R.const(0.0, "float32"), dtype="float32")' in text
+    assert 'def main(x: R.Tensor((d, 5, 8), dtype="float32")) -> R.Tensor((d, 5, 12), dtype="float32")' in text
+
+
+SIZE_ARITHMETIC = [
+    # (Relay shape computation of %x: (?, ?, 6), the R.shape it becomes)
+    ("concatenate((expand_dims(take(shape_of(%x), 1i64, axis=0) * 2i64, axis=0), "
+     "strided_slice(shape_of(%x), begin=[0], end=[1], strides=[1], axes=[0])))", "R.shape([d_1 * 2, d])"),
+    ("strided_slice(shape_of(%x), begin=[1], end=[3], strides=[1], axes=[0])", "R.shape([d_1, 6])"),
+    ("maximum(strided_slice(shape_of(%x), begin=[0], end=[1], strides=[1], axes=[0]), "
+     "strided_slice(shape_of(%x), begin=[0], end=[1], strides=[1], axes=[0]))", "R.shape([d])"),
+    ("concatenate((expand_dims(floor_divide(take(shape_of(%x), 2i64, axis=0), 3i64), axis=0), "
+     "cast(strided_slice(shape_of(%x, dtype=\"int32\"), begin=[0], end=[2], strides=[1], axes=[0]), "
+     "dtype=\"int64\")))", "R.shape([2, d, d_1])"),
+]
+
+
+@pytest.mark.parametrize("expr, shape", SIZE_ARITHMETIC)
+def test_size_arithmetic_becomes_a_shape_expression(expr, shape):
+    from irtool.transform import get_pass
+
+    mod = parse(f"""
+def @main(%x: Tensor[(?, ?, 6), float32]) {{
+  dyn.full(1f, {expr.replace("shape_of(%x)", 'shape_of(%x, dtype="int64")')}, dtype="float32")
+}}""")
+    relax_mod = get_pass("relay-to-relax")()(mod)
+    text = to_text(relax_mod, show_meta_data=False)
+    assert f"R.full({shape}," in text and "R.match_cast(" not in text and "R.shape_of(" not in text
+    x = np.zeros((3, 4, 6), "float32")
+    np.testing.assert_array_equal(np.asarray(interpret(relax_mod, {"x": x})), interpret(mod, {"x": x}))
+
+
+def test_size_arithmetic_with_an_unknown_value_stays_a_run_time_shape():
+    # maximum of two unrelated sizes (the encoder's batch against a traced constant) and a
+    # shape read from a tensor's values keep R.tensor_to_shape + R.match_cast
+    from irtool.transform import get_pass
+
+    mod = parse("""
+def @main(%x: Tensor[(?, ?, 6), float32]) {
+  dyn.full(1f, maximum(strided_slice(shape_of(%x, dtype="int64"), begin=[0], end=[2], strides=[1], axes=[0]),
+                       strided_slice(shape_of(%x, dtype="int64"), begin=[1], end=[3], strides=[1], axes=[0])),
+           dtype="float32")
+}""")
+    relax_mod = get_pass("relay-to-relax")()(mod)
+    text = to_text(relax_mod, show_meta_data=False)
     assert "R.tensor_to_shape(" in text and "R.match_cast(" in text
-    assert 'R.full(R.shape([d_1, d_2, d_3]), R.const(0.0, "float32"), dtype="float32")' in text
+    x = np.zeros((3, 4, 6), "float32")
+    np.testing.assert_array_equal(np.asarray(interpret(relax_mod, {"x": x})), interpret(mod, {"x": x}))
 
 
 def _lower_through_relax(model, tmp_path):
@@ -319,11 +382,13 @@ def test_slice_of_run_time_bounds_lowers_through_relax(tmp_path):
 
 def test_resize_to_run_time_sizes_lowers_through_relax(tmp_path):
     # a U-Net's skip connection: x resized to the spatial size of s, dyn.image.resize2d; after
-    # relay-to-relax R.image.resize2d to sizes matched at run time
+    # relay-to-relax R.image.resize2d to s's symbolic sizes (known from its shape)
     _, nodes, inputs, _, _, feed_sets = next(c for c in RUN_TIME_VALUES if c[0] == "resize-shape")
     model = _graph_model(nodes, inputs)
     relay, mod = _lower_through_relax(model, tmp_path)
-    assert "dyn.image.resize2d(%x" in relay and "R.match_cast(" in to_text(mod)
+    text = to_text(mod)
+    assert "dyn.image.resize2d(%x" in relay and "R.match_cast(" not in text
+    assert "s: R.Tensor((1, 1, d_1, d_2)" in text and "out_ty=R.Tensor((1, 2, d_1, d_2)" in text
     _assert_runs_like_onnxruntime(model, mod, feed_sets)
 
 
