@@ -54,6 +54,8 @@ def element_bytes(t: ir.Type) -> int:
 class ExprCodegen:
     """The `e_<Node>` methods and their helpers."""
 
+    libm_calls = 0  # libm calls emitted so far (a loop calling one cannot vectorise)
+
     def broadcast_to(self, v: ir.Value, dtype: str, lanes: int) -> ir.Value:
         if _split(dtype)[1] == lanes:
             return v
@@ -277,10 +279,37 @@ class ExprCodegen:
         if sk == "float" and dk in ("int", "uint"):
             return b.fptosi(v, dt) if dk == "int" else b.fptoui(v, dt)
         if sk == "float" and dk == "float":
-            return b.fpext(v, dt) if _fwidth(st) < _fwidth(dt) else b.fptrunc(v, dt)
+            if _fwidth(st) < _fwidth(dt):
+                return b.fpext(v, dt)
+            if _fwidth(st) == 64 and _fwidth(dt) == 16:
+                return b.fptrunc(self.double_to_float_round_to_odd(v), dt)
+            return b.fptrunc(v, dt)
         if sk == "handle" or dk == "handle":
             return v
         raise self.error(f"cast from {src} to {dst}")
+
+    def double_to_float_round_to_odd(self, v: ir.Value) -> ir.Value:
+        """float64 -> float32 rounded to odd: then float32 -> float16 (to nearest even) is the
+        float64 value correctly rounded to float16 (float32 has more than 11 + 2 bits), with no
+        call of libgcc's `__truncdfhf2`, which x86 needs for a direct fptrunc and which the JIT's
+        process may not have loaded."""
+        b = self.builder
+        lanes = v.type.count if isinstance(v.type, ir.VectorType) else 1
+        f32 = ir.FloatType() if lanes == 1 else ir.VectorType(ir.FloatType(), lanes)
+        i32 = ir.IntType(32) if lanes == 1 else ir.VectorType(ir.IntType(32), lanes)
+
+        def int32(value: int) -> ir.Constant:
+            return ir.Constant(i32, value if lanes == 1 else [value] * lanes)
+
+        nearest = b.fptrunc(v, f32)
+        back = b.fpext(nearest, v.type)
+        inexact = b.fcmp_ordered("!=", back, v)  # false for NaN: kept as it is
+        bits = b.bitcast(nearest, i32)
+        even = b.icmp_unsigned("==", b.and_(bits, int32(1)), int32(0))
+        # the odd neighbour lies towards v: one step up in magnitude if |v| > |nearest|
+        away = b.fcmp_ordered(">", self.call_intrinsic("llvm.fabs", [v]), self.call_intrinsic("llvm.fabs", [back]))
+        odd = b.add(bits, b.select(away, int32(1), int32(-1)))
+        return b.bitcast(b.select(b.and_(inexact, even), odd, bits), f32)
 
     def multiply_add(self, e: tir.BinOp) -> ir.Value | None:
         """`acc + x * y` as `llvm.fmuladd` (one rounding where the target has FMA), inside a
@@ -337,6 +366,7 @@ class ExprCodegen:
             return b.fptrunc(self.call_libm(names, wide, "float32" if lanes == 1 else f"float32x{lanes}"),
                              llvm_type(dtype))
         name = names[0] if base == "float32" else names[1]
+        self.libm_calls += 1
         st = scalar_type(base)
         fn = self.mb.declare(name, st, [st] * len(args))
         if lanes == 1:

@@ -730,3 +730,43 @@ def test_failed_heap_allocation_is_an_error_not_a_crash(tmp_path):
     proc = subprocess.run([sys.executable, str(tmp_path / "run.py"), str(tmp_path / "mod.py")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stderr[-2000:])
+
+
+_DOUBLE_TO_HALF = """
+import numpy as np, irtool
+from irtool.codegen.native import compile_tir
+mod = irtool.parse('''
+@T.prim_func
+def cast(x: T.Buffer((4096,), "float64"), y: T.Buffer((4096,), "float16")):
+    for i in T.vectorized(4096):
+        with T.sblock("compute"):
+            vi = T.axis.spatial(4096, i)
+            y[vi] = T.Cast("float16", x[vi])
+''', "cast.py")
+rng = np.random.default_rng(7)
+halves = rng.integers(0, 0x7C00, 1024).astype(np.uint16).view(np.float16).astype(np.float64)
+ups = np.nextafter(halves.astype(np.float16), np.float16(np.inf)).astype(np.float64)
+mid = (halves + ups) / 2  # ties between neighbouring halves, and just off them: double rounding
+x = np.concatenate([mid, np.nextafter(mid, np.inf), np.nextafter(mid, -np.inf), -mid])
+x[:8] = [np.nan, np.inf, -np.inf, 1e300, -1e-300, 65519.99, 65520.0, 2.0 ** -25]
+y = np.zeros(4096, np.float16)
+compile_tir(mod)["cast"](x, y)
+want = x.astype(np.float16)
+nan = np.isnan(want)
+assert np.array_equal(np.isnan(y), nan)
+bad = np.flatnonzero(y[~nan].view(np.uint16) != want[~nan].view(np.uint16))
+assert not bad.size, [(x[~nan][i], y[~nan][i], want[~nan][i]) for i in bad[:5]]
+print("ok")
+"""
+
+
+def test_float64_to_float16_is_correctly_rounded_without_libgcc():
+    """float64 -> float16 is a call of libgcc's `__truncdfhf2` on x86; a process that has not
+    loaded libgcc_s gave the JIT no such symbol (a segfault). It is float32 rounded to odd, then
+    float16: correctly rounded, ties and values next to ties included. (Subprocess: only numpy
+    and irtool loaded; a regression crashes.)"""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _DOUBLE_TO_HALF], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stderr[-2000:])
