@@ -13,9 +13,14 @@ is a Python error, never a crash.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
+import os
+import re
+import sys
+import tempfile
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -58,7 +63,39 @@ def target_machine(opt: int = 3, reloc: str = "pic") -> llvm.TargetMachine:
                                         jit=False)
 
 
+# what LLVM prints, on the process's stderr, for a loop marked `llvm.loop.vectorize.enable` (the
+# schedule's vectorised loops) that it does not vectorise: the code is correct, scalar there
+_MISSED_VECTORIZATION = re.compile(r"loop not vectorized")
+
+
+@contextlib.contextmanager
+def _without_missed_vectorization_reports():
+    """LLVM's diagnostics written to file descriptor 2 while the block runs, minus its reports of
+    loops it did not vectorise (llvmlite sets no diagnostic handler to keep them from a user's
+    terminal); anything else LLVM says is written on."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            lines = sink.read().decode("utf-8", "replace").splitlines(keepends=True)
+            kept = "".join(line for line in lines if not _MISSED_VECTORIZATION.search(line))
+            if kept:
+                sys.stderr.write(kept)
+                sys.stderr.flush()
+
+
 def optimize(llmod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> None:
+    with _without_missed_vectorization_reports():
+        _optimize(llmod, tm, level)
+
+
+def _optimize(llmod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int) -> None:
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pto.loop_vectorization = level >= 2
     pto.slp_vectorization = level >= 2
