@@ -119,6 +119,77 @@ def test_unsupported_ops_listed_in_one_message(tmp_path) -> None:
     _one_error(*_cli([_save(m, tmp_path / "u.onnx")])[::2], "StringNormalizer", "TfIdfVectorizer", "Frobnicate")
 
 
+# ----------------------------------------------------------------------------- malformed graphs
+
+
+def _attr(node, name, **fields):
+    """`node` with an attribute set field by field (its `type` may disagree, or be absent)."""
+    a = node.attribute.add()
+    a.name = name
+    for key, value in fields.items():
+        setattr(a, key, value)
+    return node
+
+
+def _bad_tensor(name, dims):
+    return TensorProto(name=name, data_type=TensorProto.FLOAT, dims=dims, float_data=[1.0])
+
+
+X23 = [_vi("x", (2, 3))]
+MALFORMED = {
+    "attribute-float-for-ints": (_model([helper.make_node("Transpose", ["x"], ["y"], perm=1.5)], X23, [_vi("y", None)]),
+                                 "Transpose node computing `y`: attribute `perm` must be of type INTS, got FLOAT"),
+    "attribute-string-for-int": (_model([helper.make_node("Gemm", ["x", "x"], ["y"], transB="yes")], X23,
+                                        [_vi("y", None)]), "attribute `transB` must be of type INT, got STRING"),
+    "attribute-ints-for-int": (_model([helper.make_node("Concat", ["x", "x"], ["y"], axis=[0, 1])], X23,
+                                      [_vi("y", None)]), "attribute `axis` must be of type INT, got INTS"),
+    "attribute-of-no-type": (_model([_attr(helper.make_node("Softmax", ["x"], ["y"]), "axis", i=1)], X23,
+                                    [_vi("y", None)]), "attribute `axis` must be of type INT, got UNDEFINED"),
+    "required-attribute-missing": (_model([helper.make_node("If", ["c"], ["y"])], [_vi("c", (), TensorProto.BOOL)],
+                                          [_vi("y", None)]), "If node computing `y`: attribute `else_branch` is required"),
+    "input-never-produced": (_model([helper.make_node("Add", ["x", "nope"], ["y"])], X23, [_vi("y", None)]),
+                             "input `nope` is not produced"),
+    "required-input-empty": (_model([helper.make_node("Gemm", ["x", ""], ["y"])], X23, [_vi("y", None)]),
+                             "Gemm node computing `y`: input 1 (`B`) is required"),
+    "output-defined-twice": (_model([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Neg", ["x"], ["y"])],
+                                    X23, [_vi("y", None)]), "Neg node computing `y`: output `y` is already defined"),
+    "named-node": (_model([helper.make_node("Softmax", ["x"], ["y"], name="/head/Softmax", axis="one")], X23,
+                          [_vi("y", None)]), "node `/head/Softmax` (Softmax): attribute `axis`"),
+    "initializer-data-and-dims-disagree": (_model([helper.make_node("Add", ["x", "w"], ["y"])], [_vi("x", (3,))],
+                                                  [_vi("y", None)], inits=[_bad_tensor("w", [3])]),
+                                           "initializer `w` cannot be read"),
+    "constant-data-and-dims-disagree": (_model([helper.make_node("Constant", [], ["y"], value=_bad_tensor("v", [4]))],
+                                               [], [_vi("y", None)]),
+                                        "Constant node computing `y`: attribute `value` cannot be read"),
+    "string-initializer": (_model([helper.make_node("Identity", ["w"], ["y"])], [], [_vi("y", None)],
+                                  inits=[helper.make_tensor("w", TensorProto.STRING, [1], [b"a"])]),
+                           "initializer `w` has an element type irtool does not support (ONNX type 8)"),
+    "one-hot-values-of-three": (_model([helper.make_node("OneHot", ["i", "d", "v"], ["y"])],
+                                       [_vi("i", (2,), TensorProto.INT64)], [_vi("y", None)],
+                                       inits=[helper.make_tensor("d", TensorProto.INT64, [1], [3]),
+                                              helper.make_tensor("v", TensorProto.FLOAT, [3], [0, 1, 2])]),
+                                "OneHot's values must be a tensor of 2 elements"),
+    # without max_output_boxes_per_class the result is empty, but the operands are still checked
+    "nms-boxes-of-five": (_model([helper.make_node("NonMaxSuppression", ["b", "s"], ["y"])],
+                                 [_vi("b", (1, 3, 5)), _vi("s", (1, 1, 3))], [_vi("y", None)]),
+                          "needs boxes of shape (B, N, 4), got (1, 3, 5)"),
+    "nms-box-counts-differ": (_model([helper.make_node("NonMaxSuppression", ["b", "s"], ["y"])],
+                                     [_vi("b", (1, 3, 4)), _vi("s", (1, 1, 2))], [_vi("y", None)]),
+                              "the boxes' box count 3 differs from the scores' 2"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_malformed_graph_is_a_located_diagnostic(case, tmp_path) -> None:
+    """A graph onnx's checker rejects: one error naming the node (by name, else by what it
+    computes) and the fault, exit 1, nothing written."""
+    model, message = MALFORMED[case]
+    out = tmp_path / "m.ir"
+    code, _, err = _cli([_save(model, tmp_path / "m.onnx"), "-o", out])
+    _one_error(code, err, "m.onnx: error:", message)
+    assert not out.exists()
+
+
 # ----------------------------------------------------------------------------- ops imported as ONNX functions
 
 

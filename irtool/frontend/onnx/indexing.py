@@ -138,6 +138,9 @@ def _one_hot(ctx, inputs, attrs):
     if not -ndim - 1 <= axis <= ndim:
         raise ctx.error(f"OneHot axis {axis} is out of range for indices of rank {ndim}")
     axis = axis + ndim + 1 if axis < 0 else axis
+    if tuple(ctx.shape_of(values)) != (2,):
+        raise ctx.error(f"OneHot's values must be a tensor of 2 elements (off, on), got shape "
+                        f"{list(ctx.shape_of(values))}")
     off, on = (ctx.call("take", values, ctx.const(i, "int64")) for i in (0, 1))
     ind = _dtype(ctx, indices)
     size = ctx.call("cast", depth, dtype=ind) if run_time else ctx.const(depth, ind)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.expr import Tuple, TupleGetItem
+from ...ir.types import ANY
 from . import converter
 
 
@@ -72,13 +73,19 @@ def _non_max_suppression(ctx, inputs, attrs):
         corners = [ctx.call("subtract", yc, half_h), ctx.call("subtract", xc, half_w),
                    ctx.call("add", yc, half_h), ctx.call("add", xc, half_w)]
         boxes = ctx.call("concatenate", Tuple(corners), axis=2)
-    given = np.zeros(1) if rest[0] is None else ctx.value(rest[0])
-    if given is not None and given.size and int(np.asarray(given).reshape(-1)[0]) == 0:
-        return ctx.const(np.zeros((0, 3), "int64"))  # ONNX: no box may be selected
+    box_shape, score_shape = ctx.shape_of(boxes), ctx.shape_of(scores)
+    if len(box_shape) == 3 and len(score_shape) == 3:
+        for what, a, b in (("batch", box_shape[0], score_shape[0]), ("box count", box_shape[1], score_shape[2])):
+            if ANY not in (a, b) and a != b:
+                raise ctx.error(f"NonMaxSuppression: the boxes' {what} {a} differs from the scores' {b} "
+                                f"(boxes {list(box_shape)}, scores {list(score_shape)})")
     limit = _scalar(ctx, rest[0], 0, "int64")
     iou = _scalar(ctx, rest[1], 0.0, "float32")
     score = _scalar(ctx, rest[2], 0.0, "float32")
-    out = ctx.call("vision.all_class_non_max_suppression", boxes, scores, limit, iou, score)
+    out = ctx.call("vision.all_class_non_max_suppression", boxes, scores, limit, iou, score)  # checks the shapes
+    given = np.zeros(1) if rest[0] is None else ctx.value(rest[0])
+    if given is not None and given.size and int(np.asarray(given).reshape(-1)[0]) == 0:
+        return ctx.const(np.zeros((0, 3), "int64"))  # ONNX: no box may be selected
     rows, count = (ctx.typed(TupleGetItem(out, i)) for i in range(2))
     return ctx.call("dyn.strided_slice", rows, ctx.const([0], "int64"), count, ctx.const([1], "int64"))
 
