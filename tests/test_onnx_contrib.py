@@ -436,3 +436,57 @@ def test_qattention(mask_kind, unidirectional, past_len):
         names.append("p")
     check([node("QAttention", names, [o for o, _ in outs], domain=MS, num_heads=heads, unidirectional=unidirectional)],
           inputs, outs, inits=inits, atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- contrib.py: Attention
+
+
+@pytest.mark.parametrize("mask_kind", ["2d", "1d", "3d", None])
+@pytest.mark.parametrize("unidirectional", [0, 1])
+@pytest.mark.parametrize("past_len", [0, 2])
+def test_attention(mask_kind, unidirectional, past_len):
+    """onnxruntime's float Attention (TVM v0.19 converts it): the projection, heads, past and
+    present, each mask form and the causal mask."""
+    batch, seq, din, hidden, heads = 2, 3, 5, 8, 2
+    total = past_len + seq
+    inits = {"w": RNG.standard_normal((din, 3 * hidden)).astype("float32"),
+             "b": RNG.standard_normal(3 * hidden).astype("float32")}
+    inputs = {"x": RNG.standard_normal((batch, seq, din)).astype("float32")}
+    names = ["x", "w", "b"]
+    if mask_kind == "2d":
+        inputs["m"] = np.array([[1] * total, [1] * (past_len + 1) + [0] * (seq - 1)], "int32")
+    elif mask_kind == "1d":
+        inputs["m"] = np.array([total, past_len + 2], "int32")
+    elif mask_kind == "3d":
+        inputs["m"] = RNG.integers(0, 2, (batch, seq, total)).astype("int32")
+        inputs["m"][:, :, 0] = 1  # every query sees a key
+    names.append("m" if mask_kind else "")
+    if past_len:
+        inputs["p"] = RNG.standard_normal((2, batch, heads, past_len, hidden // heads)).astype("float32")
+        names.append("p")
+    outs = [("y", "float32"), ("present", "float32")]
+    check([node("Attention", names, [o for o, _ in outs], domain=MS, num_heads=heads, unidirectional=unidirectional)],
+          inputs, outs, inits=inits, atol=1e-4)
+
+
+def test_attention_bias_scale_and_mask_filter_value():
+    batch, seq, hidden, heads = 1, 4, 6, 3
+    inits = {"w": RNG.standard_normal((hidden, 3 * hidden)).astype("float32"),
+             "b": RNG.standard_normal(3 * hidden).astype("float32")}
+    inputs = {"x": RNG.standard_normal((batch, seq, hidden)).astype("float32"),
+              "m": np.array([[1, 1, 0, 1]], "int32"),
+              "ab": RNG.standard_normal((batch, heads, seq, seq)).astype("float32")}
+    check([node("Attention", ["x", "w", "b", "m", "", "ab"], domain=MS, num_heads=heads, scale=0.3,
+                mask_filter_value=-50.0)], inputs, inits=inits, atol=1e-4)
+
+
+@pytest.mark.parametrize("attrs, message", [
+    ({"qkv_hidden_sizes": [4, 4, 8]}, "only equal sizes"),
+    ({"do_rotary": 1}, "`do_rotary` is not supported"),
+])
+def test_attention_unsupported_forms_are_diagnostics(attrs, message):
+    inits = {"w": np.zeros((4, 16), "float32"), "b": np.zeros(16, "float32")}
+    model = _model([node("Attention", ["x", "w", "b"], domain=MS, num_heads=2, **attrs)],
+                   {"x": np.zeros((1, 2, 4), "float32")}, [("y", "float32")], inits)
+    with pytest.raises(OnnxImportError, match=message):
+        from_onnx(model)
