@@ -74,6 +74,16 @@ def test_cumsum(exclusive, reverse, axis):
           inits={"a": np.array(axis, "int64")})
 
 
+@pytest.mark.parametrize("exclusive, reverse, axis", [(0, 0, 1), (1, 0, 0), (0, 1, -1), (1, 1, 1)])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_cumprod(exclusive, reverse, axis, dtype):
+    # opset 26's CumProd (not in TVM v0.19's convert map): Relay's cumprod, as CumSum's cumsum
+    x = RNG.uniform(0.5, 2.0, (3, 4)).astype(dtype) if dtype == "float32" else RNG.integers(-3, 4, (3, 4), dtype)
+    mod = check([node("CumProd", ["x", "a"], exclusive=exclusive, reverse=reverse)], {"x": x}, [("y", dtype)],
+                inits={"a": np.array(axis, "int64")}, opset=26)
+    assert "cumprod(" in irtool.to_text(mod)
+
+
 @pytest.mark.parametrize("axis", [-1, 0, 1, -2])
 def test_one_hot_moves_negative_indices_up_by_depth(axis):
     indices = np.array([[0, -1, 3], [-4, 2, 1]], "int64")

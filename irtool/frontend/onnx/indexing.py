@@ -111,15 +111,22 @@ def _topk_v10(ctx, inputs, attrs):
     return _topk(ctx, inputs[0], k, axis, largest)
 
 
-@converter("CumSum", 11, 14)
-def _cumsum(ctx, inputs, attrs):
-    data = inputs[0]
-    axis = _axis(ctx, _scalar_int(ctx, inputs[1], "CumSum's axis"), _rank(ctx, data))
-    exclusive = bool(attrs.get("exclusive", 0))
-    if attrs.get("reverse", 0):
-        flipped = ctx.call("reverse", data, axis=axis)
-        return ctx.call("reverse", ctx.call("cumsum", flipped, axis=axis, exclusive=exclusive), axis=axis)
-    return ctx.call("cumsum", data, axis=axis, exclusive=exclusive)
+def _scan(relay_op: str):
+    """CumSum / CumProd: Relay's scan along the axis; `reverse` reverses the axis before
+    and after it (TVM v0.19's CumSum; it has no CumProd converter, Relay has the op)."""
+    def convert(ctx, inputs, attrs):
+        data = inputs[0]
+        axis = _axis(ctx, _scalar_int(ctx, inputs[1], f"{ctx.node.op_type}'s axis"), _rank(ctx, data))
+        exclusive = bool(attrs.get("exclusive", 0))
+        if attrs.get("reverse", 0):
+            flipped = ctx.call("reverse", data, axis=axis)
+            return ctx.call("reverse", ctx.call(relay_op, flipped, axis=axis, exclusive=exclusive), axis=axis)
+        return ctx.call(relay_op, data, axis=axis, exclusive=exclusive)
+    return convert
+
+
+converter("CumSum", 11, 14)(_scan("cumsum"))
+converter("CumProd", 26)(_scan("cumprod"))
 
 
 # ----------------------------------------------------------------------------- OneHot, NonZero, IsNaN, IsInf
