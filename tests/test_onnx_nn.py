@@ -293,6 +293,9 @@ def test_dropout_ratio_input_and_training_mode():
     with pytest.raises(OnnxImportError, match="training"):
         model = _dropout_training_model()
         from_onnx(model)
+    # training with a ratio of 0 drops nothing: the input and a mask of ones
+    check("Dropout", [rand(3, 4), np.array(0.0, "float32"), np.array(True)], opset=13, outputs=2,
+          consts=(1, 2), out_dtypes=["float32", "bool"])
 
 
 def _dropout_training_model():
@@ -339,10 +342,23 @@ def test_conv_with_unknown_batch():
 def test_unsupported_forms_are_errors():
     with pytest.raises(OnnxImportError, match="Indices"):
         check("MaxPool", [rand(1, 1, 4, 4)], {"kernel_shape": [2, 2]}, outputs=2, out_dtypes=["float32", "int64"])
+    # opset 9's training form: the running statistics as outputs 2 and 3
+    node = helper.make_node("BatchNormalization", ["x", "c", "c", "c", "c"], ["y", "m", "v"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 3])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(np.ones(2, "float32"), "c")])
     with pytest.raises(OnnxImportError, match="inference-mode"):
-        c = np.ones(2, "float32")
-        check("BatchNormalization", [rand(1, 2, 3), c, c, c, c], {"training_mode": 1}, opset=15, outputs=3,
-              consts=(1, 2, 3, 4))
+        from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)]))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (4, 3), (2, 3, 6)])
+@pytest.mark.parametrize("attrs", [{}, {"momentum": 0.6, "epsilon": 1e-2}])
+def test_batch_norm_training_mode(shape, attrs):
+    # opset 14: normalised by the batch's statistics, the running ones moved towards them
+    c = shape[1]
+    var = np.abs(rand(c)) + 0.1
+    check("BatchNormalization", [rand(*shape) * 3 + 1, rand(c), rand(c), rand(c), var],
+          {"training_mode": 1, **attrs}, opset=15, outputs=3)
 
 
 @pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])

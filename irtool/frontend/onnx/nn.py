@@ -355,13 +355,38 @@ converter("GlobalMaxPool", 1)(_global_pool("max"))
 
 @converter("BatchNormalization", 1, 6, 7, 9, 14, 15)
 def _batch_norm(ctx, inputs, attrs):
+    if attrs.get("training_mode", 0) and ctx.opset >= 14:
+        return _batch_norm_training(ctx, inputs, attrs)
     if attrs.get("training_mode", 0) or sum(1 for o in ctx.node.output if o) > 1:
-        raise ctx.error("only inference-mode BatchNormalization (one output) is supported")
+        raise ctx.error("only inference-mode BatchNormalization (one output) is supported before opset 14")
     if ctx.opset < 9 and not attrs.get("spatial", 1):
         raise ctx.error("BatchNormalization with spatial=0 is not supported")
     x, scale, bias, mean, var = inputs[:5]
     bn = _call(ctx, "nn.batch_norm", x, scale, bias, mean, var, axis=1, epsilon=float(attrs.get("epsilon", 1e-5)))
     return ctx.typed(TupleGetItem(bn, 0))
+
+
+def _batch_norm_training(ctx, inputs, attrs):
+    """Opset 14's training mode, as the spec (and onnx's reference) computes it: the batch's
+    mean and (population) variance per channel normalise x; the running statistics move
+    towards them, running = given * momentum + batch * (1 - momentum). TVM v0.19 converts
+    inference mode only."""
+    x, scale, bias, mean, var = inputs[:5]
+    axes = [a for a in range(len(ctx.shape_of(x))) if a != 1]
+    batch_mean = _call(ctx, "mean", x, axis=axes)
+    centred = _call(ctx, "subtract", x, _call(ctx, "mean", x, axis=axes, keepdims=True))
+    batch_var = _call(ctx, "mean", _call(ctx, "multiply", centred, centred), axis=axes)
+    bn = _call(ctx, "nn.batch_norm", x, scale, bias, batch_mean, batch_var, axis=1,
+               epsilon=float(attrs.get("epsilon", 1e-5)))
+    momentum = float(attrs.get("momentum", 0.9))
+
+    def running(given, batch):
+        dtype = ctx.type_of(given).dtype
+        keep, move = (ctx.const(v, dtype) for v in (momentum, 1 - momentum))
+        return _call(ctx, "add", _call(ctx, "multiply", given, keep),
+                     _call(ctx, "multiply", _call(ctx, "cast", batch, dtype=dtype), move))
+
+    return [ctx.typed(TupleGetItem(bn, 0)), running(mean, batch_mean), running(var, batch_var)]
 
 
 @converter("LayerNormalization", 17)
@@ -496,9 +521,10 @@ for _onnx, _relay in (("Softmax", "nn.softmax"), ("LogSoftmax", "nn.log_softmax"
 def _dropout(ctx, inputs, attrs):
     x = inputs[0]
     if ctx.opset >= 12 and len(inputs) > 2 and inputs[2] is not None:
-        mode = ctx.value(inputs[2])
-        if mode is None or bool(mode):
-            raise ctx.error("Dropout in training mode is not supported")
+        if bool(ctx.required_value(inputs[2], "Dropout's training_mode")):
+            ratio = 0.5 if inputs[1] is None else ctx.required_value(inputs[1], "Dropout's ratio in training mode")
+            if float(ratio) != 0:  # training with a ratio of 0 drops nothing
+                raise ctx.error("Dropout in training mode is not supported (but with ratio 0)")
     outputs = [x]
     if len(ctx.node.output) > 1 and ctx.node.output[1]:
         mask_dtype = "bool" if ctx.opset >= 10 else _dtype(ctx, x)
