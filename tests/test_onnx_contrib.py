@@ -14,7 +14,7 @@ import irtool
 from irtool.frontend.onnx import OnnxImportError, from_onnx, supported_ops
 from irtool.ir.types import ANY
 
-DTYPES = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
+DTYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
           "uint8": TensorProto.UINT8, "int8": TensorProto.INT8, "int16": TensorProto.INT16,
           "uint16": TensorProto.UINT16, "uint32": TensorProto.UINT32}
 RNG = np.random.default_rng(15)
@@ -372,6 +372,36 @@ def test_linear_regressor(targets, intercepts):
     (expected,) = sess.run(None, {"x": x})
     for got in _ours(model, {"x": x}):
         np.testing.assert_allclose(got[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def _ml_model(ml_node, x):
+    graph = helper.make_graph([ml_node], "g", [helper.make_tensor_value_info("x", DTYPES[str(x.dtype)], x.shape)],
+                              [helper.make_tensor_value_info("y", DTYPES[str(x.dtype)], None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.onnx.ml", 1)],
+                             ir_version=7)
+
+
+def _check_ml(model, x):
+    (expected,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for got in _ours(model, {"x": x}):
+        assert got[0].shape == expected.shape and got[0].dtype == expected.dtype
+        np.testing.assert_array_equal(got[0], expected)
+
+
+@pytest.mark.parametrize("dtype, threshold", [("float32", 0.25), ("float32", None), ("float32", -1.0)])  # onnxruntime: float only
+def test_binarizer(dtype, threshold):
+    x = (RNG.standard_normal((3, 4, 5)) * 3).astype(dtype)
+    attrs = {} if threshold is None else {"threshold": threshold}
+    _check_ml(_ml_model(node("Binarizer", ["x"], domain="ai.onnx.ml", **attrs), x), x)
+
+
+@pytest.mark.parametrize("shape, indices", [((3, 4), [0, 3, 1]), ((2, 3, 5), [[4, 0]]), ((6,), [5, 5, 2])])
+def test_array_feature_extractor(shape, indices):
+    # the indices along the last axis; a 1-D input gives a (1, n) row, as onnxruntime shapes it
+    x = RNG.standard_normal(shape).astype("float32")
+    model = _ml_model(node("ArrayFeatureExtractor", ["x", "i"], domain="ai.onnx.ml"), x)
+    model.graph.initializer.append(numpy_helper.from_array(np.array(indices, "int64"), "i"))
+    _check_ml(model, x)
 
 
 # ----------------------------------------------------------------------------- training.py (ai.onnx.preview.training)

@@ -423,3 +423,28 @@ def test_dft_matches_numpy(inverse, onesided, complex_in, length):
     got = _irtool(model, {"x": x})[0]
     assert got.shape == expected.shape and got.dtype == expected.dtype
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("frame_step,frame_length,window,onesided,complex_in", [
+    (8, 16, False, 1, False), (5, None, True, 1, False), (4, 12, True, 0, False), (6, 10, False, 0, True)])
+def test_stft_matches_onnxruntime(frame_step, frame_length, window, onesided, complex_in):
+    """Frames every frame_step samples, windowed, then the DFT; the lengths must be known at import."""
+    x = f32(2, 40, 2 if complex_in else 1)
+    consts = {"step": np.array(frame_step, np.int64)}
+    order = ["x", "step"]
+    if window:
+        consts["window"] = np.hanning(10 if frame_length is None else frame_length).astype(np.float32)
+    order.append("window" if window else "")
+    if frame_length is not None:
+        consts["length"] = np.array(frame_length, np.int64)
+        order.append("length")
+    check("STFT", {"x": x}, {"onesided": onesided, "_order": order}, opset=17, consts=consts, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("bins,length,rate,low,high,dtype", [
+    (8, 16, 8192, 0.0, 4096.0, None), (10, 64, 16000, 20.0, 7600.0, TensorProto.DOUBLE),
+    (4, 9, 1000, 100.0, 450.0, None)])
+def test_mel_weight_matrix_matches_onnxruntime(bins, length, rate, low, high, dtype):
+    consts = {"bins": np.array(bins, np.int32), "length": np.array(length, np.int32), "rate": np.array(rate, np.int32),
+              "low": np.array(low, np.float32), "high": np.array(high, np.float32)}
+    check("MelWeightMatrix", {}, {} if dtype is None else {"output_datatype": dtype}, opset=17, consts=consts)

@@ -84,6 +84,24 @@ def test_cumprod(exclusive, reverse, axis, dtype):
     assert "cumprod(" in irtool.to_text(mod)
 
 
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+@pytest.mark.parametrize("cache_shape, update_len, axis", [((2, 3, 6, 4), 2, -2), ((3, 6, 5), 3, 1),
+                                                           ((2, 4, 5, 7), 4, -1)])
+@pytest.mark.parametrize("with_indices", [True, False])
+def test_tensor_scatter(mode, cache_shape, update_len, axis, with_indices):
+    # opset 24's KV-cache update: each batch row written from its own index (wrapping in circular mode)
+    cache = RNG.standard_normal(cache_shape).astype("float32")
+    ax = axis % len(cache_shape)
+    update = RNG.standard_normal(cache_shape[:ax] + (update_len,) + cache_shape[ax + 1:]).astype("float32")
+    length = cache_shape[ax]
+    starts = np.arange(cache_shape[0], dtype="int64") * 2 % (length if mode == "circular" else length - update_len + 1)
+    inputs, names = {"c": cache, "u": update}, ["c", "u"]
+    if with_indices:
+        inputs["w"] = starts + (length - update_len if mode == "circular" else 0)  # wraps past the end
+        names.append("w")
+    check([node("TensorScatter", names, axis=axis, mode=mode)], inputs, opset=24)
+
+
 @pytest.mark.parametrize("axis", [-1, 0, 1, -2])
 def test_one_hot_moves_negative_indices_up_by_depth(axis):
     indices = np.array([[0, -1, 3], [-4, 2, 1]], "int64")

@@ -1,5 +1,6 @@
-"""ONNX search, scan and index ops: TopK, CumSum, OneHot, NonZero, IsNaN/IsInf,
-GatherElements, GatherND, ScatterElements (and the deprecated Scatter), ScatterND, Einsum.
+"""ONNX search, scan and index ops: TopK, CumSum, CumProd, OneHot, NonZero, IsNaN/IsInf,
+GatherElements, GatherND, ScatterElements (and the deprecated Scatter), ScatterND, Einsum,
+TensorScatter.
 
 Each is converted as TVM v0.19's `relay.frontend.onnx` converts it:
 
@@ -20,7 +21,9 @@ Each is converted as TVM v0.19's `relay.frontend.onnx` converts it:
 - GatherND / ScatterND: `gather_nd` / `scatter_nd` with the index tuples moved to the
   first axis (`transpose`), as Relay wants them;
 - ScatterElements / Scatter: `scatter_elements` (reduction "none" is Relay's "update");
-- Einsum: `einsum` of the inputs, the equation as the attribute.
+- Einsum: `einsum` of the inputs, the equation as the attribute;
+- CumProd (opset 26) and TensorScatter (opset 24), which TVM v0.19 does not convert:
+  `cumprod` as CumSum's `cumsum`; a `scatter_elements` from each batch row's write index.
 """
 
 from __future__ import annotations
@@ -278,3 +281,35 @@ def _scatter_nd(ctx, inputs, attrs):
 @converter("Einsum", 12)
 def _einsum(ctx, inputs, attrs):
     return ctx.call("einsum", Tuple([x for x in inputs if x is not None]), equation=attrs["equation"])
+
+
+@converter("TensorScatter", 24)
+def _tensor_scatter(ctx, inputs, attrs):
+    """Opset 24's KV-cache update: `update` written into `past_cache` along `axis` (default
+    -2) from each batch row's write index (0 without `write_indices`; modulo the cache's
+    length in "circular" mode), as one `scatter_elements` whose indices are the write index
+    plus the position in the update."""
+    cache, update = inputs[0], inputs[1]
+    write = inputs[2] if len(inputs) > 2 else None
+    rank = _rank(ctx, cache)
+    axis = _axis(ctx, int(attrs.get("axis", -2)), rank)
+    mode = attrs.get("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise ctx.error(f"TensorScatter mode must be linear or circular, got {mode!r}")
+    if axis == 0:
+        raise ctx.error("TensorScatter's axis cannot be the batch axis 0")
+    shape = ctx.shape_of(update)
+    if ANY in shape or len(shape) != rank:
+        raise ctx.error(f"TensorScatter needs an update of static shape and the cache's rank, got {list(shape)}")
+    steps = np.arange(shape[axis], dtype="int64").reshape([-1 if a == axis else 1 for a in range(rank)])
+    index = ctx.const(steps)
+    if write is not None:
+        rows = ctx.call("reshape", ctx.call("cast", write, dtype="int64"), newshape=(-1,) + (1,) * (rank - 1))
+        index = ctx.call("add", rows, index)
+    if mode == "circular":
+        length = ctx.shape_of(cache)[axis]
+        if length is ANY:
+            raise ctx.error("circular TensorScatter needs the cache's sequence length static")
+        index = ctx.call("floor_mod", index, ctx.const(length, "int64"))
+    index = ctx.call("broadcast_to", index, shape=tuple(shape))
+    return ctx.call("scatter_elements", cache, index, update, axis=axis)

@@ -7,7 +7,8 @@
 - Upsample (opsets 7-9, deprecated by Resize) is Resize with `asymmetric` coordinates and
   `floor` nearest rounding, as onnxruntime computes it;
 - GlobalLpPool is `(sum over the spatial axes of |x|^p)^(1/p)`;
-- LinearRegressor (ai.onnx.ml) is X C^T + intercepts;
+- LinearRegressor (ai.onnx.ml) is X C^T + intercepts; Binarizer and ArrayFeatureExtractor
+  (ai.onnx.ml, not in TVM v0.19's map) `x > threshold` and a `take` along the last axis;
 - MatMulInteger is the int32 matmul of the centred operands (`a_zero_point` per row of A,
   `b_zero_point` per column of B); `com.microsoft.MatMulInteger16` the int32 (uint32 for
   two uint16 operands) matmul of int16/uint16 operands.
@@ -178,3 +179,20 @@ def _linear_regressor(ctx, inputs, attrs):
     if attrs.get("intercepts"):
         y = ctx.call("add", y, ctx.const(np.asarray(attrs["intercepts"], "float32")))
     return y
+
+
+@converter("Binarizer", 1, domain="ai.onnx.ml")
+def _binarizer(ctx, inputs, attrs):
+    """ai.onnx.ml's Binarizer: 1 where x > threshold, else 0, in x's type."""
+    x = inputs[0]
+    above = ctx.call("greater", x, _scalar(ctx, float(attrs.get("threshold", 0.0)), x))
+    return ctx.call("where", above, _scalar(ctx, 1, x), _scalar(ctx, 0, x))
+
+
+@converter("ArrayFeatureExtractor", 1, domain="ai.onnx.ml")
+def _array_feature_extractor(ctx, inputs, attrs):
+    """ai.onnx.ml's ArrayFeatureExtractor: the flattened indices taken along the last axis; a
+    1-D input gives one row (1, n), as onnxruntime (and onnx's reference) shape it."""
+    x, indices = inputs
+    y = ctx.call("take", x, ctx.call("reshape", indices, newshape=(-1,)), axis=-1)
+    return ctx.call("expand_dims", y, axis=0) if len(ctx.shape_of(x)) == 1 else y
