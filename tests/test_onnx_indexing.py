@@ -102,6 +102,21 @@ def test_tensor_scatter(mode, cache_shape, update_len, axis, with_indices):
     check([node("TensorScatter", names, axis=axis, mode=mode)], inputs, opset=24)
 
 
+@pytest.mark.parametrize("image, block, attrs", [
+    ((5, 6), (2, 3), {}), ((7, 7), (3, 3), {"strides": [2, 2], "pads": [1, 0, 1, 2]}),
+    ((6, 9), (2, 2), {"dilations": [2, 3], "strides": [1, 2]}), ((3, 4, 5), (2, 1, 3), {"pads": [0, 1, 0, 0, 1, 1]})])
+def test_col2im(image, block, attrs):
+    # opset 18's Col2Im (not in TVM v0.19's map): overlapping blocks summed into the image
+    nd = len(image)
+    strides, dilations = attrs.get("strides", [1] * nd), attrs.get("dilations", [1] * nd)
+    pads = attrs.get("pads", [0] * 2 * nd)
+    counts = [(image[d] + pads[d] + pads[d + nd] - dilations[d] * (block[d] - 1) - 1) // strides[d] + 1
+              for d in range(nd)]
+    x = RNG.standard_normal((2, 3 * int(np.prod(block)), int(np.prod(counts)))).astype("float32")
+    check([node("Col2Im", ["x", "i", "b"], **attrs)], {"x": x},
+          inits={"i": np.array(image, "int64"), "b": np.array(block, "int64")})
+
+
 @pytest.mark.parametrize("axis", [-1, 0, 1, -2])
 def test_one_hot_moves_negative_indices_up_by_depth(axis):
     indices = np.array([[0, -1, 3], [-4, 2, 1]], "int64")

@@ -146,6 +146,28 @@ def test_matmul(a_shape, b_shape):
     check("MatMul", [rand(*a_shape), rand(*b_shape)], opset=13)
 
 
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (3, 3), (2, 4, 4), (2, 3, 5, 5)])
+def test_det(shape):
+    # Leibniz's formula over the permutations (orders 1 to 5), batched over the leading axes;
+    # float64 against NumPy (onnxruntime's Det is float32 only)
+    check("Det", [rand(*shape)], opset=11, rtol=1e-4, atol=1e-4)
+    x = rand(*shape, dtype="float64")
+    node = helper.make_node("Det", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.DOUBLE, shape)],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.DOUBLE, None)])
+    mod, _ = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]))
+    np.testing.assert_allclose(interpret(mod, {"x": x}), np.linalg.det(x), rtol=1e-10, atol=1e-12)
+
+
+def test_det_of_a_large_or_non_square_matrix_is_a_diagnostic():
+    for shape, message in (((6, 6), "order 6 is not supported"), ((2, 3), "square matrices")):
+        node = helper.make_node("Det", ["x"], ["y"])
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)],
+                                  [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+        with pytest.raises(OnnxImportError, match=message):
+            from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]))
+
+
 def test_matmul_constant_weight():
     mod = check("MatMul", [rand(2, 3, 4), rand(4, 6)], consts=(1,))
     text = print_relay(mod)

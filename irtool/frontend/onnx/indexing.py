@@ -313,3 +313,40 @@ def _tensor_scatter(ctx, inputs, attrs):
         index = ctx.call("floor_mod", index, ctx.const(length, "int64"))
     index = ctx.call("broadcast_to", index, shape=tuple(shape))
     return ctx.call("scatter_elements", cache, index, update, axis=axis)
+
+
+@converter("Col2Im", 18)
+def _col2im(ctx, inputs, attrs):
+    """The blocks (N, C * prod(block_shape), L) summed back into (N, C, *image_shape), the
+    adjoint of im2col: one `scatter_elements` (reduction "add") into the padded image at
+    positions computed at import (image_shape and block_shape must be known then), then
+    the pads cropped. TVM v0.19 does not convert Col2Im."""
+    x = inputs[0]
+    image = [int(v) for v in np.asarray(ctx.required_value(inputs[1], "Col2Im's image_shape")).reshape(-1)]
+    block = [int(v) for v in np.asarray(ctx.required_value(inputs[2], "Col2Im's block_shape")).reshape(-1)]
+    nd = len(image)
+    strides = [int(v) for v in attrs.get("strides", [1] * nd)]
+    dilations = [int(v) for v in attrs.get("dilations", [1] * nd)]
+    pads = [int(v) for v in attrs.get("pads", [0] * 2 * nd)]
+    if len(block) != nd or len(strides) != nd or len(dilations) != nd or len(pads) != 2 * nd:
+        raise ctx.error(f"Col2Im: image_shape {image}, block_shape {block}, strides {strides}, dilations "
+                        f"{dilations} and pads {pads} disagree on the number of spatial axes")
+    padded = [image[d] + pads[d] + pads[d + nd] for d in range(nd)]
+    counts = [(padded[d] - dilations[d] * (block[d] - 1) - 1) // strides[d] + 1 for d in range(nd)]
+    shape = ctx.shape_of(x)
+    kernel, blocks = int(np.prod(block)), int(np.prod(counts))
+    if (len(shape) != 3 or ANY in shape or min(counts) < 1 or shape[1] % kernel or shape[2] != blocks):
+        raise ctx.error(f"Col2Im needs a static input (N, C * {kernel}, {blocks}) for image_shape {image} and "
+                        f"block_shape {block}, got {list(shape)}")
+    batch, channels = shape[0], shape[1] // kernel
+    offsets = np.stack(np.meshgrid(*[np.arange(b) for b in block], indexing="ij"), -1).reshape(-1, nd)
+    starts = np.stack(np.meshgrid(*[np.arange(c) for c in counts], indexing="ij"), -1).reshape(-1, nd)
+    positions = starts[None, :, :] * strides + offsets[:, None, :] * dilations  # (kernel, blocks, nd)
+    flat = np.ravel_multi_index(tuple(positions[..., d] for d in range(nd)), padded).reshape(1, 1, -1)
+    index = ctx.call("broadcast_to", ctx.const(flat.astype("int64")), shape=(batch, channels, kernel * blocks))
+    values = ctx.call("reshape", x, newshape=(batch, channels, kernel * blocks))
+    canvas = ctx.call("zeros", shape=(batch, channels, int(np.prod(padded))), dtype=_dtype(ctx, x))
+    summed = ctx.call("scatter_elements", canvas, index, values, axis=2, reduction="add")
+    summed = ctx.call("reshape", summed, newshape=(batch, channels, *padded))
+    return ctx.call("strided_slice", summed, begin=tuple(pads[:nd]), end=tuple(p + s for p, s in zip(pads, image)),
+                    strides=(1,) * nd, axes=tuple(range(2, 2 + nd)))

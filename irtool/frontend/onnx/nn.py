@@ -1,4 +1,4 @@
-"""ONNX neural-network ops: convolution, pooling, normalisation, Gemm/MatMul, softmax.
+"""ONNX neural-network ops: convolution, pooling, normalisation, Gemm/MatMul, Det, softmax.
 
 Convolution and pooling are 2-D (NCHW) or 3-D (NCDHW); a 1-D (NCL) input is lifted to 2-D
 with a unit height and squeezed back. `auto_pad` is resolved to explicit pads from static shapes.
@@ -264,6 +264,35 @@ def _broadcast_to(ctx, x, shape: tuple):
     if tuple(ctx.shape_of(x)) == shape:
         return x
     return _call(ctx, "broadcast_to", x, shape=list(shape))
+
+
+_DET_MAX_ORDER = 5  # 120 products of 5 factors; a larger matrix would want an LU factorisation
+
+
+@converter("Det", 11)
+def _det(ctx, inputs, attrs):
+    """The determinant of each trailing (M, M) matrix by Leibniz's formula: the signed
+    products a[0, s(0)] ... a[M-1, s(M-1)] over the permutations s, taken from the
+    flattened matrix with one constant index table (M <= 5). TVM v0.19 does not convert Det."""
+    import itertools
+
+    import numpy as np
+
+    x = inputs[0]
+    shape = ctx.shape_of(x)
+    if len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] is ANY:
+        raise ctx.error(f"Det needs square matrices of static order in the last two axes, got shape {list(shape)}")
+    order = shape[-1]
+    if not 1 <= order <= _DET_MAX_ORDER:
+        raise ctx.error(f"Det of matrices of order {order} is not supported (1 to {_DET_MAX_ORDER} are)")
+    perms = list(itertools.permutations(range(order)))
+    index = np.array([[row * order + col for row, col in enumerate(p)] for p in perms], "int64")
+    inversions = [sum(p[i] > p[j] for i in range(order) for j in range(i + 1, order)) for p in perms]
+    signs = np.array([-1 if n % 2 else 1 for n in inversions])
+    flat = _call(ctx, "reshape", x, newshape=[0] * (len(shape) - 2) + [order * order])
+    terms = _call(ctx, "prod", _call(ctx, "take", flat, ctx.const(index), axis=-1), axis=[-1])
+    dtype = ctx.type_of(x).dtype
+    return _call(ctx, "sum", _call(ctx, "multiply", terms, ctx.const(signs.astype(dtype), dtype)), axis=[-1])
 
 
 # ----------------------------------------------------------------------------- pooling
