@@ -46,7 +46,6 @@ _FFT_NOISE = ("the expected output holds the reference's float32 FFT rounding no
               "value is 0), beyond the comparison's atol of 1e-7; irtool's value is closer to exact")
 _LOW_PRECISION = ("float16/bfloat16 attention is computed op by op in the element type (the matmul accumulates and "
                   "each softmax step rounds in it), the reference in float32: elements differ by 1-2 ULP")
-_POOL_INDICES = "MaxPool's Indices output is not supported"
 _ROI_MAX = ("RoiAlign mode=max: TVM's roi_align takes the max of the bilinear samples; ONNX (as onnxruntime) the "
             "max over the samples of the largest of the four weighted corner values")
 _NMS_BOUNDARY = ("NonMaxSuppression: TVM's all_class_non_max_suppression suppresses a box whose IoU equals "
@@ -111,8 +110,6 @@ EXCEPTIONS: dict[str, str] = {
     "test_equal_string_broadcast": _STRINGS,
     "test_identity_sequence": _SEQUENCES,
     "test_identity_opt": _SEQUENCES,
-    "test_maxpool_with_argmax_2d_precomputed_pads": _POOL_INDICES,
-    "test_maxpool_with_argmax_2d_precomputed_strides": _POOL_INDICES,
     "test_roialign_mode_max": _ROI_MAX,
     "test_nonmaxsuppression_iou_threshold_boundary": _NMS_BOUNDARY,
 }

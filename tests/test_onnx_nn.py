@@ -361,9 +361,23 @@ def test_conv_with_unknown_batch():
     np.testing.assert_allclose(interpret(mod, {"x": x}), want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape, attrs", [
+    ((2, 3, 6, 7), {"kernel_shape": [2, 2]}),
+    ((1, 2, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "storage_order": 1}),
+    ((1, 2, 8, 9), {"kernel_shape": [3, 2], "dilations": [2, 2], "strides": [1, 2]}),
+    ((1, 1, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+    ((1, 2, 6, 5), {"kernel_shape": [2, 3], "auto_pad": "SAME_UPPER"}),
+    ((2, 2, 9), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+    ((1, 2, 4, 5, 6), {"kernel_shape": [2, 2, 3], "strides": [2, 1, 2]}),
+])
+def test_max_pool_indices(shape, attrs):
+    # the flat index of each window's first largest element over the whole input (storage_order
+    # 1: the spatial axes column-major); ties (a coarse input) resolved as onnxruntime does
+    x = np.round(rand(*shape) * 2).astype("float32")
+    check("MaxPool", [x], attrs, opset=12, outputs=2, out_dtypes=["float32", "int64"])
+
+
 def test_unsupported_forms_are_errors():
-    with pytest.raises(OnnxImportError, match="Indices"):
-        check("MaxPool", [rand(1, 1, 4, 4)], {"kernel_shape": [2, 2]}, outputs=2, out_dtypes=["float32", "int64"])
     # opset 9's training form: the running statistics as outputs 2 and 3
     node = helper.make_node("BatchNormalization", ["x", "c", "c", "c", "c"], ["y", "m", "v"])
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 3])],

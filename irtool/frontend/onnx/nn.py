@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ...ir.expr import TupleGetItem
+from ...ir.expr import Tuple, TupleGetItem
 from ...ir.types import ANY
 from . import converter
 
@@ -299,8 +299,6 @@ def _det(ctx, inputs, attrs):
 
 
 def _pool(ctx, inputs, attrs, kind: str):
-    if kind == "max" and len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise ctx.error("MaxPool's Indices output is not supported")
     if "kernel_shape" not in attrs:
         raise ctx.error("`kernel_shape` is required")
     win = _Spatial(ctx, inputs[0], attrs, attrs["kernel_shape"])
@@ -312,7 +310,49 @@ def _pool(ctx, inputs, attrs, kind: str):
         padding, ceil = _ceil_windows(ctx, win, padding, kind == "avg" and include_pad)
     y = _call(ctx, f"nn.{kind}_pool{win.nd}d", win.data, pool_size=win.kernel, strides=win.strides,
               dilation=win.dilations, padding=padding, ceil_mode=ceil, **extra)
+    if kind == "max" and len(ctx.node.output) > 1 and ctx.node.output[1]:
+        return [win.result(y), win.result(_max_pool_indices(ctx, win, y, padding, int(attrs.get("storage_order", 0))))]
     return win.result(y)
+
+
+def _max_pool_indices(ctx, win, y, padding, storage_order: int):
+    """MaxPool's Indices output: for each output, the flat index (over the whole input,
+    row-major, or with storage_order=1 the spatial axes column-major) of the first largest
+    element of its window, as onnx's reference and onnxruntime pick it. The window positions
+    are a constant table computed at import (static shapes); a position in the padding
+    reads an appended -inf. TVM v0.19 does not convert the Indices output."""
+    import itertools
+
+    import numpy as np
+
+    shape = _static(ctx, ctx.shape_of(win.data), "MaxPool's Indices")
+    size, out = shape[2:], _static(ctx, ctx.shape_of(y), "MaxPool's Indices")[2:]
+    batch, channels, spatial = shape[0], shape[1], math.prod(size)
+    if storage_order == 1 and win.lifted:
+        storage_order = 0  # one spatial axis: both orders agree
+    # an element's step along each spatial axis in the index: row-major, or column-major
+    strides_of = [math.prod(size[:d]) if storage_order else math.prod(size[d + 1:]) for d in range(win.nd)]
+    table, flat = [], []
+    for o in itertools.product(*map(range, out)):
+        rows, where = [], []
+        for k in itertools.product(*map(range, win.kernel)):
+            at = [o[d] * win.strides[d] - padding[d] + k[d] * win.dilations[d] for d in range(win.nd)]
+            inside = all(0 <= at[d] < size[d] for d in range(win.nd))
+            rows.append(int(np.ravel_multi_index(at, size)) if inside else spatial)
+            where.append(int(np.dot(at, strides_of)) if inside else 0)
+        table.append(rows)
+        flat.append(where)
+    dtype = ctx.type_of(win.data).dtype
+    values = _call(ctx, "reshape", win.data, newshape=[batch, channels, spatial])
+    sentinel = ctx.const(np.full((batch, channels, 1), -np.inf, dtype), dtype)
+    padded = _call(ctx, "concatenate", ctx.typed(Tuple([values, sentinel])), axis=2)
+    windows = _call(ctx, "take", padded, ctx.const(np.array(table, "int64")), axis=2)  # (N, C, O, K)
+    first = _call(ctx, "argmax", windows, axis=[3], keepdims=True)
+    index_table = ctx.const(np.broadcast_to(np.array(flat, "int64"), (batch, channels, len(flat), len(flat[0]))).copy())
+    picked = _call(ctx, "gather", index_table, _call(ctx, "cast", first, dtype="int64"), axis=3)
+    offsets = (np.arange(batch * channels, dtype="int64") * spatial).reshape(batch, channels, 1, 1)
+    picked = _call(ctx, "add", picked, ctx.const(offsets))
+    return _call(ctx, "reshape", picked, newshape=[batch, channels, *out])
 
 
 def _ceil_windows(ctx, win, padding, counts_pad: bool):
