@@ -169,6 +169,15 @@ MALFORMED = {
                                        inits=[helper.make_tensor("d", TensorProto.INT64, [1], [3]),
                                               helper.make_tensor("v", TensorProto.FLOAT, [3], [0, 1, 2])]),
                                 "OneHot's values must be a tensor of 2 elements"),
+    # ops onnx has no schema of: the inputs and attributes their converters declare
+    "contrib-input-missing": (_model([helper.make_node("QAttention", ["x"], ["y"], domain="com.microsoft", num_heads=1)],
+                                     [_vi("x", (1, 2, 3))], [_vi("y", None)]),
+                              "QAttention node computing `y`: input 1 (`weight`) is required"),
+    "contrib-attribute-missing": (_model([helper.make_node("Attention", ["x", "x"], ["y"], domain="com.microsoft")],
+                                         [_vi("x", (1, 2, 3))], [_vi("y", None)]),
+                                  "attribute `num_heads` is required"),
+    "caffe2-input-missing": (_model([helper.make_node("FC", ["x"], ["y"])], [_vi("x", (2, 3))], [_vi("y", None)],
+                                    opset=1), "FC node computing `y`: input 1 (`W`) is required"),
     # without max_output_boxes_per_class the result is empty, but the operands are still checked
     "nms-boxes-of-five": (_model([helper.make_node("NonMaxSuppression", ["b", "s"], ["y"])],
                                  [_vi("b", (1, 3, 5)), _vi("s", (1, 1, 3))], [_vi("y", None)]),

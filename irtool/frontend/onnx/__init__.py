@@ -47,6 +47,10 @@ class OnnxOp:
 
     name: str
     versions: dict[int, Callable] = field(default_factory=dict)
+    # for an op onnx has no schema of (com.microsoft's): the names of the inputs its converter
+    # needs, by position (None: optional), and its required attributes
+    inputs: tuple[str | None, ...] = ()
+    attributes: tuple[str, ...] = ()
 
     def implementation(self, opset: int) -> Callable | None:
         usable = [v for v in self.versions if v <= opset]
@@ -68,16 +72,19 @@ def qualified_name(op_type: str, domain: str = "") -> str:
     return op_type if domain in ("", "ai.onnx") else f"{domain}.{op_type}"
 
 
-def converter(op_type: str, *since_versions: int, domain: str = ""):
+def converter(op_type: str, *since_versions: int, domain: str = "", inputs: tuple[str | None, ...] = (),
+              attributes: tuple[str, ...] = ()):
     """Register a converter for `op_type` (of `domain`, the default ONNX one unless given)
     from each opset version given. A contrib domain's ops are versioned by the model's
-    default-domain opset: their ops register at 1 and have one version."""
+    default-domain opset: their ops register at 1 and have one version. `inputs` and
+    `attributes` declare, for an op without an ONNX schema, the inputs (by position, None
+    for an optional one) and attributes that must be given."""
     if domain not in ("", "ai.onnx") and domain not in CONTRIB_DOMAINS:
         raise ValueError(f"unknown ONNX domain {domain!r}")
     key = qualified_name(op_type, domain)
 
     def register(fn: Callable) -> Callable:
-        op = CONVERTERS.setdefault(key, OnnxOp(key))
+        op = CONVERTERS.setdefault(key, OnnxOp(key, inputs=inputs, attributes=attributes))
         for v in since_versions or (1,):
             op.versions[v] = fn
         return fn
@@ -444,8 +451,9 @@ def _check_against_schema(ctx: Context, node, inputs: list) -> None:
 
     try:
         schema = onnx.defs.get_schema(node.op_type, ctx.opset, node.domain)
-    except onnx.defs.SchemaError:
-        return  # a domain without schemas here (com.microsoft): its converters check
+    except onnx.defs.SchemaError:  # com.microsoft's and Caffe2's ops: what their converters declare
+        _check_declared(ctx, node, inputs)
+        return
     formal = list(schema.inputs)
     variadic = bool(formal) and formal[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
     if len(inputs) > len(formal) and not variadic:
@@ -470,6 +478,20 @@ def _check_against_schema(ctx: Context, node, inputs: list) -> None:
             kind = onnx.AttributeProto.AttributeType.Name
             got = kind(attr.type) if attr.type in onnx.AttributeProto.AttributeType.values() else attr.type
             raise ctx.error(f"attribute `{name}` must be of type {kind(int(spec.type))}, got {got}")
+
+
+def _check_declared(ctx: Context, node, inputs: list) -> None:
+    """The inputs and attributes the converter of an op without an ONNX schema declares."""
+    op = ctx.table.get(qualified_name(node.op_type, node.domain))
+    if op is None:
+        return
+    for i, name in enumerate(op.inputs):
+        if name is not None and (i >= len(inputs) or inputs[i] is None):
+            raise ctx.error(f"input {i} (`{name}`) is required")
+    given = {a.name for a in node.attribute}
+    missing = [name for name in op.attributes if name not in given]
+    if missing:
+        raise ctx.error(f"attribute `{missing[0]}` is required")
 
 
 def _check_supported(nodes, table: dict, opset: int) -> None:

@@ -43,7 +43,7 @@ def _with_bias(ctx, x, bias):
     return ctx.call("add", x, bias)
 
 
-@converter("FastGelu", 1, domain=_MS)
+@converter("FastGelu", 1, domain=_MS, inputs=("X",))
 def _fast_gelu(ctx, inputs, attrs):
     y = _with_bias(ctx, inputs[0], inputs[1] if len(inputs) > 1 else None)
     cube = ctx.call("multiply", ctx.call("multiply", y, y), y)
@@ -53,7 +53,7 @@ def _fast_gelu(ctx, inputs, attrs):
     return ctx.call("multiply", half, ctx.call("add", ctx.call("tanh", inner), _scalar(ctx, 1.0, y)))
 
 
-@converter("BiasGelu", 1, domain=_MS)
+@converter("BiasGelu", 1, domain=_MS, inputs=("A", "B"))
 def _bias_gelu(ctx, inputs, attrs):
     y = _with_bias(ctx, inputs[0], inputs[1])
     shape = ctx.call("erf", ctx.call("multiply", y, _scalar(ctx, 1 / math.sqrt(2), y)))
@@ -77,7 +77,7 @@ def _opt(inputs, i):
     return inputs[i] if len(inputs) > i else None
 
 
-@converter("SkipLayerNormalization", 1, domain=_MS)
+@converter("SkipLayerNormalization", 1, domain=_MS, inputs=("input", "skip", "gamma"))
 def _skip_layer_norm(ctx, inputs, attrs):
     x = ctx.call("add", inputs[0], inputs[1])
     x = _with_bias(ctx, x, _opt(inputs, 4))
@@ -85,9 +85,10 @@ def _skip_layer_norm(ctx, inputs, attrs):
     return [y, mean, inv_std, x]
 
 
-@converter("EmbedLayerNormalization", 1, domain=_MS)
+@converter("EmbedLayerNormalization", 1, domain=_MS,
+           inputs=("input_ids", None, "word_embedding", "position_embedding", None, "gamma"))
 def _embed_layer_norm(ctx, inputs, attrs):
-    ids, segment_ids, word_emb, pos_emb, segment_emb, gamma = inputs[:6]
+    ids, segment_ids, word_emb, pos_emb, segment_emb, gamma = (_opt(inputs, i) for i in range(6))
     beta, mask, pos_ids = _opt(inputs, 6), _opt(inputs, 7), _opt(inputs, 8)
     shape = ctx.shape_of(ids)
     if len(shape) != 2 or not all(isinstance(d, int) for d in shape):
@@ -179,7 +180,7 @@ def self_attention(ctx, qkv, heads: int, *, mask=None, past=None, attention_bias
     return [ctx.call("reshape", out, newshape=(batch, seq, hidden)), present]
 
 
-@converter("Attention", 1, domain=_MS)
+@converter("Attention", 1, domain=_MS, inputs=("input", "weights"), attributes=("num_heads",))
 def _attention(ctx, inputs, attrs):
     """onnxruntime's Attention(input, weights, bias?, mask_index?, past?, attention_bias?):
     Q, K, V = input weights + bias, then `self_attention` (`scale` and `mask_filter_value`
@@ -188,12 +189,8 @@ def _attention(ctx, inputs, attrs):
     past/present buffer and `past_sequence_length` are diagnostics here."""
     from .nn import _matmul
 
-    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
-        raise ctx.error("Attention needs its input and weights")
     x, weights = inputs[0], inputs[1]
     bias, mask, past, attention_bias, past_seq = (_opt(inputs, i) for i in (2, 3, 4, 5, 6))
-    if "num_heads" not in attrs:
-        raise ctx.error("attribute `num_heads` is required")
     wshape = ctx.shape_of(weights)
     sizes = attrs.get("qkv_hidden_sizes")
     if sizes is not None and (len(sizes) != 3 or len(set(sizes)) != 1 or 3 * sizes[0] != wshape[-1]):

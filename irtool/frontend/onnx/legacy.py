@@ -27,26 +27,26 @@ def _scalar(ctx, value, like):
     return ctx.const(value, ctx.type_of(like).dtype)
 
 
-@converter("Affine", 1)
+@converter("Affine", 1, inputs=("X",))
 def _affine(ctx, inputs, attrs):
     x = inputs[0]
     scaled = ctx.call("multiply", x, _scalar(ctx, float(attrs.get("alpha", 1.0)), x))
     return ctx.call("add", scaled, _scalar(ctx, float(attrs.get("beta", 0.0)), x))
 
 
-@converter("Scale", 1)
+@converter("Scale", 1, inputs=("X",))
 def _scale(ctx, inputs, attrs):
     return ctx.call("multiply", inputs[0], _scalar(ctx, float(attrs.get("scale", 1.0)), inputs[0]))
 
 
-@converter("ScaledTanh", 1)
+@converter("ScaledTanh", 1, inputs=("X",))
 def _scaled_tanh(ctx, inputs, attrs):
     x = inputs[0]
     inner = ctx.call("tanh", ctx.call("multiply", x, _scalar(ctx, float(attrs.get("beta", 1.0)), x)))
     return ctx.call("multiply", inner, _scalar(ctx, float(attrs.get("alpha", 1.0)), x))
 
 
-@converter("ParametricSoftplus", 1)
+@converter("ParametricSoftplus", 1, inputs=("X",))
 def _parametric_softplus(ctx, inputs, attrs):
     x = inputs[0]
     exp = ctx.call("exp", ctx.call("multiply", x, _scalar(ctx, float(attrs.get("beta", 1.0)), x)))
@@ -62,7 +62,7 @@ def _flatten_at(ctx, x, axis: int, what: str):
     return ctx.call("reshape", x, newshape=(int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))
 
 
-@converter("FC", 1)
+@converter("FC", 1, inputs=("X", "W"))
 def _fc(ctx, inputs, attrs):
     """Caffe2's FC: X flattened to 2-D at `axis`, W at `axis_w`, Y = X W^T + b. TVM v0.19
     maps it to `nn.dense` ignoring `axis`/`axis_w` and passes the bias as dense's third
@@ -75,7 +75,7 @@ def _fc(ctx, inputs, attrs):
     return y
 
 
-@converter("SpatialBN", 1)
+@converter("SpatialBN", 1, inputs=("X", "scale", "B", "mean", "var"))
 def _spatial_bn(ctx, inputs, attrs):
     """Caffe2's spatial batch normalisation, in inference (`is_test`) mode: BatchNormalization
     over the channel axis (axis 1, or the last for `order="NHWC"`)."""
@@ -150,7 +150,7 @@ def _matmul_integer(ctx, inputs, attrs):
     return _matmul(ctx, [_centred(ctx, a, a_zp, -2), _centred(ctx, b, b_zp, -1)], {})
 
 
-@converter("MatMulInteger16", 1, domain="com.microsoft")
+@converter("MatMulInteger16", 1, domain="com.microsoft", inputs=("A", "B"))
 def _matmul_integer16(ctx, inputs, attrs):
     """int16/uint16 operands, accumulated in int64 and wrapped to int32 (uint32 for two
     uint16 operands), the accumulator type onnxruntime uses."""

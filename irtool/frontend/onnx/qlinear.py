@@ -46,8 +46,10 @@ def _binary(relay_op: str):
     return convert
 
 
-converter("QLinearAdd", 1, domain=_MS)(_binary("add"))
-converter("QLinearMul", 1, domain=_MS)(_binary("multiply"))
+_BINARY_INPUTS = ("A", "A_scale", None, "B", "B_scale", None, "C_scale")
+_UNARY_INPUTS = ("X", "X_scale", None, "Y_scale")
+converter("QLinearAdd", 1, domain=_MS, inputs=_BINARY_INPUTS)(_binary("add"))
+converter("QLinearMul", 1, domain=_MS, inputs=_BINARY_INPUTS)(_binary("multiply"))
 
 
 def _unary(compute):
@@ -72,9 +74,9 @@ def _softmax(ctx, x, attrs):
     return new(ctx, [x], {"axis": attrs.get("axis", -1)})
 
 
-converter("QLinearSigmoid", 1, domain=_MS)(_unary(lambda ctx, x, attrs: ctx.call("sigmoid", x)))
-converter("QLinearLeakyRelu", 1, domain=_MS)(_unary(_leaky_relu))
-converter("QLinearSoftmax", 1, domain=_MS)(_unary(_softmax))
+converter("QLinearSigmoid", 1, domain=_MS, inputs=_UNARY_INPUTS)(_unary(lambda ctx, x, _: ctx.call("sigmoid", x)))
+converter("QLinearLeakyRelu", 1, domain=_MS, inputs=_UNARY_INPUTS)(_unary(_leaky_relu))
+converter("QLinearSoftmax", 1, domain=_MS, inputs=_UNARY_INPUTS)(_unary(_softmax))
 
 
 def _channels_first(ctx, x, attrs, compute):
@@ -88,7 +90,7 @@ def _channels_first(ctx, x, attrs, compute):
     return ctx.call("transpose", y, axes=to_last)
 
 
-@converter("QLinearAveragePool", 1, domain=_MS)
+@converter("QLinearAveragePool", 1, domain=_MS, inputs=_UNARY_INPUTS)
 def _qlinear_average_pool(ctx, inputs, attrs):
     from .nn import _pool
 
@@ -98,7 +100,7 @@ def _qlinear_average_pool(ctx, inputs, attrs):
     return _quant(ctx, y, inputs[3], _optional(inputs, 4), inputs[0])
 
 
-@converter("QLinearGlobalAveragePool", 1, domain=_MS)
+@converter("QLinearGlobalAveragePool", 1, domain=_MS, inputs=_UNARY_INPUTS)
 def _qlinear_global_average_pool(ctx, inputs, attrs):
     x = _dequant(ctx, inputs[0], inputs[1], _optional(inputs, 2))
 
@@ -112,7 +114,7 @@ def _qlinear_global_average_pool(ctx, inputs, attrs):
     return _quant(ctx, y, inputs[3], _optional(inputs, 4), inputs[0])
 
 
-@converter("QLinearConcat", 1, domain=_MS)
+@converter("QLinearConcat", 1, domain=_MS, inputs=("Y_scale", None, "X1", "X1_scale"))
 def _qlinear_concat(ctx, inputs, attrs):
     if len(inputs) < 5 or (len(inputs) - 2) % 3:
         raise ctx.error("QLinearConcat takes Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) triples")
@@ -123,9 +125,10 @@ def _qlinear_concat(ctx, inputs, attrs):
     return _quant(ctx, y, inputs[0], inputs[1], inputs[2])
 
 
-@converter("QGemm", 1, domain=_MS)
+@converter("QGemm", 1, domain=_MS, inputs=("A", "a_scale", None, "B", "b_scale"))
 def _qgemm(ctx, inputs, attrs):
-    a, a_scale, a_zp, b, b_scale, b_zp = inputs[:6]
+    a, a_scale, a_zp, b, b_scale = inputs[:5]
+    b_zp = _optional(inputs, 5)
     c, y_scale, y_zp = _optional(inputs, 6), _optional(inputs, 7), _optional(inputs, 8)
     for name, t in (("A", a), ("B", b)):
         if len(ctx.shape_of(t)) != 2:
@@ -154,7 +157,8 @@ def _qgemm(ctx, inputs, attrs):
     return _requantize(ctx, acc, scale, _scalar_or_row(ctx, y_scale), y_zp, out)
 
 
-@converter("QAttention", 1, domain=_MS)
+@converter("QAttention", 1, domain=_MS, inputs=("input", "weight", "bias", "input_scale", "weight_scale"),
+           attributes=("num_heads",))
 def _qattention(ctx, inputs, attrs):
     """onnxruntime's quantised self-attention: Q, K, V = dequantised (input - zp) (weight - zp)
     + bias, then the float Attention's heads, past, mask and softmax (contrib.py's
