@@ -328,6 +328,27 @@ def _dropout_training_model():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
+@pytest.mark.parametrize("x_shape, w_shape, attrs, with_bias, with_mask", [
+    ((1, 2, 5, 6), (3, 2, 2, 2), {}, False, False),
+    ((2, 4, 6, 6), (4, 2, 3, 3), {"group": 2, "offset_group": 2, "pads": [1, 1, 1, 1]}, True, True),
+    ((1, 3, 7, 8), (2, 3, 3, 2), {"strides": [2, 1], "dilations": [1, 2], "pads": [0, 1, 2, 0]}, True, False),
+    ((1, 4, 5, 5), (2, 4, 2, 2), {"offset_group": 4}, False, True),
+])
+def test_deform_conv(x_shape, w_shape, attrs, with_bias, with_mask):
+    # each tap samples bilinearly at its offset position (outside the image: 0), times the mask
+    n, _, height, width = x_shape
+    kh, kw = w_shape[2:]
+    s, d, p = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1]), attrs.get("pads", [0, 0, 0, 0])
+    oh = (height + p[0] + p[2] - d[0] * (kh - 1) - 1) // s[0] + 1
+    ow = (width + p[1] + p[3] - d[1] * (kw - 1) - 1) // s[1] + 1
+    groups = attrs.get("offset_group", 1)
+    inputs = [rand(*x_shape), rand(*w_shape), rand(n, 2 * groups * kh * kw, oh, ow) * 2,
+              rand(w_shape[0]) if with_bias else None]
+    if with_mask:
+        inputs.append(RNG.uniform(0, 1, (n, groups * kh * kw, oh, ow)).astype("float32"))
+    check("DeformConv", inputs, attrs, opset=19)
+
+
 @pytest.mark.parametrize("attrs", [
     {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "pads": [1, 1, 1, 1]},
     {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "pads": [1, 1, 1, 1], "count_include_pad": 1},

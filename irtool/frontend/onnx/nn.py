@@ -1,4 +1,5 @@
-"""ONNX neural-network ops: convolution, pooling, normalisation, Gemm/MatMul, Det, softmax.
+"""ONNX neural-network ops: convolution (also deformable), pooling, normalisation, Gemm/MatMul, Det,
+softmax.
 
 Convolution and pooling are 2-D (NCHW) or 3-D (NCDHW); a 1-D (NCL) input is lifted to 2-D
 with a unit height and squeezed back. `auto_pad` is resolved to explicit pads from static shapes.
@@ -111,6 +112,82 @@ def _conv(ctx, inputs, attrs):
     if len(inputs) > 2 and inputs[2] is not None:
         y = _call(ctx, "nn.bias_add", y, inputs[2], axis=1)
     return win.result(y)
+
+
+@converter("DeformConv", 19)
+def _deform_conv(ctx, inputs, attrs):
+    """2-D deformable convolution as onnx defines it (TVM v0.19 does not convert it): each
+    kernel tap of each output samples its offset group's channels bilinearly at its
+    position moved by `offset` (corners outside the image read 0, as GridSample with
+    align_corners=1 and zero padding), scaled by `mask`; the sampled columns
+    (N, C * K, Ho * Wo) meet the weights per group in an `einsum`. Static shapes."""
+    import numpy as np
+
+    x, w, offset = inputs[0], inputs[1], inputs[2]
+    bias = inputs[3] if len(inputs) > 3 else None
+    mask = inputs[4] if len(inputs) > 4 else None
+    xs = _static(ctx, ctx.shape_of(x), "DeformConv's input")
+    ws = _static(ctx, ctx.shape_of(w), "DeformConv's weight")
+    os_ = _static(ctx, ctx.shape_of(offset), "DeformConv's offset")
+    if len(xs) != 4:
+        raise ctx.error(f"only 2-D DeformConv (an input of rank 4) is supported, got rank {len(xs)}")
+    n, c, height, width = xs
+    m, kh, kw = ws[0], *(attrs.get("kernel_shape") or ws[2:])
+    group, offset_group = int(attrs.get("group", 1)), int(attrs.get("offset_group", 1))
+    sh, sw = attrs.get("strides", [1, 1])
+    dh, dw = attrs.get("dilations", [1, 1])
+    pt, pl = attrs.get("pads", [0, 0, 0, 0])[:2]
+    taps, (oh, ow) = kh * kw, os_[2:]
+    if (c != ws[1] * group or m % group or c % offset_group or len(os_) != 4 or os_[0] != n
+            or os_[1] != 2 * offset_group * taps):
+        raise ctx.error(f"DeformConv: input {list(xs)}, weight {list(ws)} and offset {list(os_)} disagree with "
+                        f"group {group} and offset_group {offset_group}")
+    dtype = ctx.type_of(x).dtype
+
+    def const(a):
+        return ctx.const(np.asarray(a, dtype), dtype)
+
+    # the taps' positions before the offsets: (1, 1, K, Ho, Wo)
+    rows = (np.arange(oh)[None, :, None] * sh - pt + (np.arange(kh) * dh).repeat(kw)[:, None, None])
+    cols = (np.arange(ow)[None, None, :] * sw - pl + np.tile(np.arange(kw) * dw, kh)[:, None, None])
+    moved = _call(ctx, "reshape", offset, newshape=[n, offset_group, taps, 2, oh, ow])
+    at_y = _call(ctx, "add", _call(ctx, "take", moved, ctx.const(0, "int64"), axis=3),
+                 const(np.broadcast_to(rows, (taps, oh, ow))[None, None]))
+    at_x = _call(ctx, "add", _call(ctx, "take", moved, ctx.const(1, "int64"), axis=3),
+                 const(np.broadcast_to(cols, (taps, oh, ow))[None, None]))
+    y0, x0 = _call(ctx, "floor", at_y), _call(ctx, "floor", at_x)
+    fy, fx = _call(ctx, "subtract", at_y, y0), _call(ctx, "subtract", at_x, x0)
+    per_group = c // offset_group
+    image = _call(ctx, "reshape", x, newshape=[n, offset_group, per_group, height * width])
+    length = taps * oh * ow
+    sampled = None
+    for dy, dx in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        yy, xx = _call(ctx, "add", y0, const(dy)), _call(ctx, "add", x0, const(dx))
+        inside = _call(ctx, "logical_and",
+                       _call(ctx, "logical_and", _call(ctx, "greater_equal", yy, const(0)),
+                             _call(ctx, "less", yy, const(height))),
+                       _call(ctx, "logical_and", _call(ctx, "greater_equal", xx, const(0)),
+                             _call(ctx, "less", xx, const(width))))
+        weight = _call(ctx, "multiply", fy if dy else _call(ctx, "subtract", const(1), fy),
+                       fx if dx else _call(ctx, "subtract", const(1), fx))
+        weight = _call(ctx, "where", inside, weight, const(0))
+        flat = _call(ctx, "add", _call(ctx, "multiply", _call(ctx, "clip", yy, a_min=0.0, a_max=float(height - 1)),
+                                       const(width)), _call(ctx, "clip", xx, a_min=0.0, a_max=float(width - 1)))
+        flat = _call(ctx, "reshape", _call(ctx, "cast", flat, dtype="int64"), newshape=[n, offset_group, 1, length])
+        index = _call(ctx, "broadcast_to", flat, shape=[n, offset_group, per_group, length])
+        values = _call(ctx, "gather", image, index, axis=3)
+        term = _call(ctx, "multiply", values,
+                     _call(ctx, "reshape", weight, newshape=[n, offset_group, 1, length]))
+        sampled = term if sampled is None else _call(ctx, "add", sampled, term)
+    if mask is not None:
+        sampled = _call(ctx, "multiply", sampled, _call(ctx, "reshape", mask, newshape=[n, offset_group, 1, length]))
+    columns = _call(ctx, "reshape", sampled, newshape=[n, group, (c // group) * taps, oh * ow])
+    kernels = _call(ctx, "reshape", w, newshape=[group, m // group, (c // group) * taps])
+    y = _call(ctx, "einsum", ctx.typed(Tuple([kernels, columns])), equation="gmk,ngkl->ngml")
+    y = _call(ctx, "reshape", y, newshape=[n, m, oh, ow])
+    if bias is not None:
+        y = _call(ctx, "nn.bias_add", y, bias, axis=1)
+    return y
 
 
 @converter("ConvTranspose", 1, 11)
