@@ -197,7 +197,8 @@ def claimed_cases(supported=None) -> list[NodeCase]:
     def claimed(case: NodeCase) -> bool:
         model = case.load()
         opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
-        return all(op in supported or is_function_op(op, opset) for op in graph_ops(model.graph))
+        return all(op in supported or is_function_op(op.rpartition(".")[2], opset, op.rpartition(".")[0])
+                   for op in graph_ops(model.graph))
 
     return [c for c in node_cases() if claimed(c)]
 

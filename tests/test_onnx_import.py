@@ -222,6 +222,32 @@ def test_function_op_is_expanded() -> None:
     np.testing.assert_allclose(got, _reference(m, {"x": x, "scale": scale, "bias": bias})[0], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("heads, kv_heads, mod", [(2, 2, None), (4, 2, "score"), (2, 1, "prob")])
+def test_preview_flex_attention_is_its_function_body(heads, kv_heads, mod) -> None:
+    """ai.onnx.preview's FlexAttention has a (context-dependent) function body, its score_mod
+    and prob_mod subgraphs inlined; grouped K/V heads too. onnxruntime has no kernel for it:
+    onnx's reference evaluator checks it."""
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((1, heads, 3, 4)).astype("float32")
+    k, v = (rng.standard_normal((1, kv_heads, 5, 4)).astype("float32") for _ in range(2))
+    attrs = {}
+    if mod == "score":  # a soft cap: 2 tanh(s / 2)
+        two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+        attrs["score_mod"] = helper.make_graph(
+            [helper.make_node("Div", ["s", "two"], ["h"]), helper.make_node("Tanh", ["h"], ["t"]),
+             helper.make_node("Mul", ["t", "two"], ["o"])], "score", [_vi("s", None)], [_vi("o", None)],
+            initializer=[two])
+    elif mod == "prob":
+        attrs["prob_mod"] = helper.make_graph([helper.make_node("Mul", ["p", "p"], ["o"])], "prob",
+                                              [_vi("p", None)], [_vi("o", None)])
+    node = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", **attrs)
+    m = _model([node], [_vi("q", q.shape), _vi("k", k.shape), _vi("v", v.shape)], [_vi("y", None)], opset=26)
+    m.opset_import.append(helper.make_opsetid("ai.onnx.preview", 1))
+    feeds = {"q": q, "k": k, "v": v}
+    mod_, _ = from_onnx(m)
+    np.testing.assert_allclose(irtool.interpret(mod_, feeds), _reference(m, feeds)[0], rtol=1e-5, atol=1e-6)
+
+
 def test_function_op_attributes_and_names_stay_apart() -> None:
     """Two expansions of one function in a graph get distinct internal names; a referenced
     attribute takes each node's own value (num_groups 2, then 4), a missing one the schema's
