@@ -32,8 +32,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 _UNIQUE_AXIS = ("Unique along an axis of an N-D input (unique slices) is not supported: Relay's unique is 1-D, "
                 "as TVM v0.19's converter requires")
-_3D_GRID = ("volumetric GridSample (rank-5 input) is not supported: image.grid_sample is 2-D (TVM's 3-D "
-            "grid_sample is not declared in irtool)")
 _TRAINING = ("Dropout in training mode with a non-zero ratio is not supported (its mask is random: the importer is "
              "for inference; a ratio of 0, and BatchNormalization's training mode, are)")
 _NARROW_DTYPES = "float8/float4/int4/int2 element types (ONNX types 17-26) have no irtool dtype"
@@ -100,8 +98,6 @@ EXCEPTIONS: dict[str, str] = {
                                                       "identity_1_sequence_1_tensor", "add_2_sequences",
                                                       "add_1_sequence_1_tensor", "extract_shapes")))},
     **{f"test_unique_sorted_with_{c}": _UNIQUE_AXIS for c in ("axis", "axis_3d", "negative_axis")},
-    **{f"test_gridsample_volumetric_{mode}_align_corners_{a}": _3D_GRID for mode in ("nearest", "bilinear")
-       for a in (0, 1)},
     "test_training_dropout_default": _TRAINING,
     "test_training_dropout_default_mask": _TRAINING,
     "test_training_dropout": _TRAINING,

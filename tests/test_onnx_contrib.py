@@ -325,12 +325,26 @@ def test_grid_sample_opset20_names(mode):
     check([node("GridSample", ["x", "g"], mode=mode)], {"x": x, "g": grid}, opset=20)
 
 
-def test_grid_sample_of_5d_input_is_a_diagnostic():
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample_volumetric(mode, padding_mode, align_corners):
+    # composed (trilinear, or nearest with halves to even), as onnx and onnxruntime compute it
+    x = RNG.standard_normal((2, 3, 4, 5, 6)).astype("float32")
+    grid = RNG.uniform(-1.4, 1.4, (2, 3, 2, 4, 3)).astype("float32")  # some points outside the volume
+    grid[0, 0, 0, :2] = [[0.0, 0.0, 0.0], [-0.6, 0.2, 1.0 / 3]]  # voxel centres and halves between them
+    check([node("GridSample", ["x", "g"], mode=mode, padding_mode=padding_mode, align_corners=align_corners)],
+          {"x": x, "g": grid}, opset=20, atol=1e-5)
+
+
+def test_grid_sample_volumetric_unsupported_forms_are_diagnostics():
     x = np.zeros((1, 1, 2, 2, 2), "float32")
-    model = _model([node("GridSample", ["x", "g"])], {"x": x, "g": np.zeros((1, 2, 2, 2, 3), "float32")},
-                   [("y", "float32")], opset=20)
-    with pytest.raises(OnnxImportError, match="4-D"):
-        from_onnx(model)
+    for attrs, message in (({"mode": "cubic"}, "nearest and linear modes"),
+                           ({"padding_mode": "reflection"}, "zeros or border")):
+        model = _model([node("GridSample", ["x", "g"], **attrs)], {"x": x, "g": np.zeros((1, 2, 2, 2, 3), "float32")},
+                       [("y", "float32")], opset=20)
+        with pytest.raises(OnnxImportError, match=message):
+            from_onnx(model)
 
 
 # ----------------------------------------------------------------------------- indexing.py: Unique
