@@ -418,6 +418,71 @@ def test_array_feature_extractor(shape, indices):
     _check_ml(model, x)
 
 
+def _random_trees(rng, trees, depth, features, n_targets, member):
+    """Complete binary trees of `depth` tests: nodes_* and leaf_* attributes of TreeEnsemble."""
+    nodes = {k: [] for k in ("featureids", "modes", "splits", "truenodeids", "falsenodeids", "trueleafs",
+                             "falseleafs", "missing_value_tracks_true")}
+    leaves, targets, roots, members = [], [], [], []
+
+    def grow(level):
+        node = len(nodes["modes"])
+        mode = int(rng.integers(0, 7 if member else 6))
+        for key, value in (("featureids", int(rng.integers(features))), ("modes", mode),
+                           ("splits", float(rng.normal())), ("missing_value_tracks_true", int(rng.integers(2)))):
+            nodes[key].append(value)
+        if mode == 6:
+            # onnxruntime takes integer members only; onnx's reference stops a set at a member 0
+            members.extend([*rng.choice([-1.0, 1.0, 2.0], size=2), np.nan])
+        for branch in ("true", "false"):
+            nodes[f"{branch}nodeids"].append(0)
+            nodes[f"{branch}leafs"].append(0)
+        for branch in ("true", "false"):
+            if level + 1 == depth:
+                nodes[f"{branch}leafs"][node] = 1
+                nodes[f"{branch}nodeids"][node] = len(leaves)
+                leaves.append(float(rng.normal()))
+                targets.append(int(rng.integers(n_targets)))
+            else:
+                nodes[f"{branch}nodeids"][node] = grow(level + 1)
+        return node
+
+    for _ in range(trees):
+        roots.append(grow(0))
+    attrs = {f"nodes_{k}": v for k, v in nodes.items() if k not in ("modes", "splits")}
+    attrs["nodes_modes"] = numpy_helper.from_array(np.array(nodes["modes"], "uint8"), "modes")
+    attrs["nodes_splits"] = numpy_helper.from_array(np.array(nodes["splits"], "float32"), "splits")
+    attrs["leaf_weights"] = numpy_helper.from_array(np.array(leaves, "float32"), "weights")
+    attrs.update(leaf_targetids=targets, tree_roots=roots, n_targets=n_targets)
+    if members:
+        attrs["membership_values"] = numpy_helper.from_array(np.array(members, "float32"), "members")
+    return attrs
+
+
+@pytest.mark.parametrize("aggregate", [0, 1])
+@pytest.mark.parametrize("member", [False, True])
+def test_tree_ensemble(aggregate, member):
+    # random trees over every comparison mode (and set membership), NaN inputs following
+    # missing_value_tracks_true, SUM and AVERAGE over two targets
+    rng = np.random.default_rng(5 + aggregate + 2 * member)
+    x = rng.normal(size=(40, 3)).round(1).astype("float32")  # rounded: ties with the splits and members
+    if member:  # onnxruntime tests the membership of the value truncated to an integer; the spec, of the value
+        x = (x * 2).round().astype("float32")
+    x[::7, 1] = np.nan
+    attrs = _random_trees(rng, trees=3, depth=3, features=3, n_targets=2, member=member)
+    model = _ml_model(node("TreeEnsemble", ["x"], domain="ai.onnx.ml", aggregate_function=aggregate, **attrs), x)
+    model.opset_import[1].version = 5
+    (expected,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for got in _ours(model, {"x": x}):
+        assert got[0].shape == expected.shape and got[0].dtype == expected.dtype
+        np.testing.assert_allclose(got[0], expected, rtol=1e-6, atol=1e-6)
+    # non-integer values against onnx's reference evaluator (membership of the value itself)
+    from onnx.reference import ReferenceEvaluator
+
+    x = x + np.float32(0.3)
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
+    np.testing.assert_allclose(_ours(model, {"x": x})[0][0], expected, rtol=1e-6, atol=1e-6)
+
+
 # ----------------------------------------------------------------------------- training.py (ai.onnx.preview.training)
 
 
