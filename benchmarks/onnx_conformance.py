@@ -10,7 +10,9 @@ integer inputs had to be bound as constants, see `run_case`), and the totals. A 
 counted under the op it tests: the op of a one-node graph, else (function-expanded
 cases) the op its name spells. `--failures` prints each unexpected failure with its
 message; `--table` prints them as EXCEPTIONS entries to paste (then give each a reason);
-`--exceptions-md` prints the exception list of docs/onnx.md.
+`--exceptions-md` prints the exception list of docs/onnx.md; `--onnxruntime` also runs
+every case (claimed or not) in onnxruntime (CPU, one thread, compared the same way) and
+prints both pass rates over all the cases.
 Exit status 1 when a case fails unexpectedly or an exception passes.
 """
 
@@ -26,7 +28,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_onnx_conformance import EXCEPTIONS, case_ops, claimed_cases, node_cases, run_case  # noqa: E402
+from test_onnx_conformance import (  # noqa: E402
+    EXCEPTIONS,
+    _array,
+    assert_similar,
+    case_ops,
+    claimed_cases,
+    node_cases,
+    run_case,
+)
 
 
 def _tested_op(case, schema_names: dict[str, str]) -> str:
@@ -37,6 +47,31 @@ def _tested_op(case, schema_names: dict[str, str]) -> str:
     key = case.name.removeprefix("test_").replace("_", "").lower()
     best = max((k for k in schema_names if key.startswith(k)), key=len, default=None)
     return schema_names[best] if best else "/".join(sorted(ops))
+
+
+def onnxruntime_passes(cases) -> int:
+    """How many of `cases` onnxruntime runs (CPU) to outputs equal to the expected ones, as
+    `run_case` compares irtool's (an input the session does not take is not fed)."""
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(4)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    passed = 0
+    for case in cases:
+        try:
+            session = ort.InferenceSession(case.model, options, providers=["CPUExecutionProvider"])
+            taken = {i.name for i in session.get_inputs()}
+            names = [i.name for i in case.load().graph.input]
+            for inputs, outputs in case.data_sets:
+                got = session.run(None, {n: _array(x) for n, x in zip(names, inputs) if n in taken})
+                assert len(got) == len(outputs)
+                for expected, actual in zip(outputs, got):
+                    assert_similar(_array(expected), actual, case.rtol, case.atol)
+        except Exception:  # noqa: BLE001 - a case onnxruntime rejects or gets wrong fails
+            continue
+        passed += 1
+    return passed
 
 
 def exceptions_markdown() -> str:
@@ -53,6 +88,7 @@ def main(argv=None) -> int:
     p.add_argument("--failures", action="store_true", help="print each unexpected failure")
     p.add_argument("--table", action="store_true", help="print unexpected failures as EXCEPTIONS entries")
     p.add_argument("--op", action="append", default=[], help="only this op (repeatable)")
+    p.add_argument("--onnxruntime", action="store_true", help="also measure onnxruntime on every case")
     p.add_argument("--exceptions-md", action="store_true",
                    help="print EXCEPTIONS grouped by reason, as docs/onnx.md lists them, and exit")
     args = p.parse_args(argv)
@@ -107,6 +143,16 @@ def main(argv=None) -> int:
           f"{total['xpass']:>7}{total['bound']:>7}")
     clean = sum(1 for r in rows.values() if r["failed"] == 0 and r["exceptions"] == 0)
     print(f"ops passing every case: {clean} of {len(rows)}")
+    if not args.op:
+        print(f"irtool passes {total['passed']} of all {len(all_cases)} cases "
+              f"({100 * total['passed'] / len(all_cases):.1f}%)")
+    if args.onnxruntime:
+        import onnxruntime
+
+        cases = [c for c in all_cases if not args.op or _tested_op(c, schema_names) in args.op]
+        passed = onnxruntime_passes(cases)
+        print(f"onnxruntime {onnxruntime.__version__} passes {passed} of {len(cases)} cases "
+              f"({100 * passed / len(cases):.1f}%)")
     if args.failures:
         for name, message in failures:
             print(f"FAIL {name}: {message}")

@@ -184,6 +184,7 @@ DIRECT: dict[str, Direct] = {
     "nn.dropout":             Direct("relax.nn.dropout"),
     "nn.batch_flatten":       Direct("relax.nn.batch_flatten"),
     "cumsum":                 Direct("relax.cumsum"),
+    "cumprod":                Direct("relax.cumprod"),
     "reverse":                Direct("relax.flip"),
     "scatter_elements":       Direct("relax.scatter_elements"),
     "einsum":                 Direct("relax.einsum",               (("subscripts", "equation"),)),

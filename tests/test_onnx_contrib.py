@@ -14,7 +14,7 @@ import irtool
 from irtool.frontend.onnx import OnnxImportError, from_onnx, supported_ops
 from irtool.ir.types import ANY
 
-DTYPES = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
+DTYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
           "uint8": TensorProto.UINT8, "int8": TensorProto.INT8, "int16": TensorProto.INT16,
           "uint16": TensorProto.UINT16, "uint32": TensorProto.UINT32}
 RNG = np.random.default_rng(15)
@@ -325,12 +325,26 @@ def test_grid_sample_opset20_names(mode):
     check([node("GridSample", ["x", "g"], mode=mode)], {"x": x, "g": grid}, opset=20)
 
 
-def test_grid_sample_of_5d_input_is_a_diagnostic():
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample_volumetric(mode, padding_mode, align_corners):
+    # composed (trilinear, or nearest with halves to even), as onnx and onnxruntime compute it
+    x = RNG.standard_normal((2, 3, 4, 5, 6)).astype("float32")
+    grid = RNG.uniform(-1.4, 1.4, (2, 3, 2, 4, 3)).astype("float32")  # some points outside the volume
+    grid[0, 0, 0, :2] = [[0.0, 0.0, 0.0], [-0.6, 0.2, 1.0 / 3]]  # voxel centres and halves between them
+    check([node("GridSample", ["x", "g"], mode=mode, padding_mode=padding_mode, align_corners=align_corners)],
+          {"x": x, "g": grid}, opset=20, atol=1e-5)
+
+
+def test_grid_sample_volumetric_unsupported_forms_are_diagnostics():
     x = np.zeros((1, 1, 2, 2, 2), "float32")
-    model = _model([node("GridSample", ["x", "g"])], {"x": x, "g": np.zeros((1, 2, 2, 2, 3), "float32")},
-                   [("y", "float32")], opset=20)
-    with pytest.raises(OnnxImportError, match="4-D"):
-        from_onnx(model)
+    for attrs, message in (({"mode": "cubic"}, "nearest and linear modes"),
+                           ({"padding_mode": "reflection"}, "zeros or border")):
+        model = _model([node("GridSample", ["x", "g"], **attrs)], {"x": x, "g": np.zeros((1, 2, 2, 2, 3), "float32")},
+                       [("y", "float32")], opset=20)
+        with pytest.raises(OnnxImportError, match=message):
+            from_onnx(model)
 
 
 # ----------------------------------------------------------------------------- indexing.py: Unique
@@ -372,6 +386,101 @@ def test_linear_regressor(targets, intercepts):
     (expected,) = sess.run(None, {"x": x})
     for got in _ours(model, {"x": x}):
         np.testing.assert_allclose(got[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def _ml_model(ml_node, x):
+    graph = helper.make_graph([ml_node], "g", [helper.make_tensor_value_info("x", DTYPES[str(x.dtype)], x.shape)],
+                              [helper.make_tensor_value_info("y", DTYPES[str(x.dtype)], None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.onnx.ml", 1)],
+                             ir_version=7)
+
+
+def _check_ml(model, x):
+    (expected,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for got in _ours(model, {"x": x}):
+        assert got[0].shape == expected.shape and got[0].dtype == expected.dtype
+        np.testing.assert_array_equal(got[0], expected)
+
+
+@pytest.mark.parametrize("dtype, threshold", [("float32", 0.25), ("float32", None), ("float32", -1.0)])  # onnxruntime: float only
+def test_binarizer(dtype, threshold):
+    x = (RNG.standard_normal((3, 4, 5)) * 3).astype(dtype)
+    attrs = {} if threshold is None else {"threshold": threshold}
+    _check_ml(_ml_model(node("Binarizer", ["x"], domain="ai.onnx.ml", **attrs), x), x)
+
+
+@pytest.mark.parametrize("shape, indices", [((3, 4), [0, 3, 1]), ((2, 3, 5), [[4, 0]]), ((6,), [5, 5, 2])])
+def test_array_feature_extractor(shape, indices):
+    # the indices along the last axis; a 1-D input gives a (1, n) row, as onnxruntime shapes it
+    x = RNG.standard_normal(shape).astype("float32")
+    model = _ml_model(node("ArrayFeatureExtractor", ["x", "i"], domain="ai.onnx.ml"), x)
+    model.graph.initializer.append(numpy_helper.from_array(np.array(indices, "int64"), "i"))
+    _check_ml(model, x)
+
+
+def _random_trees(rng, trees, depth, features, n_targets, member):
+    """Complete binary trees of `depth` tests: nodes_* and leaf_* attributes of TreeEnsemble."""
+    nodes = {k: [] for k in ("featureids", "modes", "splits", "truenodeids", "falsenodeids", "trueleafs",
+                             "falseleafs", "missing_value_tracks_true")}
+    leaves, targets, roots, members = [], [], [], []
+
+    def grow(level):
+        node = len(nodes["modes"])
+        mode = int(rng.integers(0, 7 if member else 6))
+        for key, value in (("featureids", int(rng.integers(features))), ("modes", mode),
+                           ("splits", float(rng.normal())), ("missing_value_tracks_true", int(rng.integers(2)))):
+            nodes[key].append(value)
+        if mode == 6:
+            # onnxruntime takes integer members only; onnx's reference stops a set at a member 0
+            members.extend([*rng.choice([-1.0, 1.0, 2.0], size=2), np.nan])
+        for branch in ("true", "false"):
+            nodes[f"{branch}nodeids"].append(0)
+            nodes[f"{branch}leafs"].append(0)
+        for branch in ("true", "false"):
+            if level + 1 == depth:
+                nodes[f"{branch}leafs"][node] = 1
+                nodes[f"{branch}nodeids"][node] = len(leaves)
+                leaves.append(float(rng.normal()))
+                targets.append(int(rng.integers(n_targets)))
+            else:
+                nodes[f"{branch}nodeids"][node] = grow(level + 1)
+        return node
+
+    for _ in range(trees):
+        roots.append(grow(0))
+    attrs = {f"nodes_{k}": v for k, v in nodes.items() if k not in ("modes", "splits")}
+    attrs["nodes_modes"] = numpy_helper.from_array(np.array(nodes["modes"], "uint8"), "modes")
+    attrs["nodes_splits"] = numpy_helper.from_array(np.array(nodes["splits"], "float32"), "splits")
+    attrs["leaf_weights"] = numpy_helper.from_array(np.array(leaves, "float32"), "weights")
+    attrs.update(leaf_targetids=targets, tree_roots=roots, n_targets=n_targets)
+    if members:
+        attrs["membership_values"] = numpy_helper.from_array(np.array(members, "float32"), "members")
+    return attrs
+
+
+@pytest.mark.parametrize("aggregate", [0, 1])
+@pytest.mark.parametrize("member", [False, True])
+def test_tree_ensemble(aggregate, member):
+    # random trees over every comparison mode (and set membership), NaN inputs following
+    # missing_value_tracks_true, SUM and AVERAGE over two targets
+    rng = np.random.default_rng(5 + aggregate + 2 * member)
+    x = rng.normal(size=(40, 3)).round(1).astype("float32")  # rounded: ties with the splits and members
+    if member:  # onnxruntime tests the membership of the value truncated to an integer; the spec, of the value
+        x = (x * 2).round().astype("float32")
+    x[::7, 1] = np.nan
+    attrs = _random_trees(rng, trees=3, depth=3, features=3, n_targets=2, member=member)
+    model = _ml_model(node("TreeEnsemble", ["x"], domain="ai.onnx.ml", aggregate_function=aggregate, **attrs), x)
+    model.opset_import[1].version = 5
+    (expected,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for got in _ours(model, {"x": x}):
+        assert got[0].shape == expected.shape and got[0].dtype == expected.dtype
+        np.testing.assert_allclose(got[0], expected, rtol=1e-6, atol=1e-6)
+    # non-integer values against onnx's reference evaluator (membership of the value itself)
+    from onnx.reference import ReferenceEvaluator
+
+    x = x + np.float32(0.3)
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
+    np.testing.assert_allclose(_ours(model, {"x": x})[0][0], expected, rtol=1e-6, atol=1e-6)
 
 
 # ----------------------------------------------------------------------------- training.py (ai.onnx.preview.training)
@@ -436,3 +545,57 @@ def test_qattention(mask_kind, unidirectional, past_len):
         names.append("p")
     check([node("QAttention", names, [o for o, _ in outs], domain=MS, num_heads=heads, unidirectional=unidirectional)],
           inputs, outs, inits=inits, atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- contrib.py: Attention
+
+
+@pytest.mark.parametrize("mask_kind", ["2d", "1d", "3d", None])
+@pytest.mark.parametrize("unidirectional", [0, 1])
+@pytest.mark.parametrize("past_len", [0, 2])
+def test_attention(mask_kind, unidirectional, past_len):
+    """onnxruntime's float Attention (TVM v0.19 converts it): the projection, heads, past and
+    present, each mask form and the causal mask."""
+    batch, seq, din, hidden, heads = 2, 3, 5, 8, 2
+    total = past_len + seq
+    inits = {"w": RNG.standard_normal((din, 3 * hidden)).astype("float32"),
+             "b": RNG.standard_normal(3 * hidden).astype("float32")}
+    inputs = {"x": RNG.standard_normal((batch, seq, din)).astype("float32")}
+    names = ["x", "w", "b"]
+    if mask_kind == "2d":
+        inputs["m"] = np.array([[1] * total, [1] * (past_len + 1) + [0] * (seq - 1)], "int32")
+    elif mask_kind == "1d":
+        inputs["m"] = np.array([total, past_len + 2], "int32")
+    elif mask_kind == "3d":
+        inputs["m"] = RNG.integers(0, 2, (batch, seq, total)).astype("int32")
+        inputs["m"][:, :, 0] = 1  # every query sees a key
+    names.append("m" if mask_kind else "")
+    if past_len:
+        inputs["p"] = RNG.standard_normal((2, batch, heads, past_len, hidden // heads)).astype("float32")
+        names.append("p")
+    outs = [("y", "float32"), ("present", "float32")]
+    check([node("Attention", names, [o for o, _ in outs], domain=MS, num_heads=heads, unidirectional=unidirectional)],
+          inputs, outs, inits=inits, atol=1e-4)
+
+
+def test_attention_bias_scale_and_mask_filter_value():
+    batch, seq, hidden, heads = 1, 4, 6, 3
+    inits = {"w": RNG.standard_normal((hidden, 3 * hidden)).astype("float32"),
+             "b": RNG.standard_normal(3 * hidden).astype("float32")}
+    inputs = {"x": RNG.standard_normal((batch, seq, hidden)).astype("float32"),
+              "m": np.array([[1, 1, 0, 1]], "int32"),
+              "ab": RNG.standard_normal((batch, heads, seq, seq)).astype("float32")}
+    check([node("Attention", ["x", "w", "b", "m", "", "ab"], domain=MS, num_heads=heads, scale=0.3,
+                mask_filter_value=-50.0)], inputs, inits=inits, atol=1e-4)
+
+
+@pytest.mark.parametrize("attrs, message", [
+    ({"qkv_hidden_sizes": [4, 4, 8]}, "only equal sizes"),
+    ({"do_rotary": 1}, "`do_rotary` is not supported"),
+])
+def test_attention_unsupported_forms_are_diagnostics(attrs, message):
+    inits = {"w": np.zeros((4, 16), "float32"), "b": np.zeros(16, "float32")}
+    model = _model([node("Attention", ["x", "w", "b"], domain=MS, num_heads=2, **attrs)],
+                   {"x": np.zeros((1, 2, 4), "float32")}, [("y", "float32")], inits)
+    with pytest.raises(OnnxImportError, match=message):
+        from_onnx(model)

@@ -20,7 +20,7 @@ from irtool import interpret  # noqa: E402
 from irtool.frontend import from_onnx  # noqa: E402
 from irtool.ir.expr import Call  # noqa: E402
 from irtool.ir.visitor import post_order  # noqa: E402
-from irtool.ops.registry import get  # noqa: E402
+from irtool.ops.registry import OpPattern, get  # noqa: E402
 from irtool.text import parse, to_text  # noqa: E402
 from irtool.text.relay_printer import print_relay  # noqa: E402
 
@@ -144,6 +144,34 @@ def test_run_time_shape_inputs_become_dyn_ops(op_type, inputs, out_rank):
 # ----------------------------------------------------------------------------- dyn.* operators
 
 RNG = np.random.default_rng(0)
+
+
+# name -> (arguments, TOpPattern), from TVM v0.19's src/relay/op/dyn/ registrations (dyn.zeros, dyn.ones
+# and dyn.topk take theirs in python/tvm/relay/op/dyn/)
+I_, B_, E_, F_, O_ = (OpPattern.INJECTIVE, OpPattern.BROADCAST, OpPattern.ELEMWISE, OpPattern.OUT_ELEMWISE_FUSABLE,
+                      OpPattern.OPAQUE)
+DYN_DECLS = {
+    "dyn.reshape": (("data", "newshape"), I_),
+    "dyn.broadcast_to": (("data", "shape"), B_),
+    "dyn.full": (("fill_value", "shape"), E_),
+    "dyn.zeros": (("shape",), E_),
+    "dyn.ones": (("shape",), E_),
+    "dyn.strided_slice": (("data", "begin", "end", "strides"), I_),
+    "dyn.tile": (("data", "reps"), I_),
+    "dyn.topk": (("data", "k"), O_),
+    "dyn.one_hot": (("indices", "on_value", "off_value", "depth"), F_),
+    "dyn.nn.pad": (("data", "pad_width", "pad_val"), I_),
+    "dyn.image.resize2d": (("data", "size", "roi"), I_),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DYN_DECLS))
+def test_dyn_op_declarations_match_tvm(name):
+    op = get(name)
+    args, pattern = DYN_DECLS[name]
+    assert op.args == args
+    assert op.pattern == pattern, OpPattern.NAMES[op.pattern]
+    assert op.shape_data_dependent and op.ref is not None
 
 
 @pytest.mark.parametrize("op,args,attrs,expected", [

@@ -15,7 +15,7 @@ from irtool.frontend import from_onnx  # noqa: E402
 from irtool.frontend.onnx import OnnxImportError  # noqa: E402
 
 _NP_TO_ONNX = {np.dtype(v): k for k, v in {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
-                                            9: "bool", 11: "float64"}.items()}
+                                            9: "bool", 10: "float16", 11: "float64"}.items()}
 RNG = np.random.default_rng(0)
 
 
@@ -136,6 +136,25 @@ def test_arith_int(op):
     b = ints(3, 4, low=1, high=5) * np.where(RNG.random((3, 4)) > 0.5, 1, -1).astype(np.int32)
     check(op, {"a": ints(2, 3, 4, low=-20, high=21), "b": b}, opset=14)
     check(op, {"a": ints(3, 4, dtype=np.int64, low=-20, high=21), "b": b.astype(np.int64)}, opset=14)
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_mod(fmod, dtype):
+    """fmod=0: the divisor's sign (floats too, which opset 28 allows and onnxruntime computes
+    as NumPy's mod, infinities and signed zeros included); fmod=1: the dividend's;
+    broadcasting."""
+    if dtype.startswith("int"):
+        if not fmod and dtype == "int64":  # torch's transformer: positions modulo a length
+            check("Mod", {"a": np.arange(-6, 6, dtype=dtype).reshape(3, 4)}, {"fmod": fmod},
+                  consts={"b": np.array([4, -3, 5, 1], dtype)})
+        a, b = ints(4, 5, dtype=dtype), ints(5, dtype=dtype, low=1, high=6) * np.array([1, -1, 1, -1, 1], dtype)
+    else:
+        a = np.array([[7.5, -7.5, 0.0, -0.0, 3.0], [-1.0, 1.0, 2.5, -2.5, 1e-3]], dtype)
+        b = np.array([2.0, 2.0, -3.0, 3.0, -np.inf], dtype)
+        if not fmod:
+            a[1, 4] = -1e-3  # -1e-3 mod -inf is -1e-3; 1e-3 mod -inf is -inf
+    check("Mod", {"a": a, "b": b}, {"fmod": fmod}, opset=28 if dtype.startswith("float") and not fmod else 13)
 
 
 def test_div_int_truncates():
@@ -330,6 +349,20 @@ def test_reduce_extremum_empty_set(op, dtype, keepdims):
     check(op, {"x": x}, {"keepdims": keepdims}, opset=18, consts={"axes": np.asarray([1], "int64")})
 
 
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduce_extremum_of_infinities(op, dtype, keepdims):
+    """A set of only -inf has the max -inf (ONNX, onnxruntime), where Relay's max (TOPI's)
+    starts from the lowest finite float and gives -3.4e38; min likewise with +inf. A row that
+    also holds the lowest finite value or +inf keeps the plain reduction's result."""
+    inf = np.inf if op == "ReduceMax" else -np.inf
+    lowest = np.finfo(dtype).min if op == "ReduceMax" else np.finfo(dtype).max
+    x = np.array([[-inf, -inf, -inf], [-inf, lowest, -inf], [1.0, -inf, 2.0], [-inf, inf, -inf]], dtype)
+    for axes in ([1], [0, 1]):
+        check(op, {"x": x}, {"keepdims": keepdims}, opset=18, consts={"axes": np.asarray(axes, "int64")})
+
+
 # ----------------------------------------------------------------------------- quantisation and rounding
 
 
@@ -390,3 +423,28 @@ def test_dft_matches_numpy(inverse, onesided, complex_in, length):
     got = _irtool(model, {"x": x})[0]
     assert got.shape == expected.shape and got.dtype == expected.dtype
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("frame_step,frame_length,window,onesided,complex_in", [
+    (8, 16, False, 1, False), (5, None, True, 1, False), (4, 12, True, 0, False), (6, 10, False, 0, True)])
+def test_stft_matches_onnxruntime(frame_step, frame_length, window, onesided, complex_in):
+    """Frames every frame_step samples, windowed, then the DFT; the lengths must be known at import."""
+    x = f32(2, 40, 2 if complex_in else 1)
+    consts = {"step": np.array(frame_step, np.int64)}
+    order = ["x", "step"]
+    if window:
+        consts["window"] = np.hanning(10 if frame_length is None else frame_length).astype(np.float32)
+    order.append("window" if window else "")
+    if frame_length is not None:
+        consts["length"] = np.array(frame_length, np.int64)
+        order.append("length")
+    check("STFT", {"x": x}, {"onesided": onesided, "_order": order}, opset=17, consts=consts, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("bins,length,rate,low,high,dtype", [
+    (8, 16, 8192, 0.0, 4096.0, None), (10, 64, 16000, 20.0, 7600.0, TensorProto.DOUBLE),
+    (4, 9, 1000, 100.0, 450.0, None)])
+def test_mel_weight_matrix_matches_onnxruntime(bins, length, rate, low, high, dtype):
+    consts = {"bins": np.array(bins, np.int32), "length": np.array(length, np.int32), "rate": np.array(rate, np.int32),
+              "low": np.array(low, np.float32), "high": np.array(high, np.float32)}
+    check("MelWeightMatrix", {}, {} if dtype is None else {"output_datatype": dtype}, opset=17, consts=consts)

@@ -119,6 +119,86 @@ def test_unsupported_ops_listed_in_one_message(tmp_path) -> None:
     _one_error(*_cli([_save(m, tmp_path / "u.onnx")])[::2], "StringNormalizer", "TfIdfVectorizer", "Frobnicate")
 
 
+# ----------------------------------------------------------------------------- malformed graphs
+
+
+def _attr(node, name, **fields):
+    """`node` with an attribute set field by field (its `type` may disagree, or be absent)."""
+    a = node.attribute.add()
+    a.name = name
+    for key, value in fields.items():
+        setattr(a, key, value)
+    return node
+
+
+def _bad_tensor(name, dims):
+    return TensorProto(name=name, data_type=TensorProto.FLOAT, dims=dims, float_data=[1.0])
+
+
+X23 = [_vi("x", (2, 3))]
+MALFORMED = {
+    "attribute-float-for-ints": (_model([helper.make_node("Transpose", ["x"], ["y"], perm=1.5)], X23, [_vi("y", None)]),
+                                 "Transpose node computing `y`: attribute `perm` must be of type INTS, got FLOAT"),
+    "attribute-string-for-int": (_model([helper.make_node("Gemm", ["x", "x"], ["y"], transB="yes")], X23,
+                                        [_vi("y", None)]), "attribute `transB` must be of type INT, got STRING"),
+    "attribute-ints-for-int": (_model([helper.make_node("Concat", ["x", "x"], ["y"], axis=[0, 1])], X23,
+                                      [_vi("y", None)]), "attribute `axis` must be of type INT, got INTS"),
+    "attribute-of-no-type": (_model([_attr(helper.make_node("Softmax", ["x"], ["y"]), "axis", i=1)], X23,
+                                    [_vi("y", None)]), "attribute `axis` must be of type INT, got UNDEFINED"),
+    "required-attribute-missing": (_model([helper.make_node("If", ["c"], ["y"])], [_vi("c", (), TensorProto.BOOL)],
+                                          [_vi("y", None)]), "If node computing `y`: attribute `else_branch` is required"),
+    "input-never-produced": (_model([helper.make_node("Add", ["x", "nope"], ["y"])], X23, [_vi("y", None)]),
+                             "input `nope` is not produced"),
+    "required-input-empty": (_model([helper.make_node("Gemm", ["x", ""], ["y"])], X23, [_vi("y", None)]),
+                             "Gemm node computing `y`: input 1 (`B`) is required"),
+    "output-defined-twice": (_model([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Neg", ["x"], ["y"])],
+                                    X23, [_vi("y", None)]), "Neg node computing `y`: output `y` is already defined"),
+    "named-node": (_model([helper.make_node("Softmax", ["x"], ["y"], name="/head/Softmax", axis="one")], X23,
+                          [_vi("y", None)]), "node `/head/Softmax` (Softmax): attribute `axis`"),
+    "initializer-data-and-dims-disagree": (_model([helper.make_node("Add", ["x", "w"], ["y"])], [_vi("x", (3,))],
+                                                  [_vi("y", None)], inits=[_bad_tensor("w", [3])]),
+                                           "initializer `w` cannot be read"),
+    "constant-data-and-dims-disagree": (_model([helper.make_node("Constant", [], ["y"], value=_bad_tensor("v", [4]))],
+                                               [], [_vi("y", None)]),
+                                        "Constant node computing `y`: attribute `value` cannot be read"),
+    "string-initializer": (_model([helper.make_node("Identity", ["w"], ["y"])], [], [_vi("y", None)],
+                                  inits=[helper.make_tensor("w", TensorProto.STRING, [1], [b"a"])]),
+                           "initializer `w` has an element type irtool does not support (ONNX type 8)"),
+    "one-hot-values-of-three": (_model([helper.make_node("OneHot", ["i", "d", "v"], ["y"])],
+                                       [_vi("i", (2,), TensorProto.INT64)], [_vi("y", None)],
+                                       inits=[helper.make_tensor("d", TensorProto.INT64, [1], [3]),
+                                              helper.make_tensor("v", TensorProto.FLOAT, [3], [0, 1, 2])]),
+                                "OneHot's values must be a tensor of 2 elements"),
+    # ops onnx has no schema of: the inputs and attributes their converters declare
+    "contrib-input-missing": (_model([helper.make_node("QAttention", ["x"], ["y"], domain="com.microsoft", num_heads=1)],
+                                     [_vi("x", (1, 2, 3))], [_vi("y", None)]),
+                              "QAttention node computing `y`: input 1 (`weight`) is required"),
+    "contrib-attribute-missing": (_model([helper.make_node("Attention", ["x", "x"], ["y"], domain="com.microsoft")],
+                                         [_vi("x", (1, 2, 3))], [_vi("y", None)]),
+                                  "attribute `num_heads` is required"),
+    "caffe2-input-missing": (_model([helper.make_node("FC", ["x"], ["y"])], [_vi("x", (2, 3))], [_vi("y", None)],
+                                    opset=1), "FC node computing `y`: input 1 (`W`) is required"),
+    # without max_output_boxes_per_class the result is empty, but the operands are still checked
+    "nms-boxes-of-five": (_model([helper.make_node("NonMaxSuppression", ["b", "s"], ["y"])],
+                                 [_vi("b", (1, 3, 5)), _vi("s", (1, 1, 3))], [_vi("y", None)]),
+                          "needs boxes of shape (B, N, 4), got (1, 3, 5)"),
+    "nms-box-counts-differ": (_model([helper.make_node("NonMaxSuppression", ["b", "s"], ["y"])],
+                                     [_vi("b", (1, 3, 4)), _vi("s", (1, 1, 2))], [_vi("y", None)]),
+                              "the boxes' box count 3 differs from the scores' 2"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_malformed_graph_is_a_located_diagnostic(case, tmp_path) -> None:
+    """A graph onnx's checker rejects: one error naming the node (by name, else by what it
+    computes) and the fault, exit 1, nothing written."""
+    model, message = MALFORMED[case]
+    out = tmp_path / "m.ir"
+    code, _, err = _cli([_save(model, tmp_path / "m.onnx"), "-o", out])
+    _one_error(code, err, "m.onnx: error:", message)
+    assert not out.exists()
+
+
 # ----------------------------------------------------------------------------- ops imported as ONNX functions
 
 
@@ -140,6 +220,32 @@ def test_function_op_is_expanded() -> None:
     assert "mean" in ops and "GroupNormalization" not in str(mod)
     got = irtool.interpret(mod, [x, scale, bias])
     np.testing.assert_allclose(got, _reference(m, {"x": x, "scale": scale, "bias": bias})[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("heads, kv_heads, mod", [(2, 2, None), (4, 2, "score"), (2, 1, "prob")])
+def test_preview_flex_attention_is_its_function_body(heads, kv_heads, mod) -> None:
+    """ai.onnx.preview's FlexAttention has a (context-dependent) function body, its score_mod
+    and prob_mod subgraphs inlined; grouped K/V heads too. onnxruntime has no kernel for it:
+    onnx's reference evaluator checks it."""
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((1, heads, 3, 4)).astype("float32")
+    k, v = (rng.standard_normal((1, kv_heads, 5, 4)).astype("float32") for _ in range(2))
+    attrs = {}
+    if mod == "score":  # a soft cap: 2 tanh(s / 2)
+        two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+        attrs["score_mod"] = helper.make_graph(
+            [helper.make_node("Div", ["s", "two"], ["h"]), helper.make_node("Tanh", ["h"], ["t"]),
+             helper.make_node("Mul", ["t", "two"], ["o"])], "score", [_vi("s", None)], [_vi("o", None)],
+            initializer=[two])
+    elif mod == "prob":
+        attrs["prob_mod"] = helper.make_graph([helper.make_node("Mul", ["p", "p"], ["o"])], "prob",
+                                              [_vi("p", None)], [_vi("o", None)])
+    node = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", **attrs)
+    m = _model([node], [_vi("q", q.shape), _vi("k", k.shape), _vi("v", v.shape)], [_vi("y", None)], opset=26)
+    m.opset_import.append(helper.make_opsetid("ai.onnx.preview", 1))
+    feeds = {"q": q, "k": k, "v": v}
+    mod_, _ = from_onnx(m)
+    np.testing.assert_allclose(irtool.interpret(mod_, feeds), _reference(m, feeds)[0], rtol=1e-5, atol=1e-6)
 
 
 def test_function_op_attributes_and_names_stay_apart() -> None:

@@ -74,6 +74,49 @@ def test_cumsum(exclusive, reverse, axis):
           inits={"a": np.array(axis, "int64")})
 
 
+@pytest.mark.parametrize("exclusive, reverse, axis", [(0, 0, 1), (1, 0, 0), (0, 1, -1), (1, 1, 1)])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_cumprod(exclusive, reverse, axis, dtype):
+    # opset 26's CumProd (not in TVM v0.19's convert map): Relay's cumprod, as CumSum's cumsum
+    x = RNG.uniform(0.5, 2.0, (3, 4)).astype(dtype) if dtype == "float32" else RNG.integers(-3, 4, (3, 4), dtype)
+    mod = check([node("CumProd", ["x", "a"], exclusive=exclusive, reverse=reverse)], {"x": x}, [("y", dtype)],
+                inits={"a": np.array(axis, "int64")}, opset=26)
+    assert "cumprod(" in irtool.to_text(mod)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+@pytest.mark.parametrize("cache_shape, update_len, axis", [((2, 3, 6, 4), 2, -2), ((3, 6, 5), 3, 1),
+                                                           ((2, 4, 5, 7), 4, -1)])
+@pytest.mark.parametrize("with_indices", [True, False])
+def test_tensor_scatter(mode, cache_shape, update_len, axis, with_indices):
+    # opset 24's KV-cache update: each batch row written from its own index (wrapping in circular mode)
+    cache = RNG.standard_normal(cache_shape).astype("float32")
+    ax = axis % len(cache_shape)
+    update = RNG.standard_normal(cache_shape[:ax] + (update_len,) + cache_shape[ax + 1:]).astype("float32")
+    length = cache_shape[ax]
+    starts = np.arange(cache_shape[0], dtype="int64") * 2 % (length if mode == "circular" else length - update_len + 1)
+    inputs, names = {"c": cache, "u": update}, ["c", "u"]
+    if with_indices:
+        inputs["w"] = starts + (length - update_len if mode == "circular" else 0)  # wraps past the end
+        names.append("w")
+    check([node("TensorScatter", names, axis=axis, mode=mode)], inputs, opset=24)
+
+
+@pytest.mark.parametrize("image, block, attrs", [
+    ((5, 6), (2, 3), {}), ((7, 7), (3, 3), {"strides": [2, 2], "pads": [1, 0, 1, 2]}),
+    ((6, 9), (2, 2), {"dilations": [2, 3], "strides": [1, 2]}), ((3, 4, 5), (2, 1, 3), {"pads": [0, 1, 0, 0, 1, 1]})])
+def test_col2im(image, block, attrs):
+    # opset 18's Col2Im (not in TVM v0.19's map): overlapping blocks summed into the image
+    nd = len(image)
+    strides, dilations = attrs.get("strides", [1] * nd), attrs.get("dilations", [1] * nd)
+    pads = attrs.get("pads", [0] * 2 * nd)
+    counts = [(image[d] + pads[d] + pads[d + nd] - dilations[d] * (block[d] - 1) - 1) // strides[d] + 1
+              for d in range(nd)]
+    x = RNG.standard_normal((2, 3 * int(np.prod(block)), int(np.prod(counts)))).astype("float32")
+    check([node("Col2Im", ["x", "i", "b"], **attrs)], {"x": x},
+          inits={"i": np.array(image, "int64"), "b": np.array(block, "int64")})
+
+
 @pytest.mark.parametrize("axis", [-1, 0, 1, -2])
 def test_one_hot_moves_negative_indices_up_by_depth(axis):
     indices = np.array([[0, -1, 3], [-4, 2, 1]], "int64")

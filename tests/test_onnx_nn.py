@@ -146,6 +146,28 @@ def test_matmul(a_shape, b_shape):
     check("MatMul", [rand(*a_shape), rand(*b_shape)], opset=13)
 
 
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (3, 3), (2, 4, 4), (2, 3, 5, 5)])
+def test_det(shape):
+    # Leibniz's formula over the permutations (orders 1 to 5), batched over the leading axes;
+    # float64 against NumPy (onnxruntime's Det is float32 only)
+    check("Det", [rand(*shape)], opset=11, rtol=1e-4, atol=1e-4)
+    x = rand(*shape, dtype="float64")
+    node = helper.make_node("Det", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.DOUBLE, shape)],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.DOUBLE, None)])
+    mod, _ = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]))
+    np.testing.assert_allclose(interpret(mod, {"x": x}), np.linalg.det(x), rtol=1e-10, atol=1e-12)
+
+
+def test_det_of_a_large_or_non_square_matrix_is_a_diagnostic():
+    for shape, message in (((6, 6), "order 6 is not supported"), ((2, 3), "square matrices")):
+        node = helper.make_node("Det", ["x"], ["y"])
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)],
+                                  [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+        with pytest.raises(OnnxImportError, match=message):
+            from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]))
+
+
 def test_matmul_constant_weight():
     mod = check("MatMul", [rand(2, 3, 4), rand(4, 6)], consts=(1,))
     text = print_relay(mod)
@@ -293,6 +315,9 @@ def test_dropout_ratio_input_and_training_mode():
     with pytest.raises(OnnxImportError, match="training"):
         model = _dropout_training_model()
         from_onnx(model)
+    # training with a ratio of 0 drops nothing: the input and a mask of ones
+    check("Dropout", [rand(3, 4), np.array(0.0, "float32"), np.array(True)], opset=13, outputs=2,
+          consts=(1, 2), out_dtypes=["float32", "bool"])
 
 
 def _dropout_training_model():
@@ -301,6 +326,27 @@ def _dropout_training_model():
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 2])],
                               [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], initializer=inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("x_shape, w_shape, attrs, with_bias, with_mask", [
+    ((1, 2, 5, 6), (3, 2, 2, 2), {}, False, False),
+    ((2, 4, 6, 6), (4, 2, 3, 3), {"group": 2, "offset_group": 2, "pads": [1, 1, 1, 1]}, True, True),
+    ((1, 3, 7, 8), (2, 3, 3, 2), {"strides": [2, 1], "dilations": [1, 2], "pads": [0, 1, 2, 0]}, True, False),
+    ((1, 4, 5, 5), (2, 4, 2, 2), {"offset_group": 4}, False, True),
+])
+def test_deform_conv(x_shape, w_shape, attrs, with_bias, with_mask):
+    # each tap samples bilinearly at its offset position (outside the image: 0), times the mask
+    n, _, height, width = x_shape
+    kh, kw = w_shape[2:]
+    s, d, p = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1]), attrs.get("pads", [0, 0, 0, 0])
+    oh = (height + p[0] + p[2] - d[0] * (kh - 1) - 1) // s[0] + 1
+    ow = (width + p[1] + p[3] - d[1] * (kw - 1) - 1) // s[1] + 1
+    groups = attrs.get("offset_group", 1)
+    inputs = [rand(*x_shape), rand(*w_shape), rand(n, 2 * groups * kh * kw, oh, ow) * 2,
+              rand(w_shape[0]) if with_bias else None]
+    if with_mask:
+        inputs.append(RNG.uniform(0, 1, (n, groups * kh * kw, oh, ow)).astype("float32"))
+    check("DeformConv", inputs, attrs, opset=19)
 
 
 @pytest.mark.parametrize("attrs", [
@@ -336,13 +382,40 @@ def test_conv_with_unknown_batch():
     np.testing.assert_allclose(interpret(mod, {"x": x}), want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape, attrs", [
+    ((2, 3, 6, 7), {"kernel_shape": [2, 2]}),
+    ((1, 2, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "storage_order": 1}),
+    ((1, 2, 8, 9), {"kernel_shape": [3, 2], "dilations": [2, 2], "strides": [1, 2]}),
+    ((1, 1, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+    ((1, 2, 6, 5), {"kernel_shape": [2, 3], "auto_pad": "SAME_UPPER"}),
+    ((2, 2, 9), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+    ((1, 2, 4, 5, 6), {"kernel_shape": [2, 2, 3], "strides": [2, 1, 2]}),
+])
+def test_max_pool_indices(shape, attrs):
+    # the flat index of each window's first largest element over the whole input (storage_order
+    # 1: the spatial axes column-major); ties (a coarse input) resolved as onnxruntime does
+    x = np.round(rand(*shape) * 2).astype("float32")
+    check("MaxPool", [x], attrs, opset=12, outputs=2, out_dtypes=["float32", "int64"])
+
+
 def test_unsupported_forms_are_errors():
-    with pytest.raises(OnnxImportError, match="Indices"):
-        check("MaxPool", [rand(1, 1, 4, 4)], {"kernel_shape": [2, 2]}, outputs=2, out_dtypes=["float32", "int64"])
+    # opset 9's training form: the running statistics as outputs 2 and 3
+    node = helper.make_node("BatchNormalization", ["x", "c", "c", "c", "c"], ["y", "m", "v"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 3])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(np.ones(2, "float32"), "c")])
     with pytest.raises(OnnxImportError, match="inference-mode"):
-        c = np.ones(2, "float32")
-        check("BatchNormalization", [rand(1, 2, 3), c, c, c, c], {"training_mode": 1}, opset=15, outputs=3,
-              consts=(1, 2, 3, 4))
+        from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)]))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (4, 3), (2, 3, 6)])
+@pytest.mark.parametrize("attrs", [{}, {"momentum": 0.6, "epsilon": 1e-2}])
+def test_batch_norm_training_mode(shape, attrs):
+    # opset 14: normalised by the batch's statistics, the running ones moved towards them
+    c = shape[1]
+    var = np.abs(rand(c)) + 0.1
+    check("BatchNormalization", [rand(*shape) * 3 + 1, rand(c), rand(c), rand(c), var],
+          {"training_mode": 1, **attrs}, opset=15, outputs=3)
 
 
 @pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])

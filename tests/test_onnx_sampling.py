@@ -111,7 +111,7 @@ def test_importer_folding_keeps_draws_of_constants():
 @pytest.mark.parametrize("node, message", [
     (helper.make_node("RandomUniform", [], ["y"], shape=[2], dtype=TensorProto.INT32), "floating-point"),
     (helper.make_node("Multinomial", ["x"], ["y"], dtype=TensorProto.FLOAT), "int32 or int64"),
-    (helper.make_node("RandomNormal", [], ["y"]), "needs a `shape` attribute"),
+    (helper.make_node("RandomNormal", [], ["y"]), "attribute `shape` is required"),  # by the schema
     (helper.make_node("Multinomial", ["x3"], ["y"]), "2-D input"),
 ])
 def test_bad_random_nodes_are_diagnostics(node, message):

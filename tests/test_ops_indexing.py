@@ -27,6 +27,8 @@ DECLS = {
                          ("is_ascend", "bool", False), ("dtype", "dtype", "int32")], O, "relax.topk"),
     "cumsum": (("data",), [("axis", "int?", None), ("dtype", "dtype", ""), ("exclusive", "bool", False)], O,
                "relax.cumsum"),
+    "cumprod": (("data",), [("axis", "int?", None), ("dtype", "dtype", ""), ("exclusive", "bool", False)], O,
+                "relax.cumprod"),
     "one_hot": (("indices", "on_value", "off_value"), [("depth", "int", 1), ("axis", "int", -1),
                                                        ("dtype", "dtype", "")], F, "relax.one_hot"),
     "reverse": (("data",), [("axis", "int?", None)], I, "relax.flip"),
@@ -167,11 +169,33 @@ def test_cumsum_against_a_loop(axis, exclusive, dtype):
     np.testing.assert_array_equal(out, want)
 
 
-def test_cumsum_relation():
-    assert_type(rel("cumsum", T((2, 3))), (6,), "float32")
-    assert_type(rel("cumsum", T((2, Q)), axis=1, dtype="float64"), (2, Q), "float64")
-    assert_type(rel("cumsum", T((2, Q))), (Q,), "float32")
-    assert "out of range" in rel_error("cumsum", T((2, 3)), axis=2)
+@pytest.mark.parametrize("axis, exclusive, dtype", [(0, False, ""), (1, True, ""), (None, False, "int64"),
+                                                    (-1, True, "float64")])
+def test_cumprod_against_a_loop(axis, exclusive, dtype):
+    x = RNG.integers(-3, 4, size=(3, 4)).astype("int32")
+    out = run("cumprod", x, axis=axis, exclusive=exclusive, dtype=dtype)
+    flat = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
+    want = np.zeros(flat.shape, dtype or x.dtype)
+    for idx in np.ndindex(*flat.shape[:-1]):
+        product = 1
+        for j in range(flat.shape[-1]):
+            if exclusive:
+                want[idx + (j,)] = product
+            product *= int(flat[idx + (j,)])
+            if not exclusive:
+                want[idx + (j,)] = product
+    want = want if axis is None else np.moveaxis(want, -1, axis)
+    assert out.dtype == np.dtype(dtype or "int32")
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+def test_scan_relation(name):
+    assert_type(rel(name, T((2, 3))), (6,), "float32")
+    assert_type(rel(name, T((2, Q)), axis=1, dtype="float64"), (2, Q), "float64")
+    assert_type(rel(name, T((2, Q))), (Q,), "float32")
+    assert "out of range" in rel_error(name, T((2, 3)), axis=2)
+    assert name in rel_error(name, T((2, 3)), axis=-3)
 
 
 # ------------------------------------------------------------------ one_hot, reverse

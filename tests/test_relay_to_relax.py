@@ -171,6 +171,7 @@ CASES = [
     ("topk-ascending", 'topk(%x, k=1, ret_type="values", is_ascend=True)', "x=2,3",
      'R.topk(x, k=1, axis=-1, ret_type="values", largest=False, dtype="int32")'),
     ("cumsum", "cumsum(%x, axis=1, exclusive=True)", "x=2,3", "R.cumsum(x, axis=1, exclusive=True)"),
+    ("cumprod", 'cumprod(%x, dtype="float64")', "x=2,3", 'R.cumprod(x, axis=None, dtype="float64", exclusive=False)'),
     ("reverse", "reverse(%x, axis=1)", "x=2,3", "R.flip(x, axis=1)"),
     ("scatter_elements", 'scatter_elements(%x, %i, %u, axis=1, reduction="add")', "x=2,3 i=2,2:int64 u=2,2",
      'R.scatter_elements(x, i, u, axis=1, reduction="add")'),

@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..ir.types import ANY, TensorType, TupleType
 from .common import normalize_axis, np, tensor_arg
 from .registry import REQUIRED, AttrSpec, OpDef, OpPattern, TypeRelError, register
-from .relax_scan_sort import _cumsum, _scan_rel, _stable_argsort
+from .relax_scan_sort import _cumprod, _cumsum, _scan_rel, _stable_argsort
 
 O = OpPattern.OPAQUE
 
@@ -82,15 +82,20 @@ def _topk(data, k, axis=-1, ret_type="both", is_ascend=False, dtype="int32"):
     return {"both": (values, indices), "values": values, "indices": indices}[ret_type]
 
 
-def cumsum_rel(args, attrs):
-    t = tensor_arg(args, 0, "data")
-    if attrs["axis"] is not None:
-        _axis_of(t, attrs["axis"], "cumsum")
-    return _scan_rel(args, attrs)
+def _scan_op_rel(name: str):
+    """TVM's ScanopRel (cumsum, cumprod): the input's shape, or its size flattened without an axis."""
+    def rel(args, attrs):
+        t = tensor_arg(args, 0, "data")
+        if attrs["axis"] is not None:
+            _axis_of(t, attrs["axis"], name)
+        return _scan_rel(args, attrs)
+    return rel
 
 
-def _cumsum_ref(data, axis=None, dtype="", exclusive=False):
-    return _cumsum(data, axis, dtype, bool(exclusive))
+def _scan_op_ref(scan):
+    def ref(data, axis=None, dtype="", exclusive=False):
+        return scan(data, axis, dtype, bool(exclusive))
+    return ref
 
 
 def unique_rel(args, attrs):
@@ -126,6 +131,7 @@ def _unique(data, sorted=True, return_counts=False):  # noqa: A002 - TVM's attri
 
 
 SORT = (AttrSpec("axis", "int", -1), AttrSpec("is_ascend", "bool", True))
+SCAN = (AttrSpec("axis", "int?", None), AttrSpec("dtype", "dtype", ""), AttrSpec("exclusive", "bool", False))
 
 # one line per op: name, arguments, relation, pattern, reference, attributes
 register(
@@ -134,8 +140,8 @@ register(
     OpDef("topk", ("data",), topk_rel, O, _topk,
           attrs=(AttrSpec("k", "int", REQUIRED), AttrSpec("axis", "int", -1), AttrSpec("ret_type", "str", "both"),
                  AttrSpec("is_ascend", "bool", False), AttrSpec("dtype", "dtype", "int32"))),
-    OpDef("cumsum", ("data",), cumsum_rel, O, _cumsum_ref,
-          attrs=(AttrSpec("axis", "int?", None), AttrSpec("dtype", "dtype", ""), AttrSpec("exclusive", "bool", False))),
+    *(OpDef(name, ("data",), _scan_op_rel(name), O, _scan_op_ref(scan), attrs=SCAN)
+      for name, scan in (("cumsum", _cumsum), ("cumprod", _cumprod))),
     OpDef("unique", ("data",), unique_rel, O, _unique,
           attrs=(AttrSpec("sorted", "bool", True), AttrSpec("return_counts", "bool", False))),
 )

@@ -211,7 +211,8 @@ register(
           shape_data_dependent=True),
     OpDef("dyn.strided_slice", ("data", "begin", "end", "strides"), strided_slice_rel, I, _dyn_strided_slice,
           attrs=(AttrSpec("slice_mode", "str", "end"),), shape_data_dependent=True),
-    OpDef("dyn.tile", ("data", "reps"), tile_rel, B, lambda x, reps: np.tile(x, _ints(reps)),
+    # injective where the static tile is broadcast: TVM v0.19 registers them so
+    OpDef("dyn.tile", ("data", "reps"), tile_rel, I, lambda x, reps: np.tile(x, _ints(reps)),
           shape_data_dependent=True),
     # k, depth, the pad widths and the resized size as tensors (TVM v0.19's ONNX frontend makes
     # these when they are only known at run time); the static op's other attributes
@@ -220,7 +221,7 @@ register(
     OpDef("dyn.one_hot", ("indices", "on_value", "off_value", "depth"), dyn_one_hot_rel,
           OpPattern.OUT_ELEMWISE_FUSABLE, _dyn_one_hot, attrs=_attrs_but("one_hot", "depth"),
           shape_data_dependent=True),
-    OpDef("dyn.nn.pad", ("data", "pad_width", "pad_value"), dyn_pad_rel, I, _dyn_pad,
+    OpDef("dyn.nn.pad", ("data", "pad_width", "pad_val"), dyn_pad_rel, I, _dyn_pad,
           attrs=_attrs_but("nn.pad", "pad_width"), shape_data_dependent=True),
     OpDef("dyn.image.resize2d", ("data", "size", "roi"), dyn_resize2d_rel, I, _dyn_resize2d,
           attrs=_attrs_but("image.resize2d", "size", "roi"), shape_data_dependent=True),

@@ -507,7 +507,7 @@ _op("relax.scatter_elements",   "data indices updates",          SCATTER,      "
 _op("relax.einsum",             "operands:tensors",              (_A("subscripts", "str"),), "einsum",
     convert=lambda args, at, ctx: (list(args), {"equation": at["subscripts"]}))
 # TVM 0.27's own relations and references (relax_scan_sort), with Relay counterparts (sort, argsort,
-# topk, cumsum: relay-to-relax renames is_ascend) or none (square, full_like, cumprod)
+# topk, cumsum, cumprod: relay-to-relax renames is_ascend) or none (square, full_like)
 SCAN = (_A("axis", "int?", None), _A("dtype", "dtype", ""), _A("exclusive", "bool", False))
 SORT = (_A("axis", "int", -1), _A("descending", "bool", False))
 TOPK = (_A("k", "int", 1), _A("axis", "int", -1), _A("ret_type", "str", "both"), _A("largest", "bool", True),
@@ -518,7 +518,7 @@ _op("relax.full_like",          "x fill_value",                  DTYPE_OPT,    N
     ref=scan_sort._full_like, positional_attrs=("dtype",))
 _op("relax.cumsum",             "data",                          SCAN,         "cumsum",  rel=scan_sort._scan_rel,
     ref=scan_sort._cumsum, sym_rel=scan_sort._scan_sym, positional_attrs=("axis", "dtype", "exclusive"))
-_op("relax.cumprod",            "data",                          SCAN,         None,  rel=scan_sort._scan_rel,
+_op("relax.cumprod",            "data",                          SCAN,         "cumprod",  rel=scan_sort._scan_rel,
     ref=scan_sort._cumprod, sym_rel=scan_sort._scan_sym, positional_attrs=("axis", "dtype", "exclusive"))
 _op("relax.sort",               "x",                             SORT,         "sort",  rel=scan_sort._same,
     ref=scan_sort._sort, positional_attrs=("axis", "descending"))

@@ -47,6 +47,10 @@ class OnnxOp:
 
     name: str
     versions: dict[int, Callable] = field(default_factory=dict)
+    # for an op onnx has no schema of (com.microsoft's): the names of the inputs its converter
+    # needs, by position (None: optional), and its required attributes
+    inputs: tuple[str | None, ...] = ()
+    attributes: tuple[str, ...] = ()
 
     def implementation(self, opset: int) -> Callable | None:
         usable = [v for v in self.versions if v <= opset]
@@ -68,16 +72,19 @@ def qualified_name(op_type: str, domain: str = "") -> str:
     return op_type if domain in ("", "ai.onnx") else f"{domain}.{op_type}"
 
 
-def converter(op_type: str, *since_versions: int, domain: str = ""):
+def converter(op_type: str, *since_versions: int, domain: str = "", inputs: tuple[str | None, ...] = (),
+              attributes: tuple[str, ...] = ()):
     """Register a converter for `op_type` (of `domain`, the default ONNX one unless given)
     from each opset version given. A contrib domain's ops are versioned by the model's
-    default-domain opset: their ops register at 1 and have one version."""
+    default-domain opset: their ops register at 1 and have one version. `inputs` and
+    `attributes` declare, for an op without an ONNX schema, the inputs (by position, None
+    for an optional one) and attributes that must be given."""
     if domain not in ("", "ai.onnx") and domain not in CONTRIB_DOMAINS:
         raise ValueError(f"unknown ONNX domain {domain!r}")
     key = qualified_name(op_type, domain)
 
     def register(fn: Callable) -> Callable:
-        op = CONVERTERS.setdefault(key, OnnxOp(key))
+        op = CONVERTERS.setdefault(key, OnnxOp(key, inputs=inputs, attributes=attributes))
         for v in since_versions or (1,):
             op.versions[v] = fn
         return fn
@@ -125,13 +132,12 @@ class Context:
         """Convert a node's subgraph (an If branch, a Loop or Scan body) in a scope over the
         enclosing one, its inputs bound to `bound` (name -> expression); its outputs."""
         import numpy as np
-        from onnx import numpy_helper
 
         outer_env, node, opset = self.env, self.node, self.opset
         self.env = collections.ChainMap(dict(bound), outer_env)
         try:
             for init in graph.initializer:
-                self.env[init.name] = self.typed(Constant(np.array(numpy_helper.to_array(init))))
+                self.env[init.name] = self.typed(Constant(np.array(tensor_array(init, f"initializer `{init.name}`"))))
             _check_supported(graph.node, self.table, opset)
             _convert_nodes(self, graph.node, opset)
             missing = [o.name for o in graph.output if o.name not in self.env]
@@ -143,8 +149,13 @@ class Context:
 
     def error(self, message: str) -> OnnxImportError:
         node = self.node
-        where = f"node `{node.name}` ({node.op_type})" if node is not None and node.name else (
-            f"a {node.op_type} node" if node is not None else "the model")
+        if node is None:
+            where = "the model"
+        elif node.name:
+            where = f"node `{node.name}` ({node.op_type})"
+        else:  # an unnamed node is found by what it computes
+            outputs = ", ".join(f"`{o}`" for o in node.output if o)
+            where = f"the {node.op_type} node computing {outputs}" if outputs else f"a {node.op_type} node"
         return OnnxImportError(f"{where}: {message}")
 
     def const(self, value, dtype: str | None = None) -> Constant:
@@ -366,10 +377,21 @@ def _attribute(attr):
     if isinstance(value, list):
         return [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
     if attr.type == attr.TENSOR:
-        from onnx import numpy_helper
-
-        return numpy_helper.to_array(attr.t)
+        return tensor_array(attr.t, f"attribute `{attr.name}`")
     return value
+
+
+def tensor_array(tensor, what: str):
+    """A TensorProto's value as a NumPy array; a diagnostic naming `what` when its element
+    type has no irtool dtype or its data does not match its dims."""
+    from onnx import numpy_helper
+
+    if tensor.data_type not in ONNX_DTYPES:
+        raise OnnxImportError(f"{what} has an element type irtool does not support (ONNX type {tensor.data_type})")
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, TypeError) as err:
+        raise OnnxImportError(f"{what} cannot be read: {err}") from None
 
 
 def _graph_opset(model, opset: int | None) -> int:
@@ -421,15 +443,17 @@ def _implementation(table: dict, node, opset: int):
     return op.implementation(opset) if op is not None else None
 
 
-def _check_arity(ctx: Context, node, inputs: list) -> None:
-    """Every input the op's schema requires is given, and no more inputs than it takes
-    (a converter may then rely on them)."""
+def _check_against_schema(ctx: Context, node, inputs: list) -> None:
+    """Every input the op's schema requires is given, and no more inputs than it takes;
+    every attribute it requires is there and each it declares has the declared type (a
+    converter may then rely on them)."""
     import onnx
 
     try:
         schema = onnx.defs.get_schema(node.op_type, ctx.opset, node.domain)
-    except onnx.defs.SchemaError:
-        return  # a domain without schemas here (com.microsoft): its converters check
+    except onnx.defs.SchemaError:  # com.microsoft's and Caffe2's ops: what their converters declare
+        _check_declared(ctx, node, inputs)
+        return
     formal = list(schema.inputs)
     variadic = bool(formal) and formal[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
     if len(inputs) > len(formal) and not variadic:
@@ -444,6 +468,30 @@ def _check_arity(ctx: Context, node, inputs: list) -> None:
             break
         if i >= len(inputs) or inputs[i] is None:
             raise ctx.error(f"input {i} (`{param.name}`) is required")
+    given = {a.name: a for a in node.attribute}
+    for name, spec in schema.attributes.items():
+        attr = given.get(name)
+        if attr is None:
+            if spec.required:
+                raise ctx.error(f"attribute `{name}` is required")
+        elif attr.type != int(spec.type):
+            kind = onnx.AttributeProto.AttributeType.Name
+            got = kind(attr.type) if attr.type in onnx.AttributeProto.AttributeType.values() else attr.type
+            raise ctx.error(f"attribute `{name}` must be of type {kind(int(spec.type))}, got {got}")
+
+
+def _check_declared(ctx: Context, node, inputs: list) -> None:
+    """The inputs and attributes the converter of an op without an ONNX schema declares."""
+    op = ctx.table.get(qualified_name(node.op_type, node.domain))
+    if op is None:
+        return
+    for i, name in enumerate(op.inputs):
+        if name is not None and (i >= len(inputs) or inputs[i] is None):
+            raise ctx.error(f"input {i} (`{name}`) is required")
+    given = {a.name for a in node.attribute}
+    missing = [name for name in op.attributes if name not in given]
+    if missing:
+        raise ctx.error(f"attribute `{missing[0]}` is required")
 
 
 def _check_supported(nodes, table: dict, opset: int) -> None:
@@ -477,14 +525,17 @@ def _convert_nodes(ctx: Context, nodes, opset: int) -> None:
             if name and name not in env:
                 raise ctx.error(f"input `{name}` is not produced by any earlier node, initializer or graph input")
         inputs = [env[name] if name else None for name in node.input]
-        _check_arity(ctx, node, inputs)
+        _check_against_schema(ctx, node, inputs)
         impl = _implementation(table, node, ctx.opset)
         if impl is None:  # an ONNX function: its body's nodes come next
             body = functions.expand(node, ctx.opset, [_type_proto(ctx, x) for x in inputs])
             _check_supported([n for n, _ in body], table, max((v for _, v in body), default=ctx.opset))
             pending.extendleft(reversed(body))
             continue
-        attrs = {a.name: _attribute(a) for a in node.attribute}
+        try:
+            attrs = {a.name: _attribute(a) for a in node.attribute}
+        except OnnxImportError as err:
+            raise ctx.error(str(err)) from None
         try:
             out = impl(ctx, inputs, attrs)
         except OnnxImportError:
@@ -494,7 +545,11 @@ def _convert_nodes(ctx: Context, nodes, opset: int) -> None:
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         if isinstance(out, Expr) and isinstance(ctx.type_of(out), TupleType) and len(node.output) > 1:
             outs = [ctx.typed(TupleGetItem(out, i)) for i in range(len(node.output))]
+        scope = env.maps[0] if isinstance(env, collections.ChainMap) else env  # a subgraph's own names
         for name, value in zip(node.output, outs, strict=False):
+            if name in scope:  # ONNX names each value once
+                raise ctx.error(f"output `{name}` is already defined (by an earlier node, an initializer or a "
+                                "graph input)")
             if name:
                 env[name] = ctx.typed(value)
 
@@ -511,7 +566,6 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
                    to arrays) and integer ones (shapes, axes, indices) stay constants
     """
     import numpy as np
-    from onnx import numpy_helper
 
     if isinstance(model, str):
         model = load_model(model)
@@ -525,7 +579,7 @@ def from_onnx(model, shape: dict | None = None, dtype="float32", opset: int | No
     param_vars: list[Var] = []
     init_names = set()
     for init in graph.initializer:
-        array = numpy_helper.to_array(init)
+        array = tensor_array(init, f"initializer `{init.name}`")
         init_names.add(init.name)
         # integer initializers are shapes, axes and indices: they stay constants even with
         # freeze_params=False, as irtool has no dynamic reshape (TVM would make them dynamic)

@@ -120,8 +120,20 @@ for _onnx, _relay in _VARIADIC.items():
 @converter("Mod", 10)
 def _mod(ctx, inputs, attrs):
     """`fmod=0`: the sign of the divisor (Relay's floor_mod, NumPy's mod); `fmod=1`: the
-    sign of the dividend (Relay's mod, C's fmod), as TVM's converter maps them."""
-    return ctx.call("mod" if attrs.get("fmod", 0) else "floor_mod", inputs[0], inputs[1])
+    sign of the dividend (Relay's mod, C's fmod), as TVM's converter maps them. Floats with
+    fmod=0 (which the spec forbids, onnxruntime and onnx's tests compute as NumPy's mod):
+    C's fmod moved into the divisor's sign, where TVM's floor_mod, a - floor(a / b) * b,
+    gives nan for an infinite divisor and loses the sign of a zero."""
+    a, b = inputs
+    if attrs.get("fmod", 0):
+        return ctx.call("mod", a, b)
+    if not _dtype(ctx, a).startswith("float"):
+        return ctx.call("floor_mod", a, b)
+    r = ctx.call("mod", a, b)
+    zero = ctx.const(0, _dtype(ctx, a))
+    signs_differ = ctx.call("not_equal", ctx.call("less", r, zero), ctx.call("less", b, zero))
+    move = ctx.call("logical_and", ctx.call("not_equal", r, zero), signs_differ)
+    return ctx.call("where", move, ctx.call("add", r, b), r)
 
 
 def _pow(ctx, base, exponent):
@@ -276,7 +288,17 @@ def _reduce(ctx, relay_op: str, x, axes, keepdims: int, noop_with_empty_axes: in
         empty = _empty_extremum(ctx, relay_op, x, axes, keepdims)
         if empty is not None:
             return empty
-    return ctx.call(relay_op, x, axis=axes, keepdims=bool(keepdims))
+    y = ctx.call(relay_op, x, axis=axes, keepdims=bool(keepdims))
+    dtype = ctx.type_of(x).dtype
+    if relay_op in ("max", "min") and dtype in ("float16", "float32", "float64"):
+        # Relay's max (TOPI's) starts from the lowest finite float, so a set of -inf has the
+        # max -3.4e38 where ONNX's is -inf (Attention's expansion finds a fully masked row by
+        # it); min likewise with +inf
+        inf = ctx.const(-np.inf if relay_op == "max" else np.inf, dtype)
+        other = ctx.call("cast", ctx.call("not_equal", x, inf), dtype="int8")
+        any_other = ctx.call("cast", ctx.call("max", other, axis=axes, keepdims=bool(keepdims)), dtype="bool")
+        y = ctx.call("where", any_other, y, inf)
+    return y
 
 
 def _empty_extremum(ctx, relay_op: str, x, axes, keepdims: int):

@@ -16,23 +16,26 @@ from __future__ import annotations
 import itertools
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+# other domains whose function ops are expanded: ai.onnx.preview's FlexAttention (its
+# schema is looked up at the model's default opset, which covers the domain's version 1)
+_FUNCTION_DOMAINS = _DEFAULT_DOMAINS + ("ai.onnx.preview",)
 _counter = itertools.count()
 
 
-def _schema(op_type: str, opset: int):
+def _schema(op_type: str, opset: int, domain: str = ""):
     import onnx
 
     try:
-        return onnx.defs.get_schema(op_type, opset, "")
+        return onnx.defs.get_schema(op_type, opset, "" if domain in _DEFAULT_DOMAINS else domain)
     except onnx.defs.SchemaError:
         return None
 
 
 def is_function_op(op_type: str, opset: int, domain: str = "") -> bool:
     """Whether the op at `opset` has an ONNX function body irtool can expand."""
-    if domain not in _DEFAULT_DOMAINS:
+    if domain not in _FUNCTION_DOMAINS:
         return False
-    schema = _schema(op_type, opset)
+    schema = _schema(op_type, opset, domain)
     return schema is not None and bool(_versions(schema, opset))
 
 
@@ -48,7 +51,7 @@ def expand(node, opset: int, input_types: list) -> list[tuple[object, int]]:
     default-domain ops are converted at. `input_types`: one onnx TypeProto per input."""
     import onnx
 
-    schema = _schema(node.op_type, opset)
+    schema = _schema(node.op_type, opset, node.domain)
     version, dependent = _versions(schema, opset)[0]
     call = onnx.NodeProto()
     call.CopyFrom(node)

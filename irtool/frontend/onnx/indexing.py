@@ -1,5 +1,6 @@
-"""ONNX search, scan and index ops: TopK, CumSum, OneHot, NonZero, IsNaN/IsInf,
-GatherElements, GatherND, ScatterElements (and the deprecated Scatter), ScatterND, Einsum.
+"""ONNX search, scan and index ops: TopK, CumSum, CumProd, OneHot, NonZero, IsNaN/IsInf,
+GatherElements, GatherND, ScatterElements (and the deprecated Scatter), ScatterND, Einsum,
+TensorScatter.
 
 Each is converted as TVM v0.19's `relay.frontend.onnx` converts it:
 
@@ -20,7 +21,9 @@ Each is converted as TVM v0.19's `relay.frontend.onnx` converts it:
 - GatherND / ScatterND: `gather_nd` / `scatter_nd` with the index tuples moved to the
   first axis (`transpose`), as Relay wants them;
 - ScatterElements / Scatter: `scatter_elements` (reduction "none" is Relay's "update");
-- Einsum: `einsum` of the inputs, the equation as the attribute.
+- Einsum: `einsum` of the inputs, the equation as the attribute;
+- CumProd (opset 26) and TensorScatter (opset 24), which TVM v0.19 does not convert:
+  `cumprod` as CumSum's `cumsum`; a `scatter_elements` from each batch row's write index.
 """
 
 from __future__ import annotations
@@ -111,15 +114,22 @@ def _topk_v10(ctx, inputs, attrs):
     return _topk(ctx, inputs[0], k, axis, largest)
 
 
-@converter("CumSum", 11, 14)
-def _cumsum(ctx, inputs, attrs):
-    data = inputs[0]
-    axis = _axis(ctx, _scalar_int(ctx, inputs[1], "CumSum's axis"), _rank(ctx, data))
-    exclusive = bool(attrs.get("exclusive", 0))
-    if attrs.get("reverse", 0):
-        flipped = ctx.call("reverse", data, axis=axis)
-        return ctx.call("reverse", ctx.call("cumsum", flipped, axis=axis, exclusive=exclusive), axis=axis)
-    return ctx.call("cumsum", data, axis=axis, exclusive=exclusive)
+def _scan(relay_op: str):
+    """CumSum / CumProd: Relay's scan along the axis; `reverse` reverses the axis before
+    and after it (TVM v0.19's CumSum; it has no CumProd converter, Relay has the op)."""
+    def convert(ctx, inputs, attrs):
+        data = inputs[0]
+        axis = _axis(ctx, _scalar_int(ctx, inputs[1], f"{ctx.node.op_type}'s axis"), _rank(ctx, data))
+        exclusive = bool(attrs.get("exclusive", 0))
+        if attrs.get("reverse", 0):
+            flipped = ctx.call("reverse", data, axis=axis)
+            return ctx.call("reverse", ctx.call(relay_op, flipped, axis=axis, exclusive=exclusive), axis=axis)
+        return ctx.call(relay_op, data, axis=axis, exclusive=exclusive)
+    return convert
+
+
+converter("CumSum", 11, 14)(_scan("cumsum"))
+converter("CumProd", 26)(_scan("cumprod"))
 
 
 # ----------------------------------------------------------------------------- OneHot, NonZero, IsNaN, IsInf
@@ -138,6 +148,9 @@ def _one_hot(ctx, inputs, attrs):
     if not -ndim - 1 <= axis <= ndim:
         raise ctx.error(f"OneHot axis {axis} is out of range for indices of rank {ndim}")
     axis = axis + ndim + 1 if axis < 0 else axis
+    if tuple(ctx.shape_of(values)) != (2,):
+        raise ctx.error(f"OneHot's values must be a tensor of 2 elements (off, on), got shape "
+                        f"{list(ctx.shape_of(values))}")
     off, on = (ctx.call("take", values, ctx.const(i, "int64")) for i in (0, 1))
     ind = _dtype(ctx, indices)
     size = ctx.call("cast", depth, dtype=ind) if run_time else ctx.const(depth, ind)
@@ -268,3 +281,72 @@ def _scatter_nd(ctx, inputs, attrs):
 @converter("Einsum", 12)
 def _einsum(ctx, inputs, attrs):
     return ctx.call("einsum", Tuple([x for x in inputs if x is not None]), equation=attrs["equation"])
+
+
+@converter("TensorScatter", 24)
+def _tensor_scatter(ctx, inputs, attrs):
+    """Opset 24's KV-cache update: `update` written into `past_cache` along `axis` (default
+    -2) from each batch row's write index (0 without `write_indices`; modulo the cache's
+    length in "circular" mode), as one `scatter_elements` whose indices are the write index
+    plus the position in the update."""
+    cache, update = inputs[0], inputs[1]
+    write = inputs[2] if len(inputs) > 2 else None
+    rank = _rank(ctx, cache)
+    axis = _axis(ctx, int(attrs.get("axis", -2)), rank)
+    mode = attrs.get("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise ctx.error(f"TensorScatter mode must be linear or circular, got {mode!r}")
+    if axis == 0:
+        raise ctx.error("TensorScatter's axis cannot be the batch axis 0")
+    shape = ctx.shape_of(update)
+    if ANY in shape or len(shape) != rank:
+        raise ctx.error(f"TensorScatter needs an update of static shape and the cache's rank, got {list(shape)}")
+    steps = np.arange(shape[axis], dtype="int64").reshape([-1 if a == axis else 1 for a in range(rank)])
+    index = ctx.const(steps)
+    if write is not None:
+        rows = ctx.call("reshape", ctx.call("cast", write, dtype="int64"), newshape=(-1,) + (1,) * (rank - 1))
+        index = ctx.call("add", rows, index)
+    if mode == "circular":
+        length = ctx.shape_of(cache)[axis]
+        if length is ANY:
+            raise ctx.error("circular TensorScatter needs the cache's sequence length static")
+        index = ctx.call("floor_mod", index, ctx.const(length, "int64"))
+    index = ctx.call("broadcast_to", index, shape=tuple(shape))
+    return ctx.call("scatter_elements", cache, index, update, axis=axis)
+
+
+@converter("Col2Im", 18)
+def _col2im(ctx, inputs, attrs):
+    """The blocks (N, C * prod(block_shape), L) summed back into (N, C, *image_shape), the
+    adjoint of im2col: one `scatter_elements` (reduction "add") into the padded image at
+    positions computed at import (image_shape and block_shape must be known then), then
+    the pads cropped. TVM v0.19 does not convert Col2Im."""
+    x = inputs[0]
+    image = [int(v) for v in np.asarray(ctx.required_value(inputs[1], "Col2Im's image_shape")).reshape(-1)]
+    block = [int(v) for v in np.asarray(ctx.required_value(inputs[2], "Col2Im's block_shape")).reshape(-1)]
+    nd = len(image)
+    strides = [int(v) for v in attrs.get("strides", [1] * nd)]
+    dilations = [int(v) for v in attrs.get("dilations", [1] * nd)]
+    pads = [int(v) for v in attrs.get("pads", [0] * 2 * nd)]
+    if len(block) != nd or len(strides) != nd or len(dilations) != nd or len(pads) != 2 * nd:
+        raise ctx.error(f"Col2Im: image_shape {image}, block_shape {block}, strides {strides}, dilations "
+                        f"{dilations} and pads {pads} disagree on the number of spatial axes")
+    padded = [image[d] + pads[d] + pads[d + nd] for d in range(nd)]
+    counts = [(padded[d] - dilations[d] * (block[d] - 1) - 1) // strides[d] + 1 for d in range(nd)]
+    shape = ctx.shape_of(x)
+    kernel, blocks = int(np.prod(block)), int(np.prod(counts))
+    if (len(shape) != 3 or ANY in shape or min(counts) < 1 or shape[1] % kernel or shape[2] != blocks):
+        raise ctx.error(f"Col2Im needs a static input (N, C * {kernel}, {blocks}) for image_shape {image} and "
+                        f"block_shape {block}, got {list(shape)}")
+    batch, channels = shape[0], shape[1] // kernel
+    offsets = np.stack(np.meshgrid(*[np.arange(b) for b in block], indexing="ij"), -1).reshape(-1, nd)
+    starts = np.stack(np.meshgrid(*[np.arange(c) for c in counts], indexing="ij"), -1).reshape(-1, nd)
+    positions = starts[None, :, :] * strides + offsets[:, None, :] * dilations  # (kernel, blocks, nd)
+    flat = np.ravel_multi_index(tuple(positions[..., d] for d in range(nd)), padded).reshape(1, 1, -1)
+    index = ctx.call("broadcast_to", ctx.const(flat.astype("int64")), shape=(batch, channels, kernel * blocks))
+    values = ctx.call("reshape", x, newshape=(batch, channels, kernel * blocks))
+    canvas = ctx.call("zeros", shape=(batch, channels, int(np.prod(padded))), dtype=_dtype(ctx, x))
+    summed = ctx.call("scatter_elements", canvas, index, values, axis=2, reduction="add")
+    summed = ctx.call("reshape", summed, newshape=(batch, channels, *padded))
+    return ctx.call("strided_slice", summed, begin=tuple(pads[:nd]), end=tuple(p + s for p, s in zip(pads, image)),
+                    strides=(1,) * nd, axes=tuple(range(2, 2 + nd)))

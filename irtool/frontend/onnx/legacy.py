@@ -7,7 +7,9 @@
 - Upsample (opsets 7-9, deprecated by Resize) is Resize with `asymmetric` coordinates and
   `floor` nearest rounding, as onnxruntime computes it;
 - GlobalLpPool is `(sum over the spatial axes of |x|^p)^(1/p)`;
-- LinearRegressor (ai.onnx.ml) is X C^T + intercepts;
+- LinearRegressor (ai.onnx.ml) is X C^T + intercepts; Binarizer and ArrayFeatureExtractor
+  (ai.onnx.ml, not in TVM v0.19's map) `x > threshold` and a `take` along the last axis;
+  TreeEnsemble (ai.onnx.ml opset 5, not in the map either) the trees unrolled at import;
 - MatMulInteger is the int32 matmul of the centred operands (`a_zero_point` per row of A,
   `b_zero_point` per column of B); `com.microsoft.MatMulInteger16` the int32 (uint32 for
   two uint16 operands) matmul of int16/uint16 operands.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir.expr import Tuple
 from ...ir.types import ANY
 from . import converter
 from .nn import _batch_norm, _dense, _matmul
@@ -26,26 +29,26 @@ def _scalar(ctx, value, like):
     return ctx.const(value, ctx.type_of(like).dtype)
 
 
-@converter("Affine", 1)
+@converter("Affine", 1, inputs=("X",))
 def _affine(ctx, inputs, attrs):
     x = inputs[0]
     scaled = ctx.call("multiply", x, _scalar(ctx, float(attrs.get("alpha", 1.0)), x))
     return ctx.call("add", scaled, _scalar(ctx, float(attrs.get("beta", 0.0)), x))
 
 
-@converter("Scale", 1)
+@converter("Scale", 1, inputs=("X",))
 def _scale(ctx, inputs, attrs):
     return ctx.call("multiply", inputs[0], _scalar(ctx, float(attrs.get("scale", 1.0)), inputs[0]))
 
 
-@converter("ScaledTanh", 1)
+@converter("ScaledTanh", 1, inputs=("X",))
 def _scaled_tanh(ctx, inputs, attrs):
     x = inputs[0]
     inner = ctx.call("tanh", ctx.call("multiply", x, _scalar(ctx, float(attrs.get("beta", 1.0)), x)))
     return ctx.call("multiply", inner, _scalar(ctx, float(attrs.get("alpha", 1.0)), x))
 
 
-@converter("ParametricSoftplus", 1)
+@converter("ParametricSoftplus", 1, inputs=("X",))
 def _parametric_softplus(ctx, inputs, attrs):
     x = inputs[0]
     exp = ctx.call("exp", ctx.call("multiply", x, _scalar(ctx, float(attrs.get("beta", 1.0)), x)))
@@ -61,7 +64,7 @@ def _flatten_at(ctx, x, axis: int, what: str):
     return ctx.call("reshape", x, newshape=(int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))
 
 
-@converter("FC", 1)
+@converter("FC", 1, inputs=("X", "W"))
 def _fc(ctx, inputs, attrs):
     """Caffe2's FC: X flattened to 2-D at `axis`, W at `axis_w`, Y = X W^T + b. TVM v0.19
     maps it to `nn.dense` ignoring `axis`/`axis_w` and passes the bias as dense's third
@@ -74,7 +77,7 @@ def _fc(ctx, inputs, attrs):
     return y
 
 
-@converter("SpatialBN", 1)
+@converter("SpatialBN", 1, inputs=("X", "scale", "B", "mean", "var"))
 def _spatial_bn(ctx, inputs, attrs):
     """Caffe2's spatial batch normalisation, in inference (`is_test`) mode: BatchNormalization
     over the channel axis (axis 1, or the last for `order="NHWC"`)."""
@@ -149,7 +152,7 @@ def _matmul_integer(ctx, inputs, attrs):
     return _matmul(ctx, [_centred(ctx, a, a_zp, -2), _centred(ctx, b, b_zp, -1)], {})
 
 
-@converter("MatMulInteger16", 1, domain="com.microsoft")
+@converter("MatMulInteger16", 1, domain="com.microsoft", inputs=("A", "B"))
 def _matmul_integer16(ctx, inputs, attrs):
     """int16/uint16 operands, accumulated in int64 and wrapped to int32 (uint32 for two
     uint16 operands), the accumulator type onnxruntime uses."""
@@ -178,3 +181,108 @@ def _linear_regressor(ctx, inputs, attrs):
     if attrs.get("intercepts"):
         y = ctx.call("add", y, ctx.const(np.asarray(attrs["intercepts"], "float32")))
     return y
+
+
+@converter("Binarizer", 1, domain="ai.onnx.ml")
+def _binarizer(ctx, inputs, attrs):
+    """ai.onnx.ml's Binarizer: 1 where x > threshold, else 0, in x's type."""
+    x = inputs[0]
+    above = ctx.call("greater", x, _scalar(ctx, float(attrs.get("threshold", 0.0)), x))
+    return ctx.call("where", above, _scalar(ctx, 1, x), _scalar(ctx, 0, x))
+
+
+@converter("ArrayFeatureExtractor", 1, domain="ai.onnx.ml")
+def _array_feature_extractor(ctx, inputs, attrs):
+    """ai.onnx.ml's ArrayFeatureExtractor: the flattened indices taken along the last axis; a
+    1-D input gives one row (1, n), as onnxruntime (and onnx's reference) shape it."""
+    x, indices = inputs
+    y = ctx.call("take", x, ctx.call("reshape", indices, newshape=(-1,)), axis=-1)
+    return ctx.call("expand_dims", y, axis=0) if len(ctx.shape_of(x)) == 1 else y
+
+
+# TreeEnsemble's comparison per node mode (BRANCH_LEQ, LT, GTE, GT, EQ, NEQ; MEMBER apart)
+_TREE_COMPARISONS = ("less_equal", "less", "greater_equal", "greater", "equal", "not_equal")
+
+
+@converter("TreeEnsemble", 1, domain="ai.onnx.ml")
+def _tree_ensemble(ctx, inputs, attrs):
+    """ai.onnx.ml's TreeEnsemble (opset 5; not in TVM v0.19's map) with the trees unrolled at
+    import: every node's test is computed for every row at once (its feature `take`n, the
+    comparison its mode picks, set membership, NaN following `missing_value_tracks_true`);
+    a leaf is reached when the tests on its path all go its way (a product of the tests or
+    their complements, gathered by a constant path table); the leaves' weights are summed
+    per target (SUM, or AVERAGE over the trees). MIN/MAX aggregation and post transforms
+    are diagnostics."""
+    x = inputs[0]
+    shape = ctx.shape_of(x)
+    if len(shape) != 2:
+        raise ctx.error(f"TreeEnsemble needs a 2-D (batch, features) input, got shape {list(shape)}")
+    aggregate, post = int(attrs.get("aggregate_function", 1)), int(attrs.get("post_transform", 0))
+    if aggregate not in (0, 1) or post != 0:
+        raise ctx.error(f"TreeEnsemble supports the SUM and AVERAGE aggregations without a post transform, got "
+                        f"aggregate_function={aggregate}, post_transform={post}")
+    modes = np.asarray(attrs["nodes_modes"]).astype(int).reshape(-1)
+    splits = np.asarray(attrs["nodes_splits"]).reshape(-1)
+    count = len(modes)
+    fields = {name: [int(v) for v in attrs[name]] for name in (
+        "nodes_featureids", "nodes_truenodeids", "nodes_falsenodeids", "nodes_trueleafs", "nodes_falseleafs")}
+    missing_true = [int(v) for v in attrs.get("nodes_missing_value_tracks_true", [0] * count)]
+    weights = np.asarray(attrs["leaf_weights"]).reshape(-1)
+    targets = [int(v) for v in attrs["leaf_targetids"]]
+    if (any(len(v) != count for v in (*fields.values(), splits, missing_true)) or len(targets) != len(weights)
+            or modes.min(initial=0) < 0 or modes.max(initial=0) > 6):
+        raise ctx.error("TreeEnsemble's nodes_* (and leaf_*) attributes must have one entry per node (leaf), with "
+                        "modes 0 to 6")
+    n_targets = int(attrs.get("n_targets", max(targets, default=-1) + 1))
+    x_dtype = ctx.type_of(x).dtype
+    dtype = str(splits.dtype) if splits.dtype.kind == "f" else x_dtype  # compared as onnx's reference does
+    values = ctx.call("take", ctx.call("cast", x, dtype=dtype),
+                      ctx.const(np.array(fields["nodes_featureids"], "int64")), axis=1)  # (N, nodes)
+    split = ctx.const(splits.astype(dtype), dtype)
+    tests = ctx.call("equal", values, split)  # replaced per mode below
+    for mode, op in enumerate(_TREE_COMPARISONS):
+        if (modes == mode).any():
+            tests = ctx.call("where", ctx.const(modes == mode), ctx.call(op, values, split), tests)
+    if (modes == 6).any():
+        members = np.asarray(attrs.get("membership_values", []), dtype).reshape(-1)
+        sets = np.split(members, np.flatnonzero(np.isnan(members)) + 1)
+        sets = [s[~np.isnan(s)] for s in sets if s.size][: int((modes == 6).sum())]
+        table = np.full((count, max((len(s) for s in sets), default=1) or 1), np.nan, dtype)
+        for node, members_of in zip(np.flatnonzero(modes == 6), sets):
+            table[node, : len(members_of)] = members_of
+        hits = ctx.call("equal", ctx.call("expand_dims", values, axis=2), ctx.const(table[None]))
+        member = ctx.call("cast", ctx.call("max", ctx.call("cast", hits, dtype="int8"), axis=(2,)), dtype="bool")
+        tests = ctx.call("where", ctx.const(modes == 6), member, tests)
+    # a NaN feature also passes where missing_value_tracks_true says so (NaN != split passes anyway)
+    tests = ctx.call("logical_or", tests, ctx.call("logical_and", ctx.call("isnan", values),
+                                                   ctx.const(np.array(missing_true, bool))))
+    taken = ctx.call("cast", tests, dtype=str(weights.dtype))
+    ones = ctx.call("ones_like", ctx.call("strided_slice", taken, begin=(0,), end=(1,), strides=(1,), axes=(1,)))
+    either = ctx.call("concatenate", ctx.typed(Tuple([taken, ctx.call("subtract", ctx.const(np.ones((), weights.dtype)),
+                                                                      taken), ones])), axis=1)
+    paths = {}  # leaf -> [(node, went true)]
+    for root in attrs["tree_roots"]:
+        stack = [(int(root), [])]
+        while stack:
+            node, path = stack.pop()
+            if not 0 <= node < count or len(path) > count:
+                raise ctx.error(f"TreeEnsemble: node {node} is not a node of the ensemble (or a tree has a cycle)")
+            for branch, child, is_leaf in ((True, "nodes_truenodeids", "nodes_trueleafs"),
+                                           (False, "nodes_falsenodeids", "nodes_falseleafs")):
+                step = path + [(node, branch)]
+                if fields[is_leaf][node]:
+                    paths.setdefault(fields[child][node], step)
+                else:
+                    stack.append((fields[child][node], step))
+    depth = max((len(p) for p in paths.values()), default=1)
+    table = np.full((len(weights), depth), 2 * count, "int64")  # the column of ones pads short paths
+    for leaf, path in paths.items():
+        table[leaf, : len(path)] = [node if went else count + node for node, went in path]
+    reached = ctx.call("prod", ctx.call("take", either, ctx.const(table), axis=1), axis=(2,))  # (N, leaves)
+    matrix = np.zeros((len(weights), n_targets), weights.dtype)
+    for leaf, (target, weight) in enumerate(zip(targets, weights)):
+        if leaf in paths:
+            matrix[leaf, target] += weight
+    if aggregate == 0:
+        matrix /= len(attrs["tree_roots"])
+    return ctx.call("cast", _matmul(ctx, [reached, ctx.const(matrix)], {}), dtype=x_dtype)

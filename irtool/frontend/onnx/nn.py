@@ -1,4 +1,5 @@
-"""ONNX neural-network ops: convolution, pooling, normalisation, Gemm/MatMul, softmax.
+"""ONNX neural-network ops: convolution (also deformable), pooling, normalisation, Gemm/MatMul, Det,
+softmax.
 
 Convolution and pooling are 2-D (NCHW) or 3-D (NCDHW); a 1-D (NCL) input is lifted to 2-D
 with a unit height and squeezed back. `auto_pad` is resolved to explicit pads from static shapes.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ...ir.expr import TupleGetItem
+from ...ir.expr import Tuple, TupleGetItem
 from ...ir.types import ANY
 from . import converter
 
@@ -111,6 +112,82 @@ def _conv(ctx, inputs, attrs):
     if len(inputs) > 2 and inputs[2] is not None:
         y = _call(ctx, "nn.bias_add", y, inputs[2], axis=1)
     return win.result(y)
+
+
+@converter("DeformConv", 19)
+def _deform_conv(ctx, inputs, attrs):
+    """2-D deformable convolution as onnx defines it (TVM v0.19 does not convert it): each
+    kernel tap of each output samples its offset group's channels bilinearly at its
+    position moved by `offset` (corners outside the image read 0, as GridSample with
+    align_corners=1 and zero padding), scaled by `mask`; the sampled columns
+    (N, C * K, Ho * Wo) meet the weights per group in an `einsum`. Static shapes."""
+    import numpy as np
+
+    x, w, offset = inputs[0], inputs[1], inputs[2]
+    bias = inputs[3] if len(inputs) > 3 else None
+    mask = inputs[4] if len(inputs) > 4 else None
+    xs = _static(ctx, ctx.shape_of(x), "DeformConv's input")
+    ws = _static(ctx, ctx.shape_of(w), "DeformConv's weight")
+    os_ = _static(ctx, ctx.shape_of(offset), "DeformConv's offset")
+    if len(xs) != 4:
+        raise ctx.error(f"only 2-D DeformConv (an input of rank 4) is supported, got rank {len(xs)}")
+    n, c, height, width = xs
+    m, kh, kw = ws[0], *(attrs.get("kernel_shape") or ws[2:])
+    group, offset_group = int(attrs.get("group", 1)), int(attrs.get("offset_group", 1))
+    sh, sw = attrs.get("strides", [1, 1])
+    dh, dw = attrs.get("dilations", [1, 1])
+    pt, pl = attrs.get("pads", [0, 0, 0, 0])[:2]
+    taps, (oh, ow) = kh * kw, os_[2:]
+    if (c != ws[1] * group or m % group or c % offset_group or len(os_) != 4 or os_[0] != n
+            or os_[1] != 2 * offset_group * taps):
+        raise ctx.error(f"DeformConv: input {list(xs)}, weight {list(ws)} and offset {list(os_)} disagree with "
+                        f"group {group} and offset_group {offset_group}")
+    dtype = ctx.type_of(x).dtype
+
+    def const(a):
+        return ctx.const(np.asarray(a, dtype), dtype)
+
+    # the taps' positions before the offsets: (1, 1, K, Ho, Wo)
+    rows = (np.arange(oh)[None, :, None] * sh - pt + (np.arange(kh) * dh).repeat(kw)[:, None, None])
+    cols = (np.arange(ow)[None, None, :] * sw - pl + np.tile(np.arange(kw) * dw, kh)[:, None, None])
+    moved = _call(ctx, "reshape", offset, newshape=[n, offset_group, taps, 2, oh, ow])
+    at_y = _call(ctx, "add", _call(ctx, "take", moved, ctx.const(0, "int64"), axis=3),
+                 const(np.broadcast_to(rows, (taps, oh, ow))[None, None]))
+    at_x = _call(ctx, "add", _call(ctx, "take", moved, ctx.const(1, "int64"), axis=3),
+                 const(np.broadcast_to(cols, (taps, oh, ow))[None, None]))
+    y0, x0 = _call(ctx, "floor", at_y), _call(ctx, "floor", at_x)
+    fy, fx = _call(ctx, "subtract", at_y, y0), _call(ctx, "subtract", at_x, x0)
+    per_group = c // offset_group
+    image = _call(ctx, "reshape", x, newshape=[n, offset_group, per_group, height * width])
+    length = taps * oh * ow
+    sampled = None
+    for dy, dx in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        yy, xx = _call(ctx, "add", y0, const(dy)), _call(ctx, "add", x0, const(dx))
+        inside = _call(ctx, "logical_and",
+                       _call(ctx, "logical_and", _call(ctx, "greater_equal", yy, const(0)),
+                             _call(ctx, "less", yy, const(height))),
+                       _call(ctx, "logical_and", _call(ctx, "greater_equal", xx, const(0)),
+                             _call(ctx, "less", xx, const(width))))
+        weight = _call(ctx, "multiply", fy if dy else _call(ctx, "subtract", const(1), fy),
+                       fx if dx else _call(ctx, "subtract", const(1), fx))
+        weight = _call(ctx, "where", inside, weight, const(0))
+        flat = _call(ctx, "add", _call(ctx, "multiply", _call(ctx, "clip", yy, a_min=0.0, a_max=float(height - 1)),
+                                       const(width)), _call(ctx, "clip", xx, a_min=0.0, a_max=float(width - 1)))
+        flat = _call(ctx, "reshape", _call(ctx, "cast", flat, dtype="int64"), newshape=[n, offset_group, 1, length])
+        index = _call(ctx, "broadcast_to", flat, shape=[n, offset_group, per_group, length])
+        values = _call(ctx, "gather", image, index, axis=3)
+        term = _call(ctx, "multiply", values,
+                     _call(ctx, "reshape", weight, newshape=[n, offset_group, 1, length]))
+        sampled = term if sampled is None else _call(ctx, "add", sampled, term)
+    if mask is not None:
+        sampled = _call(ctx, "multiply", sampled, _call(ctx, "reshape", mask, newshape=[n, offset_group, 1, length]))
+    columns = _call(ctx, "reshape", sampled, newshape=[n, group, (c // group) * taps, oh * ow])
+    kernels = _call(ctx, "reshape", w, newshape=[group, m // group, (c // group) * taps])
+    y = _call(ctx, "einsum", ctx.typed(Tuple([kernels, columns])), equation="gmk,ngkl->ngml")
+    y = _call(ctx, "reshape", y, newshape=[n, m, oh, ow])
+    if bias is not None:
+        y = _call(ctx, "nn.bias_add", y, bias, axis=1)
+    return y
 
 
 @converter("ConvTranspose", 1, 11)
@@ -266,12 +343,39 @@ def _broadcast_to(ctx, x, shape: tuple):
     return _call(ctx, "broadcast_to", x, shape=list(shape))
 
 
+_DET_MAX_ORDER = 5  # 120 products of 5 factors; a larger matrix would want an LU factorisation
+
+
+@converter("Det", 11)
+def _det(ctx, inputs, attrs):
+    """The determinant of each trailing (M, M) matrix by Leibniz's formula: the signed
+    products a[0, s(0)] ... a[M-1, s(M-1)] over the permutations s, taken from the
+    flattened matrix with one constant index table (M <= 5). TVM v0.19 does not convert Det."""
+    import itertools
+
+    import numpy as np
+
+    x = inputs[0]
+    shape = ctx.shape_of(x)
+    if len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] is ANY:
+        raise ctx.error(f"Det needs square matrices of static order in the last two axes, got shape {list(shape)}")
+    order = shape[-1]
+    if not 1 <= order <= _DET_MAX_ORDER:
+        raise ctx.error(f"Det of matrices of order {order} is not supported (1 to {_DET_MAX_ORDER} are)")
+    perms = list(itertools.permutations(range(order)))
+    index = np.array([[row * order + col for row, col in enumerate(p)] for p in perms], "int64")
+    inversions = [sum(p[i] > p[j] for i in range(order) for j in range(i + 1, order)) for p in perms]
+    signs = np.array([-1 if n % 2 else 1 for n in inversions])
+    flat = _call(ctx, "reshape", x, newshape=[0] * (len(shape) - 2) + [order * order])
+    terms = _call(ctx, "prod", _call(ctx, "take", flat, ctx.const(index), axis=-1), axis=[-1])
+    dtype = ctx.type_of(x).dtype
+    return _call(ctx, "sum", _call(ctx, "multiply", terms, ctx.const(signs.astype(dtype), dtype)), axis=[-1])
+
+
 # ----------------------------------------------------------------------------- pooling
 
 
 def _pool(ctx, inputs, attrs, kind: str):
-    if kind == "max" and len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise ctx.error("MaxPool's Indices output is not supported")
     if "kernel_shape" not in attrs:
         raise ctx.error("`kernel_shape` is required")
     win = _Spatial(ctx, inputs[0], attrs, attrs["kernel_shape"])
@@ -283,7 +387,49 @@ def _pool(ctx, inputs, attrs, kind: str):
         padding, ceil = _ceil_windows(ctx, win, padding, kind == "avg" and include_pad)
     y = _call(ctx, f"nn.{kind}_pool{win.nd}d", win.data, pool_size=win.kernel, strides=win.strides,
               dilation=win.dilations, padding=padding, ceil_mode=ceil, **extra)
+    if kind == "max" and len(ctx.node.output) > 1 and ctx.node.output[1]:
+        return [win.result(y), win.result(_max_pool_indices(ctx, win, y, padding, int(attrs.get("storage_order", 0))))]
     return win.result(y)
+
+
+def _max_pool_indices(ctx, win, y, padding, storage_order: int):
+    """MaxPool's Indices output: for each output, the flat index (over the whole input,
+    row-major, or with storage_order=1 the spatial axes column-major) of the first largest
+    element of its window, as onnx's reference and onnxruntime pick it. The window positions
+    are a constant table computed at import (static shapes); a position in the padding
+    reads an appended -inf. TVM v0.19 does not convert the Indices output."""
+    import itertools
+
+    import numpy as np
+
+    shape = _static(ctx, ctx.shape_of(win.data), "MaxPool's Indices")
+    size, out = shape[2:], _static(ctx, ctx.shape_of(y), "MaxPool's Indices")[2:]
+    batch, channels, spatial = shape[0], shape[1], math.prod(size)
+    if storage_order == 1 and win.lifted:
+        storage_order = 0  # one spatial axis: both orders agree
+    # an element's step along each spatial axis in the index: row-major, or column-major
+    strides_of = [math.prod(size[:d]) if storage_order else math.prod(size[d + 1:]) for d in range(win.nd)]
+    table, flat = [], []
+    for o in itertools.product(*map(range, out)):
+        rows, where = [], []
+        for k in itertools.product(*map(range, win.kernel)):
+            at = [o[d] * win.strides[d] - padding[d] + k[d] * win.dilations[d] for d in range(win.nd)]
+            inside = all(0 <= at[d] < size[d] for d in range(win.nd))
+            rows.append(int(np.ravel_multi_index(at, size)) if inside else spatial)
+            where.append(int(np.dot(at, strides_of)) if inside else 0)
+        table.append(rows)
+        flat.append(where)
+    dtype = ctx.type_of(win.data).dtype
+    values = _call(ctx, "reshape", win.data, newshape=[batch, channels, spatial])
+    sentinel = ctx.const(np.full((batch, channels, 1), -np.inf, dtype), dtype)
+    padded = _call(ctx, "concatenate", ctx.typed(Tuple([values, sentinel])), axis=2)
+    windows = _call(ctx, "take", padded, ctx.const(np.array(table, "int64")), axis=2)  # (N, C, O, K)
+    first = _call(ctx, "argmax", windows, axis=[3], keepdims=True)
+    index_table = ctx.const(np.broadcast_to(np.array(flat, "int64"), (batch, channels, len(flat), len(flat[0]))).copy())
+    picked = _call(ctx, "gather", index_table, _call(ctx, "cast", first, dtype="int64"), axis=3)
+    offsets = (np.arange(batch * channels, dtype="int64") * spatial).reshape(batch, channels, 1, 1)
+    picked = _call(ctx, "add", picked, ctx.const(offsets))
+    return _call(ctx, "reshape", picked, newshape=[batch, channels, *out])
 
 
 def _ceil_windows(ctx, win, padding, counts_pad: bool):
@@ -355,13 +501,38 @@ converter("GlobalMaxPool", 1)(_global_pool("max"))
 
 @converter("BatchNormalization", 1, 6, 7, 9, 14, 15)
 def _batch_norm(ctx, inputs, attrs):
+    if attrs.get("training_mode", 0) and ctx.opset >= 14:
+        return _batch_norm_training(ctx, inputs, attrs)
     if attrs.get("training_mode", 0) or sum(1 for o in ctx.node.output if o) > 1:
-        raise ctx.error("only inference-mode BatchNormalization (one output) is supported")
+        raise ctx.error("only inference-mode BatchNormalization (one output) is supported before opset 14")
     if ctx.opset < 9 and not attrs.get("spatial", 1):
         raise ctx.error("BatchNormalization with spatial=0 is not supported")
     x, scale, bias, mean, var = inputs[:5]
     bn = _call(ctx, "nn.batch_norm", x, scale, bias, mean, var, axis=1, epsilon=float(attrs.get("epsilon", 1e-5)))
     return ctx.typed(TupleGetItem(bn, 0))
+
+
+def _batch_norm_training(ctx, inputs, attrs):
+    """Opset 14's training mode, as the spec (and onnx's reference) computes it: the batch's
+    mean and (population) variance per channel normalise x; the running statistics move
+    towards them, running = given * momentum + batch * (1 - momentum). TVM v0.19 converts
+    inference mode only."""
+    x, scale, bias, mean, var = inputs[:5]
+    axes = [a for a in range(len(ctx.shape_of(x))) if a != 1]
+    batch_mean = _call(ctx, "mean", x, axis=axes)
+    centred = _call(ctx, "subtract", x, _call(ctx, "mean", x, axis=axes, keepdims=True))
+    batch_var = _call(ctx, "mean", _call(ctx, "multiply", centred, centred), axis=axes)
+    bn = _call(ctx, "nn.batch_norm", x, scale, bias, batch_mean, batch_var, axis=1,
+               epsilon=float(attrs.get("epsilon", 1e-5)))
+    momentum = float(attrs.get("momentum", 0.9))
+
+    def running(given, batch):
+        dtype = ctx.type_of(given).dtype
+        keep, move = (ctx.const(v, dtype) for v in (momentum, 1 - momentum))
+        return _call(ctx, "add", _call(ctx, "multiply", given, keep),
+                     _call(ctx, "multiply", _call(ctx, "cast", batch, dtype=dtype), move))
+
+    return [ctx.typed(TupleGetItem(bn, 0)), running(mean, batch_mean), running(var, batch_var)]
 
 
 @converter("LayerNormalization", 17)
@@ -496,9 +667,10 @@ for _onnx, _relay in (("Softmax", "nn.softmax"), ("LogSoftmax", "nn.log_softmax"
 def _dropout(ctx, inputs, attrs):
     x = inputs[0]
     if ctx.opset >= 12 and len(inputs) > 2 and inputs[2] is not None:
-        mode = ctx.value(inputs[2])
-        if mode is None or bool(mode):
-            raise ctx.error("Dropout in training mode is not supported")
+        if bool(ctx.required_value(inputs[2], "Dropout's training_mode")):
+            ratio = 0.5 if inputs[1] is None else ctx.required_value(inputs[1], "Dropout's ratio in training mode")
+            if float(ratio) != 0:  # training with a ratio of 0 drops nothing
+                raise ctx.error("Dropout in training mode is not supported (but with ratio 0)")
     outputs = [x]
     if len(ctx.node.output) > 1 and ctx.node.output[1]:
         mask_dtype = "bool" if ctx.opset >= 10 else _dtype(ctx, x)

@@ -13,8 +13,6 @@ The output type is the first operand's (QGemm: `y_zero_point`'s).
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...ir.expr import Tuple
 from . import converter
 from .quantize import _dequantize_linear, _quantize_linear, _requantize, _scalar_or_row
@@ -48,8 +46,10 @@ def _binary(relay_op: str):
     return convert
 
 
-converter("QLinearAdd", 1, domain=_MS)(_binary("add"))
-converter("QLinearMul", 1, domain=_MS)(_binary("multiply"))
+_BINARY_INPUTS = ("A", "A_scale", None, "B", "B_scale", None, "C_scale")
+_UNARY_INPUTS = ("X", "X_scale", None, "Y_scale")
+converter("QLinearAdd", 1, domain=_MS, inputs=_BINARY_INPUTS)(_binary("add"))
+converter("QLinearMul", 1, domain=_MS, inputs=_BINARY_INPUTS)(_binary("multiply"))
 
 
 def _unary(compute):
@@ -74,9 +74,9 @@ def _softmax(ctx, x, attrs):
     return new(ctx, [x], {"axis": attrs.get("axis", -1)})
 
 
-converter("QLinearSigmoid", 1, domain=_MS)(_unary(lambda ctx, x, attrs: ctx.call("sigmoid", x)))
-converter("QLinearLeakyRelu", 1, domain=_MS)(_unary(_leaky_relu))
-converter("QLinearSoftmax", 1, domain=_MS)(_unary(_softmax))
+converter("QLinearSigmoid", 1, domain=_MS, inputs=_UNARY_INPUTS)(_unary(lambda ctx, x, _: ctx.call("sigmoid", x)))
+converter("QLinearLeakyRelu", 1, domain=_MS, inputs=_UNARY_INPUTS)(_unary(_leaky_relu))
+converter("QLinearSoftmax", 1, domain=_MS, inputs=_UNARY_INPUTS)(_unary(_softmax))
 
 
 def _channels_first(ctx, x, attrs, compute):
@@ -90,7 +90,7 @@ def _channels_first(ctx, x, attrs, compute):
     return ctx.call("transpose", y, axes=to_last)
 
 
-@converter("QLinearAveragePool", 1, domain=_MS)
+@converter("QLinearAveragePool", 1, domain=_MS, inputs=_UNARY_INPUTS)
 def _qlinear_average_pool(ctx, inputs, attrs):
     from .nn import _pool
 
@@ -100,7 +100,7 @@ def _qlinear_average_pool(ctx, inputs, attrs):
     return _quant(ctx, y, inputs[3], _optional(inputs, 4), inputs[0])
 
 
-@converter("QLinearGlobalAveragePool", 1, domain=_MS)
+@converter("QLinearGlobalAveragePool", 1, domain=_MS, inputs=_UNARY_INPUTS)
 def _qlinear_global_average_pool(ctx, inputs, attrs):
     x = _dequant(ctx, inputs[0], inputs[1], _optional(inputs, 2))
 
@@ -114,7 +114,7 @@ def _qlinear_global_average_pool(ctx, inputs, attrs):
     return _quant(ctx, y, inputs[3], _optional(inputs, 4), inputs[0])
 
 
-@converter("QLinearConcat", 1, domain=_MS)
+@converter("QLinearConcat", 1, domain=_MS, inputs=("Y_scale", None, "X1", "X1_scale"))
 def _qlinear_concat(ctx, inputs, attrs):
     if len(inputs) < 5 or (len(inputs) - 2) % 3:
         raise ctx.error("QLinearConcat takes Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) triples")
@@ -125,9 +125,10 @@ def _qlinear_concat(ctx, inputs, attrs):
     return _quant(ctx, y, inputs[0], inputs[1], inputs[2])
 
 
-@converter("QGemm", 1, domain=_MS)
+@converter("QGemm", 1, domain=_MS, inputs=("A", "a_scale", None, "B", "b_scale"))
 def _qgemm(ctx, inputs, attrs):
-    a, a_scale, a_zp, b, b_scale, b_zp = inputs[:6]
+    a, a_scale, a_zp, b, b_scale = inputs[:5]
+    b_zp = _optional(inputs, 5)
     c, y_scale, y_zp = _optional(inputs, 6), _optional(inputs, 7), _optional(inputs, 8)
     for name, t in (("A", a), ("B", b)):
         if len(ctx.shape_of(t)) != 2:
@@ -156,75 +157,29 @@ def _qgemm(ctx, inputs, attrs):
     return _requantize(ctx, acc, scale, _scalar_or_row(ctx, y_scale), y_zp, out)
 
 
-@converter("QAttention", 1, domain=_MS)
+@converter("QAttention", 1, domain=_MS, inputs=("input", "weight", "bias", "input_scale", "weight_scale"),
+           attributes=("num_heads",))
 def _qattention(ctx, inputs, attrs):
     """onnxruntime's quantised self-attention: Q, K, V = dequantised (input - zp) (weight - zp)
-    + bias, split into `num_heads` heads; K and V follow `past` (2, B, heads, P, size) when
-    given and are returned stacked as `present`; softmax(Q K^T / sqrt(size) + mask) V, the
-    mask adding -10000 where `mask_index` is 0 (2-D, (B, P + S)) or past each row's end
-    (1-D, (B,)), and with `unidirectional` to every key after the query's position. This is
-    onnxruntime's additive mask; TVM v0.19 also multiplies the scores by the causal mask."""
+    + bias, then the float Attention's heads, past, mask and softmax (contrib.py's
+    `self_attention`; TVM v0.19 also multiplies the scores by the causal mask)."""
+    from .contrib import self_attention
     from .nn import _matmul
 
     x, weight, bias, x_scale, w_scale = inputs[:5]
     mask, x_zp, w_zp, past = (_optional(inputs, i) for i in (5, 6, 7, 8))
-    heads = int(attrs["num_heads"])
-    shape, wshape = ctx.shape_of(x), ctx.shape_of(weight)
-    if len(shape) != 3 or not all(isinstance(d, int) for d in shape) or len(wshape) != 2:
-        raise ctx.error(f"QAttention needs a static (batch, sequence, hidden) input and a 2-D weight, "
-                        f"got {list(shape)} and {list(wshape)}")
-    batch, seq, _ = shape
-    hidden = wshape[1] // 3
-    if hidden % heads:
-        raise ctx.error(f"QAttention: hidden size {hidden} does not split into {heads} heads")
-    size = hidden // heads
 
     def centred(q, zp):
         y = ctx.call("cast", q, dtype="int32")
         return y if zp is None else ctx.call("subtract", y, _scalar_or_row(ctx, ctx.call("cast", zp, dtype="int32")))
 
+    shape, wshape = ctx.shape_of(x), ctx.shape_of(weight)
+    if len(shape) != 3 or not all(isinstance(d, int) for d in shape) or len(wshape) != 2:
+        raise ctx.error(f"QAttention needs a static (batch, sequence, hidden) input and a 2-D weight, "
+                        f"got {list(shape)} and {list(wshape)}")
     acc = _matmul(ctx, [centred(x, x_zp), centred(weight, w_zp)], {})
     scale = ctx.call("multiply", _scalar_or_row(ctx, ctx.call("cast", x_scale, dtype="float32")),
                      _scalar_or_row(ctx, ctx.call("cast", w_scale, dtype="float32")))
     qkv = ctx.call("add", ctx.call("multiply", ctx.call("cast", acc, dtype="float32"), scale), bias)
-
-    def head_split(part: int):  # (B, S, 3H) -> (B, heads, S, size)
-        t = ctx.call("strided_slice", qkv, begin=(part * hidden,), end=((part + 1) * hidden,), strides=(1,),
-                     axes=(2,))
-        t = ctx.call("reshape", t, newshape=(batch, seq, heads, size))
-        return ctx.call("transpose", t, axes=(0, 2, 1, 3))
-
-    q, k, v = (head_split(i) for i in range(3))
-    past_len = 0
-    if past is not None:
-        past_len = ctx.shape_of(past)[3]
-        if past_len:
-            pk, pv = (ctx.call("take", past, ctx.const(i, "int64"), axis=0) for i in (0, 1))
-            k = ctx.call("concatenate", ctx.typed(Tuple([pk, k])), axis=2)
-            v = ctx.call("concatenate", ctx.typed(Tuple([pv, v])), axis=2)
-    total = past_len + seq
-    present = ctx.call("stack", ctx.typed(Tuple([k, v])), axis=0)
-    scores = _matmul(ctx, [q, ctx.call("transpose", k, axes=(0, 1, 3, 2))], {})
-    scores = ctx.call("multiply", scores, ctx.const(1 / size ** 0.5, "float32"))
-    penalty = None
-    if mask is not None:
-        mshape = ctx.shape_of(mask)
-        if list(mshape) == [batch, total]:
-            keep = ctx.call("greater", mask, ctx.const(0, ctx.type_of(mask).dtype))
-        elif list(mshape) == [batch]:
-            positions = ctx.const(np.arange(total, dtype=ctx.type_of(mask).dtype))
-            keep = ctx.call("less", positions, ctx.call("reshape", mask, newshape=(batch, 1)))
-        else:
-            raise ctx.error(f"QAttention mask_index of shape {list(mshape)} is not supported "
-                            f"((batch,) or (batch, past + sequence) are)")
-        penalty = ctx.call("where", ctx.call("reshape", keep, newshape=(batch, 1, 1, total)),
-                           ctx.const(0.0, "float32"), ctx.const(-10000.0, "float32"))
-    if int(attrs.get("unidirectional", 0)):
-        causal = np.where(np.arange(total)[None, :] > past_len + np.arange(seq)[:, None], -10000.0, 0.0)
-        causal = ctx.const(causal.astype("float32"))
-        penalty = causal if penalty is None else ctx.call("add", penalty, causal)
-    if penalty is not None:
-        scores = ctx.call("add", scores, penalty)
-    probs = ctx.call("nn.softmax", scores, axis=-1)
-    out = ctx.call("transpose", _matmul(ctx, [probs, v], {}), axes=(0, 2, 1, 3))
-    return [ctx.call("reshape", out, newshape=(batch, seq, hidden)), present]
+    return self_attention(ctx, qkv, int(attrs["num_heads"]), mask=mask, past=past,
+                          unidirectional=bool(attrs.get("unidirectional", 0)))

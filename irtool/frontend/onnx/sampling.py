@@ -29,8 +29,6 @@ def _dtype_attr(ctx, attrs, default: str) -> str:
 
 
 def _draw(ctx, attrs, op: str, shape, dtype: str, **params):
-    if shape is None:
-        raise ctx.error(f"{ctx.node.op_type} needs a `shape` attribute")
     return _call(ctx, op, shape=tuple(int(d) for d in shape), dtype=dtype, seed=_seed(ctx, attrs), **params)
 
 
@@ -47,7 +45,7 @@ def _random(relay_op: str, params: dict, like: bool):
             shape = _static(ctx, inputs[0], ctx.node.op_type)
             dtype = _dtype_attr(ctx, attrs, ctx.type_of(inputs[0]).dtype)
         else:
-            shape, dtype = attrs.get("shape"), _dtype_attr(ctx, attrs, "float32")
+            shape, dtype = attrs["shape"], _dtype_attr(ctx, attrs, "float32")
         return _draw(ctx, attrs, relay_op, shape, dtype, **values)
     return convert
 

@@ -1,4 +1,5 @@
-"""ONNX DFT as matrix products with constant transform matrices.
+"""ONNX DFT as matrix products with constant transform matrices (STFT: of the windowed
+frames; MelWeightMatrix: a constant computed at import).
 
 A DFT along one axis is linear in the signal, so it is `x @ M` for a constant matrix M
 (complex: real and imaginary parts apart). M is computed at import by applying NumPy's
@@ -87,3 +88,64 @@ def _dft_20(ctx, inputs, attrs):
         np.asarray(ctx.required_value(inputs[2], "DFT's axis")).reshape(()))
     return _dft(ctx, inputs[0], axis, _length(ctx, inputs, 1), bool(attrs.get("inverse", 0)),
                 bool(attrs.get("onesided", 0)))
+
+
+@converter("STFT", 17)
+def _stft(ctx, inputs, attrs):
+    """The signal (batch, length, 1 or 2) cut into frames of `frame_length` every
+    `frame_step` samples (a constant `take`), each multiplied by the window (ones without
+    one), then the DFT along the frame (`onesided`, default 1): (batch, frames, bins, 2)."""
+    signal, step = inputs[0], inputs[1]
+    window = inputs[2] if len(inputs) > 2 else None
+    shape = _static(ctx, signal, "STFT")
+    if len(shape) != 3:
+        raise ctx.error(f"STFT's signal must be (batch, length, 1 or 2), got shape {list(shape)}")
+    step = int(np.asarray(ctx.required_value(step, "STFT's frame_step")).reshape(()))
+    if len(inputs) > 3 and inputs[3] is not None:
+        frame = int(np.asarray(ctx.required_value(inputs[3], "STFT's frame_length")).reshape(()))
+    else:
+        frame = ctx.shape_of(window)[0] if window is not None else shape[1]
+    if step < 1 or not 1 <= frame <= shape[1]:
+        raise ctx.error(f"STFT needs frame_step >= 1 and 1 <= frame_length <= {shape[1]}, got {step} and {frame}")
+    if window is not None and tuple(ctx.shape_of(window)) != (frame,):
+        raise ctx.error(f"STFT's window must have frame_length {frame} elements, got shape "
+                        f"{list(ctx.shape_of(window))}")
+    count = (shape[1] - frame) // step + 1
+    positions = np.arange(count)[:, None] * step + np.arange(frame)[None, :]
+    frames = _call(ctx, "take", signal, ctx.const(positions.astype("int64")), axis=1)  # (B, F, frame, C)
+    if window is not None:
+        weights = _call(ctx, "reshape", _call(ctx, "cast", window, dtype=ctx.type_of(signal).dtype),
+                        newshape=[1, 1, frame, 1])
+        frames = _call(ctx, "multiply", frames, weights)
+    return _dft(ctx, frames, 2, None, False, bool(attrs.get("onesided", 1)))
+
+
+@converter("MelWeightMatrix", 17)
+def _mel_weight_matrix(ctx, inputs, attrs):
+    """The (dft_length // 2 + 1, num_mel_bins) matrix of triangular mel filters, computed at
+    import as the ONNX spec defines it (its inputs must be known then)."""
+    from . import ONNX_DTYPES
+
+    bins, length, rate, low, high = (np.asarray(ctx.required_value(x, f"MelWeightMatrix's {name}")).reshape(())
+                                     for x, name in zip(inputs, ("num_mel_bins", "dft_length", "sample_rate",
+                                                                 "lower_edge_hertz", "upper_edge_hertz")))
+    bins, length, rate = int(bins), int(length), int(rate)
+    if bins < 1 or length < 1 or rate < 1:
+        raise ctx.error(f"MelWeightMatrix needs positive num_mel_bins, dft_length and sample_rate, got "
+                        f"{bins}, {length}, {rate}")
+    low_mel, high_mel = (2595 * np.log1p(np.asarray(f) / 700) / np.log(10) for f in (low, high))
+    edges = np.arange(bins + 2) * ((high_mel - low_mel) / (bins + 2)) + low_mel
+    edges = (((length + 1) * (700 * np.expm1(edges / 2595 * np.log(10)))) // rate).astype(int)
+    out = np.zeros((length // 2 + 1, bins))
+    for i in range(bins):
+        left, centre, right = edges[i], edges[i + 1], edges[i + 2]
+        if centre == left:
+            out[centre, i] = 1
+        else:
+            out[left:centre + 1, i] = (np.arange(left, centre + 1) - left) / (centre - left)
+        if right > centre:
+            out[centre:right, i] = (right - np.arange(centre, right)) / (right - centre)
+    dtype = ONNX_DTYPES.get(int(attrs.get("output_datatype", 1)))
+    if dtype is None:
+        raise ctx.error(f"MelWeightMatrix's output_datatype {attrs.get('output_datatype')} is not supported")
+    return ctx.const(out.astype(dtype), dtype)

@@ -20,9 +20,12 @@ v0.19's frontend converts them.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ...ir.expr import Tuple, TupleGetItem
+from ...ir.types import ANY
 from . import converter
 
 
@@ -72,13 +75,19 @@ def _non_max_suppression(ctx, inputs, attrs):
         corners = [ctx.call("subtract", yc, half_h), ctx.call("subtract", xc, half_w),
                    ctx.call("add", yc, half_h), ctx.call("add", xc, half_w)]
         boxes = ctx.call("concatenate", Tuple(corners), axis=2)
-    given = np.zeros(1) if rest[0] is None else ctx.value(rest[0])
-    if given is not None and given.size and int(np.asarray(given).reshape(-1)[0]) == 0:
-        return ctx.const(np.zeros((0, 3), "int64"))  # ONNX: no box may be selected
+    box_shape, score_shape = ctx.shape_of(boxes), ctx.shape_of(scores)
+    if len(box_shape) == 3 and len(score_shape) == 3:
+        for what, a, b in (("batch", box_shape[0], score_shape[0]), ("box count", box_shape[1], score_shape[2])):
+            if ANY not in (a, b) and a != b:
+                raise ctx.error(f"NonMaxSuppression: the boxes' {what} {a} differs from the scores' {b} "
+                                f"(boxes {list(box_shape)}, scores {list(score_shape)})")
     limit = _scalar(ctx, rest[0], 0, "int64")
     iou = _scalar(ctx, rest[1], 0.0, "float32")
     score = _scalar(ctx, rest[2], 0.0, "float32")
-    out = ctx.call("vision.all_class_non_max_suppression", boxes, scores, limit, iou, score)
+    out = ctx.call("vision.all_class_non_max_suppression", boxes, scores, limit, iou, score)  # checks the shapes
+    given = np.zeros(1) if rest[0] is None else ctx.value(rest[0])
+    if given is not None and given.size and int(np.asarray(given).reshape(-1)[0]) == 0:
+        return ctx.const(np.zeros((0, 3), "int64"))  # ONNX: no box may be selected
     rows, count = (ctx.typed(TupleGetItem(out, i)) for i in range(2))
     return ctx.call("dyn.strided_slice", rows, ctx.const([0], "int64"), count, ctx.const([1], "int64"))
 
@@ -136,11 +145,83 @@ def _grid_sample(ctx, inputs, attrs):
     TVM v0.19 converts it; opset 20's names `linear`/`cubic` are bilinear/bicubic. 2-D only
     (TVM's 3-D grid_sample has no bicubic and irtool does not declare it)."""
     data, grid = inputs
-    if len(ctx.shape_of(data)) != 4:
-        raise ctx.error(f"GridSample supports 4-D (2-D spatial) input only, got shape {list(ctx.shape_of(data))}")
     mode = attrs.get("mode", "bilinear" if ctx.opset < 20 else "linear")
     if mode not in _GRID_MODES:
         raise ctx.error(f"GridSample mode \"{mode}\" is not supported")
+    if len(ctx.shape_of(data)) == 5:
+        return _grid_sample_volumetric(ctx, data, grid, _GRID_MODES[mode], attrs.get("padding_mode", "zeros"),
+                                       bool(attrs.get("align_corners", 0)))
+    if len(ctx.shape_of(data)) != 4:
+        raise ctx.error(f"GridSample supports 2-D and 3-D spatial input only, got shape {list(ctx.shape_of(data))}")
     return ctx.call("image.grid_sample", data, ctx.call("transpose", grid, axes=(0, 3, 1, 2)),
                     method=_GRID_MODES[mode], padding_mode=attrs.get("padding_mode", "zeros"),
                     align_corners=bool(attrs.get("align_corners", 0)))
+
+
+def _grid_sample_volumetric(ctx, data, grid, method: str, padding_mode: str, align_corners: bool):
+    """3-D GridSample as onnx defines it, composed (TVM v0.19 converts 2-D only): each output
+    point's (x, y, z) is denormalised per axis (align_corners: -1..1 spans the first to the
+    last voxel centre, else the volume's edges); nearest rounds halves to even, trilinear
+    weighs the 8 neighbours; a voxel outside reads 0 ("zeros") or the nearest edge voxel
+    ("border"). One `gather` per neighbour from the flattened volume."""
+    if method not in ("nearest", "bilinear") or padding_mode not in ("zeros", "border"):
+        raise ctx.error(f"3-D GridSample supports the nearest and linear modes with zeros or border padding, "
+                        f"got {method} with {padding_mode}")
+    shape, gshape = ctx.shape_of(data), ctx.shape_of(grid)
+    if ANY in shape or ANY in gshape or len(gshape) != 5 or gshape[-1] != 3 or gshape[0] != shape[0]:
+        raise ctx.error(f"3-D GridSample needs static (N, C, D, H, W) data and an (N, D', H', W', 3) grid, got "
+                        f"{list(shape)} and {list(gshape)}")
+    n, c, dims = shape[0], shape[1], shape[2:]
+    points = gshape[1] * gshape[2] * gshape[3]
+    dtype = ctx.type_of(data).dtype
+
+    def const(v):
+        return ctx.const(np.asarray(v, dtype), dtype)
+
+    coords = []
+    for axis, size in enumerate(dims):  # the grid's last axis holds (x, y, z): W, H, D
+        g = ctx.call("take", grid, ctx.const(2 - axis, "int64"), axis=4)
+        if align_corners:
+            x = ctx.call("multiply", ctx.call("add", g, const(1)), const((size - 1) / 2))
+        else:
+            x = ctx.call("divide", ctx.call("subtract", ctx.call("multiply", ctx.call("add", g, const(1)),
+                                                                 const(size)), const(1)), const(2))
+        if padding_mode == "border":
+            x = ctx.call("clip", x, a_min=0.0, a_max=float(size - 1))
+        coords.append(ctx.call("reshape", x, newshape=(n, 1, points)))
+    volume = ctx.call("reshape", data, newshape=(n, c, int(np.prod(dims))))
+
+    def sample(indices):  # float voxel indices per axis -> (N, C, points), 0 outside
+        inside, flat = None, None
+        for index, size in zip(indices, dims):
+            ok = ctx.call("logical_and", ctx.call("greater_equal", index, const(0)),
+                          ctx.call("less", index, const(size)))
+            inside = ok if inside is None else ctx.call("logical_and", inside, ok)
+            clamped = ctx.call("clip", index, a_min=0.0, a_max=float(size - 1))
+            flat = clamped if flat is None else ctx.call("add", ctx.call("multiply", flat, const(size)), clamped)
+        flat = ctx.call("broadcast_to", ctx.call("cast", flat, dtype="int64"), shape=(n, c, points))
+        return ctx.call("where", inside, ctx.call("gather", volume, flat, axis=2), const(0))
+
+    if method == "nearest":
+        rounded = []
+        for x in coords:  # halves to even: floor, then up past .5 or at .5 from an odd floor
+            f = ctx.call("floor", x)
+            frac = ctx.call("subtract", x, f)
+            up = ctx.call("logical_or", ctx.call("greater", frac, const(0.5)),
+                          ctx.call("logical_and", ctx.call("equal", frac, const(0.5)),
+                                   ctx.call("equal", ctx.call("floor_mod", f, const(2)), const(1))))
+            rounded.append(ctx.call("where", up, ctx.call("add", f, const(1)), f))
+        out = sample(rounded)
+    else:
+        floors = [ctx.call("floor", x) for x in coords]
+        fracs = [ctx.call("subtract", x, f) for x, f in zip(coords, floors)]
+        out = None
+        for corner in itertools.product((0, 1), repeat=len(dims)):
+            weight, indices = None, []
+            for b, f, frac in zip(corner, floors, fracs):
+                w = frac if b else ctx.call("subtract", const(1), frac)
+                weight = w if weight is None else ctx.call("multiply", weight, w)
+                indices.append(ctx.call("add", f, const(1)) if b else f)
+            term = ctx.call("multiply", sample(indices), weight)
+            out = term if out is None else ctx.call("add", out, term)
+    return ctx.call("reshape", out, newshape=(n, c, *gshape[1:4]))
