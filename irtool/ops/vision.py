@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 
+from ..ir import tir
 from ..ir.types import ANY, TensorType, TupleType
 from .common import fmt_shape, np, tensor_arg
 from .registry import REQUIRED, AttrSpec, OpDef, OpPattern, TypeRelError, register
@@ -160,6 +161,29 @@ def nms_relax_rel(args, attrs):
     nms_rel(args, {**dict(attrs), "output_format": "onnx"})  # the operands' checks
     b, c, n = args[0].shape[0], args[1].shape[1], args[0].shape[1]
     rows = ANY if ANY in (c, n) else c * n
+    return TupleType([TensorType((b, rows, 2), "int64"), TensorType((b, rows), "float32"), TensorType((b,), "int64")])
+
+
+def _dim_mul(a, b):
+    """TVM's PrimExpr `a * b` on int64 dims: constants folded, `1 * x` is x, no reassociation
+    (`nb * 2 * 5` stays, `2 * n` stays)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if a == 1 or b == 1:
+        return b if a == 1 else a
+    return tir.BinOp("mul", tir.IntImm(a, "int64") if isinstance(a, int) else a,
+                     tir.IntImm(b, "int64") if isinstance(b, int) else b)
+
+
+def nms_relax_sym(args, attrs):
+    """nms_relax_rel on symbolic dims, as TVM's InferTypeAllClassNMS writes them: ONNX rows
+    `batch * num_classes * num_boxes`, TensorFlow `num_classes * num_boxes` per batch."""
+    nms_rel([TensorType(tuple(d if isinstance(d, int) else ANY for d in a.shape), a.dtype) for a in args],
+            {**dict(attrs), "output_format": "onnx"})  # the operands' checks
+    b, c, n = args[0].shape[0], args[1].shape[1], args[0].shape[1]
+    if attrs["output_format"] == "onnx":
+        return TupleType([TensorType((_dim_mul(_dim_mul(b, c), n), 3), "int64"), TensorType((1,), "int64")])
+    rows = _dim_mul(c, n)
     return TupleType([TensorType((b, rows, 2), "int64"), TensorType((b, rows), "float32"), TensorType((b,), "int64")])
 
 
