@@ -43,6 +43,57 @@ NMS_TF = [_nms_case(1, 6, 2, fmt="tensorflow"), _nms_case(2, 5, 3, fmt="tensorfl
           _nms_case(3, 4, 1, 'R.const(2, "int64")', fmt="tensorflow")]
 
 
+def _nms_form(name, boxes_dtype="float32", scores_dtype="float32", iou_dtype="float32", st_dtype="float32",
+              shape=(1, 5, 2), max_out="m", fmt="onnx", sym=""):
+    """main(b, s, m, iou, st) = the NMS on (batch, boxes, classes) `shape`, a name in it a size
+    declared in `sym`, of the given dtypes; `max_out` a parameter or an R.const."""
+    batch, boxes, classes = shape
+    params = (f"b: {T((batch, boxes, 4), boxes_dtype)}, s: {T((batch, classes, boxes), scores_dtype)}, "
+              f"m: {T((), 'int64')}, iou: {T((), iou_dtype)}, st: {T((), st_dtype)}")
+    call = f'R.vision.all_class_non_max_suppression(b, s, {max_out}, iou, st, output_format="{fmt}")'
+    return f"nms-{fmt}-{name}", module(params, call, sym)
+
+
+def _both_formats(name, **form):
+    return [_nms_form(name, fmt=fmt, **form) for fmt in ("onnx", "tensorflow")]
+
+
+# the forms TVM 0.27 legalizes beyond static float32 with 0-d float32 thresholds: TOPI's Python
+# floats are float32 constants (a float16 box or score widened where it meets one), its stores
+# cast to the buffer's dtype, int thresholds compared in int64 by the IndexDataTypeNormalizer
+F16 = dict(boxes_dtype="float16", scores_dtype="float16", iou_dtype="float16", st_dtype="float16")
+NMS_DTYPES = [case for name, form in [
+    ("f16", F16),
+    ("bf16", dict(boxes_dtype="bfloat16", scores_dtype="bfloat16", iou_dtype="bfloat16", st_dtype="bfloat16")),
+    ("f16-data-f32-thresholds", dict(boxes_dtype="float16", scores_dtype="float16")),
+    ("f32-data-f16-thresholds", dict(iou_dtype="float16", st_dtype="float16")),
+    ("f16-boxes-f32-scores", dict(boxes_dtype="float16")),
+    ("f32-boxes-f16-scores", dict(scores_dtype="float16")),
+    ("f16-boxes-f64-scores", dict(boxes_dtype="float16", scores_dtype="float64", st_dtype="float64")),
+    ("f64-thresholds", dict(iou_dtype="float64", st_dtype="float64")),
+    ("i32-thresholds", dict(iou_dtype="int32", st_dtype="int32")),
+    ("i8-u8-thresholds", dict(iou_dtype="int8", st_dtype="uint8")),
+    ("bool-thresholds", dict(iou_dtype="bool", st_dtype="bool")),
+    ("i32-boxes", dict(boxes_dtype="int32")),
+    ("i32-scores", dict(scores_dtype="int32")),
+] for case in _both_formats(name, **form)]
+# symbolic sizes: the rows nb * 2 * 5 (ONNX) or 2 * n (TensorFlow) as TVM's struct info writes
+# them, R.dynamic_strided_slice's extents as its canonical simplifier leaves them (nb * 10)
+NMS_SYMBOLIC = [case for name, form in [
+    ("sym-batch", dict(shape=("nb", 5, 2), sym="nb = T.int64()")),
+    ("sym-classes", dict(shape=(1, 5, "c"), sym="c = T.int64()")),
+    ("sym-batch-classes", dict(shape=("nb", 5, "c"), sym="nb = T.int64()\n        c = T.int64()")),
+    ("sym-boxes-const-limit", dict(shape=(2, "n", 3), max_out='R.const(2, "int64")', sym="n = T.int64()")),
+    ("f16-sym-boxes-const-limit", dict(shape=(1, "n", 2), max_out='R.const(3, "int64")', sym="n = T.int64()", **F16)),
+] for case in _both_formats(name, **form)]
+NMS_LIMITS = _both_formats("i32-limit", max_out='R.const(3, "int32")') + _both_formats("zero-limit", max_out='R.const(0, "int64")')
+# TVM 0.27's legalization raises on these (LegalizeOps fails): ours leaves the call
+NMS_LEFT = (_both_formats("f64", boxes_dtype="float64", scores_dtype="float64", iou_dtype="float64",
+                          st_dtype="float64") +
+            _both_formats("f64-boxes", boxes_dtype="float64") +  # TOPI's Select(u <= 0.0, 0.0, area / u): f32 vs f64
+            _both_formats("sym-boxes", shape=(1, "n", 2), sym="n = T.int64()"))  # int(num_boxes) of a size
+
+
 def _dss_case(shape, sym=""):
     params = f"x: {T(shape, 'int64')}, b: {T((len(shape),), 'int64')}, e: {T((len(shape),), 'int64')}, " \
              f"st: {T((len(shape),), 'int64')}"
@@ -66,6 +117,48 @@ def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     assert_legalized_like_tvm(tvm_python, tmp_path, NMS + NMS_TF + DSS, normalize=_canonical)
 
 
+@pytest.mark.tvm
+def test_legalized_dtype_symbolic_and_limit_forms_match_tvm(tvm_python, tmp_path):
+    """float16, bfloat16, mixed and int dtypes, symbolic batch, classes and boxes, int32 and zero
+    limits, both output formats: TVM's LegalizeOps prints what ours prints."""
+    assert_legalized_like_tvm(tvm_python, tmp_path, NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS, normalize=_canonical)
+
+
+_RAISES_RUNNER = """
+import sys, tvm
+from tvm import relax
+for path in sys.argv[1:]:
+    mod = tvm.script.from_source(open(path).read())
+    try:
+        relax.transform.LegalizeOps()(mod)
+    except Exception as err:
+        print(path, type(err).__name__)
+"""
+
+
+@pytest.mark.tvm
+def test_forms_left_as_calls_are_those_tvm_fails_on(tvm_python, tmp_path):
+    """float64 boxes and a symbolic N without a constant limit: TVM 0.27's LegalizeOps raises
+    (a Select of float32 and float64; `int()` of a size variable); ours leaves the call."""
+    paths = []
+    for name, text in NMS_LEFT:
+        paths.append(tmp_path / f"{name}.py")
+        paths[-1].write_text(text)
+    runner = tmp_path / "runner.py"
+    runner.write_text(_RAISES_RUNNER)
+    proc = subprocess.run([tvm_python, str(runner), *map(str, paths)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(line.split()[0] for line in proc.stdout.splitlines()) == sorted(map(str, paths))
+
+
+@pytest.mark.parametrize("case", NMS_LEFT, ids=lambda c: c[0])
+def test_forms_tvm_fails_on_stay_calls(case):
+    text = to_text(legalize(parse(case[1])))
+    assert "R.vision.all_class_non_max_suppression(" in text
+    assert "call_tir" not in text
+
+
 _ZERO_RUNNER = """
 import sys, tvm
 from tvm import relax
@@ -76,8 +169,12 @@ for path in sys.argv[1:]:
 """
 
 
+ZERO_CASES = [NMS[0], NMS[4], NMS[7], NMS_TF[1], NMS_DTYPES[0], NMS_DTYPES[1], NMS_DTYPES[8], NMS_DTYPES[9],
+              NMS_SYMBOLIC[0], NMS_SYMBOLIC[5], NMS_SYMBOLIC[9]]
+
+
 @pytest.mark.tvm
-@pytest.mark.parametrize("case", [NMS[0], NMS[4], NMS[7], NMS_TF[1]], ids=lambda c: c[0])
+@pytest.mark.parametrize("case", ZERO_CASES, ids=lambda c: c[0])
 def test_zero_pipeline_matches_tvm(tvm_python, tmp_path, case):
     """TVM's whole zero pipeline: the extern PrimFunc is kOpaque, begin and strides fold."""
     name, text = case
