@@ -375,3 +375,55 @@ def test_a_run_time_limit_is_not_read_by_the_legalized_module():
     got_rows, got_count = run_relax(legal, [boxes, scores, np.array(1, "int64"), *thresholds])
     assert got_count.tolist() == count.tolist()
     np.testing.assert_array_equal(got_rows, rows[:int(count[0])])
+
+
+# ----------------------------------------------------------------------------- other dtypes and sizes, run
+
+
+def _form_inputs(rng, mod, sizes):
+    """Boxes with integer corners 0..8 (some given as (y2, x2, y1, x1)) and scores on a grid of
+    eighths: every area, sum and IoU is exact in float16 and float32, so TVM's float16 arithmetic
+    widened to float32 and the reference's agree; tied scores included."""
+    params = mod.functions["main"].params
+    b, n, c = [sizes.get(getattr(d, "name", None), d) for d in params[0].struct_info.shape[:2]] + \
+        [sizes.get(getattr(params[1].struct_info.shape[1], "name", None), params[1].struct_info.shape[1])]
+    corners = rng.integers(0, 5, size=(b, n, 2))
+    extents = rng.integers(1, 4, size=(b, n, 2))
+    flip = rng.random((b, n, 1)) < 0.3
+    boxes = np.where(flip, np.concatenate([corners + extents, corners], -1),
+                     np.concatenate([corners, corners + extents], -1))
+    scores = rng.integers(0, 8, size=(b, c, n)) / 8
+    if params[1].struct_info.dtype.startswith("int"):
+        scores = rng.integers(0, 4, size=(b, c, n))
+    return boxes.astype(params[0].struct_info.dtype), scores.astype(params[1].struct_info.dtype)
+
+
+_THRESHOLDS = {"float": [(0.5, 0.25), (0.3, 0.0), (0.0, 0.5), (1.0, 0.75)], "int": [(1, 0), (0, 1), (1, 2)],
+               "uint": [(1, 0), (1, 2)], "bool": [(True, False), (False, True)]}
+RUN_FORMS = [case for case in NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS if "bf16" not in case[0]]
+
+
+@pytest.mark.parametrize("case", RUN_FORMS, ids=lambda c: c[0])
+def test_legalized_forms_run_as_the_reference(case):
+    """Each form's legalized module (its PrimFunc in the TIR interpreter) gives the reference's
+    rows and count (ONNX: the first `count` rows) or its per-batch rows, scores and counts."""
+    mod = parse(case[1])
+    legal = legalize(mod)
+    assert "R.vision.all_class_non_max_suppression(" not in to_text(legal)
+    params = mod.functions["main"].params
+    iou_dtype, st_dtype = params[3].struct_info.dtype, params[4].struct_info.dtype
+    kind = next(k for k in ("bool", "uint", "int", "float") if iou_dtype.startswith(k))
+    rng = np.random.default_rng(sum(map(ord, case[0])))
+    for sizes in ({"nb": 2, "c": 3, "n": 6}, {"nb": 1, "c": 1, "n": 4}):
+        boxes, scores = _form_inputs(rng, mod, sizes)
+        for iou, st in _THRESHOLDS[kind]:
+            args = [boxes, scores, np.array(scores.shape[2], "int64"), np.array(iou, iou_dtype), np.array(st, st_dtype)]
+            want, got = run_relax(mod, args), run_relax(legal, args)
+            if "tensorflow" in case[0]:
+                for w, g in zip(want, got, strict=True):
+                    assert w.dtype == g.dtype
+                    np.testing.assert_array_equal(g, w)
+                continue
+            (rows, count), (got_rows, got_count) = want, got
+            assert got_count.tolist() == count.tolist()
+            np.testing.assert_array_equal(got_rows, rows[:int(count[0])])

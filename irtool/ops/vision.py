@@ -197,7 +197,9 @@ def _iou(a, b) -> float:
 
 
 def _all_class_nms(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold,
-                   output_format="onnx"):
+                   output_format="onnx", zero_limit_selects_none=False):
+    """The op's reference; a limit <= 0 is no limit, but with `zero_limit_selects_none` (Relax:
+    TVM 0.27's TOPI keeps a box while `count < max_output_size`, so none) it selects nothing."""
     batch, classes, n = scores.shape
     limit, iou_t, score_t = int(max_output_boxes_per_class), float(iou_threshold), float(score_threshold)
     rows = []
@@ -208,7 +210,7 @@ def _all_class_nms(boxes, scores, max_output_boxes_per_class, iou_threshold, sco
             valid = int(np.sum(work > score_t))
             if iou_t <= 0 or valid == 0:
                 continue
-            cap, kept = (limit if limit > 0 else valid), 0
+            cap, kept = (limit if limit > 0 or zero_limit_selects_none else valid), 0
             for j in range(valid):
                 if kept >= cap:
                     break
