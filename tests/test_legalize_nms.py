@@ -44,12 +44,12 @@ NMS_TF = [_nms_case(1, 6, 2, fmt="tensorflow"), _nms_case(2, 5, 3, fmt="tensorfl
 
 
 def _nms_form(name, boxes_dtype="float32", scores_dtype="float32", iou_dtype="float32", st_dtype="float32",
-              shape=(1, 5, 2), max_out="m", fmt="onnx", sym=""):
+              shape=(1, 5, 2), max_out="m", fmt="onnx", sym="", iou_shape=(), st_shape=(), m_shape=()):
     """main(b, s, m, iou, st) = the NMS on (batch, boxes, classes) `shape`, a name in it a size
-    declared in `sym`, of the given dtypes; `max_out` a parameter or an R.const."""
+    declared in `sym`, of the given dtypes and threshold shapes; `max_out` a parameter or an R.const."""
     batch, boxes, classes = shape
     params = (f"b: {T((batch, boxes, 4), boxes_dtype)}, s: {T((batch, classes, boxes), scores_dtype)}, "
-              f"m: {T((), 'int64')}, iou: {T((), iou_dtype)}, st: {T((), st_dtype)}")
+              f"m: {T(m_shape, 'int64')}, iou: {T(iou_shape, iou_dtype)}, st: {T(st_shape, st_dtype)}")
     call = f'R.vision.all_class_non_max_suppression(b, s, {max_out}, iou, st, output_format="{fmt}")'
     return f"nms-{fmt}-{name}", module(params, call, sym)
 
@@ -87,11 +87,25 @@ NMS_SYMBOLIC = [case for name, form in [
     ("f16-sym-boxes-const-limit", dict(shape=(1, "n", 2), max_out='R.const(3, "int64")', sym="n = T.int64()", **F16)),
 ] for case in _both_formats(name, **form)]
 NMS_LIMITS = _both_formats("i32-limit", max_out='R.const(3, "int32")') + _both_formats("zero-limit", max_out='R.const(0, "int64")')
+# TVM's Relax op checks no threshold's shape; TOPI reads an iou_threshold of shape (1,) at [0] and
+# takes 0.5 for any other non-0-d one (the tensor unread); a limit parameter is never read
+NMS_SHAPES = [case for name, form in [
+    ("iou-1", dict(iou_shape=(1,))),
+    ("f16-iou-1", dict(iou_shape=(1,), **F16)),
+    ("iou-2", dict(iou_shape=(2,))),
+    ("iou-1x1", dict(iou_shape=(1, 1))),
+    ("iou-0", dict(iou_shape=(0,))),
+    ("i64-iou-1", dict(iou_shape=(1,), iou_dtype="int64", st_dtype="int64")),
+    ("limit-1", dict(m_shape=(1,))),
+] for case in _both_formats(name, **form)]
 # TVM 0.27's legalization raises on these (LegalizeOps fails): ours leaves the call
 NMS_LEFT = (_both_formats("f64", boxes_dtype="float64", scores_dtype="float64", iou_dtype="float64",
                           st_dtype="float64") +
             _both_formats("f64-boxes", boxes_dtype="float64") +  # TOPI's Select(u <= 0.0, 0.0, area / u): f32 vs f64
-            _both_formats("sym-boxes", shape=(1, "n", 2), sym="n = T.int64()"))  # int(num_boxes) of a size
+            _both_formats("sym-boxes", shape=(1, "n", 2), sym="n = T.int64()") +  # int(num_boxes) of a size
+            _both_formats("st-1", st_shape=(1,)) +  # TOPI's `score_threshold[()]` of a 1-D tensor
+            _both_formats("st-1x1", st_shape=(1, 1), iou_shape=(1, 1)) +
+            _both_formats("const-limit-1", max_out='R.const([3], "int64")'))  # int() of a 1-D array
 
 
 def _dss_case(shape, sym=""):
@@ -120,8 +134,10 @@ def test_legalized_text_matches_tvm(tvm_python, tmp_path):
 @pytest.mark.tvm
 def test_legalized_dtype_symbolic_and_limit_forms_match_tvm(tvm_python, tmp_path):
     """float16, bfloat16, mixed and int dtypes, symbolic batch, classes and boxes, int32 and zero
-    limits, both output formats: TVM's LegalizeOps prints what ours prints."""
-    assert_legalized_like_tvm(tvm_python, tmp_path, NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS, normalize=_canonical)
+    limits, thresholds and limits of other shapes, both output formats: TVM's LegalizeOps prints
+    what ours prints."""
+    assert_legalized_like_tvm(tvm_python, tmp_path, NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS + NMS_SHAPES,
+                              normalize=_canonical)
 
 
 _RAISES_RUNNER = """
@@ -138,8 +154,9 @@ for path in sys.argv[1:]:
 
 @pytest.mark.tvm
 def test_forms_left_as_calls_are_those_tvm_fails_on(tvm_python, tmp_path):
-    """float64 boxes and a symbolic N without a constant limit: TVM 0.27's LegalizeOps raises
-    (a Select of float32 and float64; `int()` of a size variable); ours leaves the call."""
+    """float64 boxes, a symbolic N without a constant limit, a score_threshold that is not 0-d, a
+    1-D constant limit: TVM 0.27's LegalizeOps raises (a Select of float32 and float64; `int()` of
+    a size variable or a 1-D array; a 1-D tensor read at `[()]`); ours leaves the call."""
     paths = []
     for name, text in NMS_LEFT:
         paths.append(tmp_path / f"{name}.py")
@@ -400,7 +417,7 @@ def _form_inputs(rng, mod, sizes):
 
 _THRESHOLDS = {"float": [(0.5, 0.25), (0.3, 0.0), (0.0, 0.5), (1.0, 0.75)], "int": [(1, 0), (0, 1), (1, 2)],
                "uint": [(1, 0), (1, 2)], "bool": [(True, False), (False, True)]}
-RUN_FORMS = [case for case in NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS if "bf16" not in case[0]]
+RUN_FORMS = [case for case in NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS + NMS_SHAPES if "bf16" not in case[0]]
 
 
 @pytest.mark.parametrize("case", RUN_FORMS, ids=lambda c: c[0])
@@ -417,7 +434,8 @@ def test_legalized_forms_run_as_the_reference(case):
     for sizes in ({"nb": 2, "c": 3, "n": 6}, {"nb": 1, "c": 1, "n": 4}):
         boxes, scores = _form_inputs(rng, mod, sizes)
         for iou, st in _THRESHOLDS[kind]:
-            args = [boxes, scores, np.array(scores.shape[2], "int64"), np.array(iou, iou_dtype), np.array(st, st_dtype)]
+            args = [boxes, scores, np.full(params[2].struct_info.shape, scores.shape[2], "int64"),
+                    np.full(params[3].struct_info.shape, iou, iou_dtype), np.array(st, st_dtype)]
             want, got = run_relax(mod, args), run_relax(legal, args)
             if "tensorflow" in case[0]:
                 for w, g in zip(want, got, strict=True):
