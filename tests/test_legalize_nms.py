@@ -445,3 +445,31 @@ def test_legalized_forms_run_as_the_reference(case):
             (rows, count), (got_rows, got_count) = want, got
             assert got_count.tolist() == count.tolist()
             np.testing.assert_array_equal(got_rows, rows[:int(count[0])])
+
+
+NATIVE_FORMS = [case for name, form in [("f16", F16), ("f16-boxes-f32-scores", dict(boxes_dtype="float16")),
+                                        ("i32-thresholds", dict(iou_dtype="int32", st_dtype="int32"))]
+                for case in _both_formats(name, shape=(2, 7, 3), **form)]
+
+
+@pytest.mark.parametrize("case", NATIVE_FORMS, ids=lambda c: c[0])
+def test_nms_forms_prim_funcs_run_natively_as_interpreted(case):
+    """float16 (the packed argsort of float16 scores, float16 stores of -1) and int thresholds:
+    the PrimFunc compiled natively writes what the TIR interpreter writes."""
+    mod = parse(case[1])
+    func = legalize(mod).functions["all_class_non_max_suppression"]
+    exe = irtool.build(IRModule({"all_class_non_max_suppression": func}))
+    params = mod.functions["main"].params
+    iou_dtype, st_dtype = params[3].struct_info.dtype, params[4].struct_info.dtype
+    iou, st = (1, 0) if iou_dtype == "int32" else (0.4, 0.1)
+    boxes, scores = _form_inputs(np.random.default_rng(5), mod, {})
+    ins = [boxes, scores, np.array(iou, iou_dtype), np.array(st, st_dtype)]
+    buffers = dict(func.buffer_map)
+    outs = [buffers[p] for p in func.params[len(ins):]]
+    interpreted = [np.zeros([d.value for d in b.shape], b.dtype) for b in outs]
+    native = [np.zeros_like(a) for a in interpreted]
+    run_prim_func(func, [a.copy() for a in ins] + interpreted)
+    exe["all_class_non_max_suppression"](*[a.copy() for a in ins], *native)
+    assert interpreted[-1].sum() > 0  # boxes were kept
+    for a, b in zip(interpreted, native, strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -22,6 +22,11 @@ conditions int64, an int32 value there cast where it meets an int64 one (`T.Cast
 searchsorted[v]) > T.int64(0)`), values (stores of counts, the binary search's bounds) int32.
 Buffers are indexed as TVM's buffer proxy indexes them (boxes by a flat offset, unravelled).
 
+Other dtypes as TOPI's operators make them: its Python floats are float32 constants (`_f32`), so
+a float16 box or score meeting one is widened and the IoU is float32; its `0`s are int32 (`_ZERO`),
+cast to the other side; a store casts the value to the buffer's dtype (a suppressed float16 score
+is `T.float16(-1.0)`, a kept one in the float32 scores of the "tensorflow" format a `T.Cast`).
+
 The "tensorflow" format keeps each kept box's score too (`all_class_nms` with three outputs),
 sums and scans the counts per batch (`cumsum_generic` along the classes) and writes per batch
 [class, box] rows and scores, zeros after the count (`collect_indices_and_scores`).
@@ -366,9 +371,10 @@ def collect_selected_indices_and_scores(selected: te.Tensor, selected_scores: te
 def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_output_boxes_per_class: int,
                                   iou_threshold: te.Tensor, score_threshold: te.Tensor,
                                   output_format: str = "onnx") -> list:
-    """TOPI's all_class_non_max_suppression with a constant max_output_boxes_per_class and 0-d
-    iou/score threshold tensors: ONNX [(B * C * max_out, 3) indices, (1,) total count],
-    TensorFlow [(B, C * N, 2) indices, (B, C * N) scores, (B,) counts]."""
+    """TOPI's all_class_non_max_suppression with a constant max_output_boxes_per_class, a 0-d
+    score_threshold tensor and an iou_threshold tensor of any shape (_threshold_value), of any
+    dtypes TVM takes: ONNX [(B * C * max_out, 3) indices, (1,) total count],
+    TensorFlow [(B, C * N, 2) indices, (B, C * N) float32 scores, (B,) counts]."""
     batch, num_class, num_boxes = scores.shape
     flat_scores = reshape(scores, [tb.mul(batch, num_class), num_boxes])
     sorted_indices = argsort(flat_scores, axis=1, is_ascend=False, dtype="int32")
