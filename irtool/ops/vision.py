@@ -179,8 +179,8 @@ def _dim_mul(a, b):
     (`nb * 2 * 5` stays, `2 * n` stays)."""
     if isinstance(a, int) and isinstance(b, int):
         return a * b
-    if a == 1 or b == 1:
-        return b if a == 1 else a
+    if isinstance(a, int) and a == 1 or isinstance(b, int) and b == 1:
+        return b if isinstance(a, int) and a == 1 else a
     return tir.BinOp("mul", tir.IntImm(a, "int64") if isinstance(a, int) else a,
                      tir.IntImm(b, "int64") if isinstance(b, int) else b)
 
