@@ -416,9 +416,10 @@ def test_a_run_time_limit_is_not_read_by_the_legalized_module():
 
 
 def _form_inputs(rng, mod, sizes):
-    """Boxes with integer corners 0..8 (some given as (y2, x2, y1, x1)) and scores on a grid of
-    eighths: every area, sum and IoU is exact in float16 and float32, so TVM's float16 arithmetic
-    widened to float32 and the reference's agree; tied scores included."""
+    """Boxes with integer corners 0..7 (some given as (y2, x2, y1, x1)) and scores on a grid of
+    eighths (int scores 0..3): every width, area and sum is exact in float16, and an IoU, a ratio of
+    small integers, is never within float16's rounding of a threshold it does not equal, so TVM's
+    float16 arithmetic widened to float32 and the reference's agree; tied scores included."""
     params = mod.functions["main"].params
     b, n, c = [sizes.get(getattr(d, "name", None), d) for d in params[0].struct_info.shape[:2]] + \
         [sizes.get(getattr(params[1].struct_info.shape[1], "name", None), params[1].struct_info.shape[1])]
