@@ -19,6 +19,7 @@ from tvm_text import canonical_elem_offsets, canonical_type_vars
 import irtool
 from irtool.exec.relax import run_relax
 from irtool.exec.tir import run_prim_func
+from irtool.exec.tir_runtime import _numpy_dtype
 from irtool.ir.module import IRModule
 from irtool.text import parse, to_text
 from irtool.transform import get_pass
@@ -43,6 +44,71 @@ NMS_TF = [_nms_case(1, 6, 2, fmt="tensorflow"), _nms_case(2, 5, 3, fmt="tensorfl
           _nms_case(3, 4, 1, 'R.const(2, "int64")', fmt="tensorflow")]
 
 
+def _nms_form(name, boxes_dtype="float32", scores_dtype="float32", iou_dtype="float32", st_dtype="float32",
+              shape=(1, 5, 2), max_out="m", fmt="onnx", sym="", iou_shape=(), st_shape=(), m_shape=()):
+    """main(b, s, m, iou, st) = the NMS on (batch, boxes, classes) `shape`, a name in it a size
+    declared in `sym`, of the given dtypes and threshold shapes; `max_out` a parameter or an R.const."""
+    batch, boxes, classes = shape
+    params = (f"b: {T((batch, boxes, 4), boxes_dtype)}, s: {T((batch, classes, boxes), scores_dtype)}, "
+              f"m: {T(m_shape, 'int64')}, iou: {T(iou_shape, iou_dtype)}, st: {T(st_shape, st_dtype)}")
+    call = f'R.vision.all_class_non_max_suppression(b, s, {max_out}, iou, st, output_format="{fmt}")'
+    return f"nms-{fmt}-{name}", module(params, call, sym)
+
+
+def _both_formats(name, **form):
+    return [_nms_form(name, fmt=fmt, **form) for fmt in ("onnx", "tensorflow")]
+
+
+# the forms TVM 0.27 legalizes beyond static float32 with 0-d float32 thresholds: TOPI's Python
+# floats are float32 constants (a float16 box or score widened where it meets one), its stores
+# cast to the buffer's dtype, int thresholds compared in int64 by the IndexDataTypeNormalizer
+F16 = dict(boxes_dtype="float16", scores_dtype="float16", iou_dtype="float16", st_dtype="float16")
+NMS_DTYPES = [case for name, form in [
+    ("f16", F16),
+    ("bf16", dict(boxes_dtype="bfloat16", scores_dtype="bfloat16", iou_dtype="bfloat16", st_dtype="bfloat16")),
+    ("f16-data-f32-thresholds", dict(boxes_dtype="float16", scores_dtype="float16")),
+    ("f32-data-f16-thresholds", dict(iou_dtype="float16", st_dtype="float16")),
+    ("f16-boxes-f32-scores", dict(boxes_dtype="float16")),
+    ("f32-boxes-f16-scores", dict(scores_dtype="float16")),
+    ("f16-boxes-f64-scores", dict(boxes_dtype="float16", scores_dtype="float64", st_dtype="float64")),
+    ("f64-thresholds", dict(iou_dtype="float64", st_dtype="float64")),
+    ("i32-thresholds", dict(iou_dtype="int32", st_dtype="int32")),
+    ("i8-u8-thresholds", dict(iou_dtype="int8", st_dtype="uint8")),
+    ("bool-thresholds", dict(iou_dtype="bool", st_dtype="bool")),
+    ("i32-boxes", dict(boxes_dtype="int32")),
+    ("i32-scores", dict(scores_dtype="int32")),
+] for case in _both_formats(name, **form)]
+# symbolic sizes: the rows nb * 2 * 5 (ONNX) or 2 * n (TensorFlow) as TVM's struct info writes
+# them, R.dynamic_strided_slice's extents as its canonical simplifier leaves them (nb * 10)
+NMS_SYMBOLIC = [case for name, form in [
+    ("sym-batch", dict(shape=("nb", 5, 2), sym="nb = T.int64()")),
+    ("sym-classes", dict(shape=(1, 5, "c"), sym="c = T.int64()")),
+    ("sym-batch-classes", dict(shape=("nb", 5, "c"), sym="nb = T.int64()\n        c = T.int64()")),
+    ("sym-boxes-const-limit", dict(shape=(2, "n", 3), max_out='R.const(2, "int64")', sym="n = T.int64()")),
+    ("f16-sym-boxes-const-limit", dict(shape=(1, "n", 2), max_out='R.const(3, "int64")', sym="n = T.int64()", **F16)),
+] for case in _both_formats(name, **form)]
+NMS_LIMITS = _both_formats("i32-limit", max_out='R.const(3, "int32")') + _both_formats("zero-limit", max_out='R.const(0, "int64")')
+# TVM's Relax op checks no threshold's shape; TOPI reads an iou_threshold of shape (1,) at [0] and
+# takes 0.5 for any other non-0-d one (the tensor unread); a limit parameter is never read
+NMS_SHAPES = [case for name, form in [
+    ("iou-1", dict(iou_shape=(1,))),
+    ("f16-iou-1", dict(iou_shape=(1,), **F16)),
+    ("iou-2", dict(iou_shape=(2,))),
+    ("iou-1x1", dict(iou_shape=(1, 1))),
+    ("iou-0", dict(iou_shape=(0,))),
+    ("i64-iou-1", dict(iou_shape=(1,), iou_dtype="int64", st_dtype="int64")),
+    ("limit-1", dict(m_shape=(1,))),
+] for case in _both_formats(name, **form)]
+# TVM 0.27's legalization raises on these (LegalizeOps fails): ours leaves the call
+NMS_LEFT = (_both_formats("f64", boxes_dtype="float64", scores_dtype="float64", iou_dtype="float64",
+                          st_dtype="float64") +
+            _both_formats("f64-boxes", boxes_dtype="float64") +  # TOPI's Select(u <= 0.0, 0.0, area / u): f32 vs f64
+            _both_formats("sym-boxes", shape=(1, "n", 2), sym="n = T.int64()") +  # int(num_boxes) of a size
+            _both_formats("st-1", st_shape=(1,)) +  # TOPI's `score_threshold[()]` of a 1-D tensor
+            _both_formats("st-1x1", st_shape=(1, 1), iou_shape=(1, 1)) +
+            _both_formats("const-limit-1", max_out='R.const([3], "int64")'))  # int() of a 1-D array
+
+
 def _dss_case(shape, sym=""):
     params = f"x: {T(shape, 'int64')}, b: {T((len(shape),), 'int64')}, e: {T((len(shape),), 'int64')}, " \
              f"st: {T((len(shape),), 'int64')}"
@@ -64,6 +130,51 @@ DSS = [_dss_case((7,)), _dss_case((12, 3)), _dss_case((4, 5, 6)), _dss_case(("n"
 @pytest.mark.tvm
 def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     assert_legalized_like_tvm(tvm_python, tmp_path, NMS + NMS_TF + DSS, normalize=_canonical)
+
+
+@pytest.mark.tvm
+def test_legalized_dtype_symbolic_and_limit_forms_match_tvm(tvm_python, tmp_path):
+    """float16, bfloat16, mixed and int dtypes, symbolic batch, classes and boxes, int32 and zero
+    limits, thresholds and limits of other shapes, both output formats: TVM's LegalizeOps prints
+    what ours prints."""
+    assert_legalized_like_tvm(tvm_python, tmp_path, NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS + NMS_SHAPES,
+                              normalize=_canonical)
+
+
+_RAISES_RUNNER = """
+import sys, tvm
+from tvm import relax
+for path in sys.argv[1:]:
+    mod = tvm.script.from_source(open(path).read())
+    try:
+        relax.transform.LegalizeOps()(mod)
+    except Exception as err:
+        print(path, type(err).__name__)
+"""
+
+
+@pytest.mark.tvm
+def test_forms_left_as_calls_are_those_tvm_fails_on(tvm_python, tmp_path):
+    """float64 boxes, a symbolic N without a constant limit, a score_threshold that is not 0-d, a
+    1-D constant limit: TVM 0.27's LegalizeOps raises (a Select of float32 and float64; `int()` of
+    a size variable or a 1-D array; a 1-D tensor read at `[()]`); ours leaves the call."""
+    paths = []
+    for name, text in NMS_LEFT:
+        paths.append(tmp_path / f"{name}.py")
+        paths[-1].write_text(text)
+    runner = tmp_path / "runner.py"
+    runner.write_text(_RAISES_RUNNER)
+    proc = subprocess.run([tvm_python, str(runner), *map(str, paths)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(line.split()[0] for line in proc.stdout.splitlines()) == sorted(map(str, paths))
+
+
+@pytest.mark.parametrize("case", NMS_LEFT, ids=lambda c: c[0])
+def test_forms_tvm_fails_on_stay_calls(case):
+    text = to_text(legalize(parse(case[1])))
+    assert "R.vision.all_class_non_max_suppression(" in text
+    assert "call_tir" not in text
 
 
 _ZERO_RUNNER = """
@@ -91,6 +202,28 @@ def test_zero_pipeline_matches_tvm(tvm_python, tmp_path, case):
     ours = to_text(get_pass("zero-pipeline")()(parse(text)), show_meta_data=True)
     theirs = open(str(path) + ".tvm").read()
     assert _canonical(ours.rstrip("\n")) == _canonical(theirs.rstrip("\n"))
+
+
+@pytest.mark.tvm
+def test_zero_pipeline_of_every_form_matches_tvm(tvm_python, tmp_path):
+    """The zero pipeline of each dtype, symbolic, limit and threshold-shape form (54 modules, one
+    TVM run) prints what TVM's prints."""
+    cases = NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS + NMS_SHAPES
+    paths = []
+    for name, text in cases:
+        paths.append(tmp_path / f"{name}.py")
+        paths[-1].write_text(text)
+    runner = tmp_path / "runner.py"
+    runner.write_text(_ZERO_RUNNER)
+    proc = subprocess.run([tvm_python, str(runner), *map(str, paths)], capture_output=True, text=True, timeout=1200,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    differ = []
+    for (name, text), path in zip(cases, paths, strict=True):
+        ours = to_text(get_pass("zero-pipeline")()(parse(text)), show_meta_data=True)
+        if _canonical(ours.rstrip("\n")) != _canonical(open(str(path) + ".tvm").read().rstrip("\n")):
+            differ.append(name)
+    assert not differ, differ
 
 
 # ----------------------------------------------------------------------------- running them
@@ -278,3 +411,87 @@ def test_a_run_time_limit_is_not_read_by_the_legalized_module():
     got_rows, got_count = run_relax(legal, [boxes, scores, np.array(1, "int64"), *thresholds])
     assert got_count.tolist() == count.tolist()
     np.testing.assert_array_equal(got_rows, rows[:int(count[0])])
+
+
+# ----------------------------------------------------------------------------- other dtypes and sizes, run
+
+
+def _form_inputs(rng, mod, sizes):
+    """Boxes with integer corners 0..7 (some given as (y2, x2, y1, x1)) and scores on a grid of
+    eighths (int scores 0..3): every width, area and sum is exact in float16, and an IoU, a ratio of
+    small integers, is never within float16's rounding of a threshold it does not equal, so TVM's
+    float16 arithmetic widened to float32 and the reference's agree; tied scores included."""
+    params = mod.functions["main"].params
+    b, n, c = [sizes.get(getattr(d, "name", None), d) for d in params[0].struct_info.shape[:2]] + \
+        [sizes.get(getattr(params[1].struct_info.shape[1], "name", None), params[1].struct_info.shape[1])]
+    corners = rng.integers(0, 5, size=(b, n, 2))
+    extents = rng.integers(1, 4, size=(b, n, 2))
+    flip = rng.random((b, n, 1)) < 0.3
+    boxes = np.where(flip, np.concatenate([corners + extents, corners], -1),
+                     np.concatenate([corners, corners + extents], -1))
+    scores = rng.integers(0, 8, size=(b, c, n)) / 8
+    if params[1].struct_info.dtype.startswith("int"):
+        scores = rng.integers(0, 4, size=(b, c, n))
+    return boxes.astype(_numpy_dtype(params[0].struct_info.dtype)), scores.astype(_numpy_dtype(params[1].struct_info.dtype))
+
+
+_THRESHOLDS = {"float": [(0.5, 0.25), (0.3, 0.0), (0.0, 0.5), (1.0, 0.75)], "int": [(1, 0), (0, 1), (1, 2)],
+               "uint": [(1, 0), (1, 2)], "bool": [(True, False), (False, True)]}
+RUN_FORMS = NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS + NMS_SHAPES
+
+
+@pytest.mark.parametrize("case", RUN_FORMS, ids=lambda c: c[0])
+def test_legalized_forms_run_as_the_reference(case):
+    """Each form's legalized module (its PrimFunc in the TIR interpreter) gives the reference's
+    rows and count (ONNX: the first `count` rows) or its per-batch rows, scores and counts."""
+    if "bf16" in case[0]:
+        pytest.importorskip("ml_dtypes")  # NumPy's bfloat16
+    mod = parse(case[1])
+    legal = legalize(mod)
+    assert "R.vision.all_class_non_max_suppression(" not in to_text(legal)
+    params = mod.functions["main"].params
+    iou_dtype, st_dtype = params[3].struct_info.dtype, params[4].struct_info.dtype
+    kind = next(k for k in ("bool", "uint", "int", "float") if iou_dtype.startswith(k) or k in iou_dtype)
+    rng = np.random.default_rng(sum(map(ord, case[0])))
+    for sizes in ({"nb": 2, "c": 3, "n": 6}, {"nb": 1, "c": 1, "n": 4}):
+        boxes, scores = _form_inputs(rng, mod, sizes)
+        for iou, st in _THRESHOLDS[kind]:
+            args = [boxes, scores, np.full(params[2].struct_info.shape, scores.shape[2], "int64"),
+                    np.full(params[3].struct_info.shape, iou, _numpy_dtype(iou_dtype)), np.array(st, _numpy_dtype(st_dtype))]
+            want, got = run_relax(mod, args), run_relax(legal, args)
+            if "tensorflow" in case[0]:
+                for w, g in zip(want, got, strict=True):
+                    assert w.dtype == g.dtype
+                    np.testing.assert_array_equal(g, w)
+                continue
+            (rows, count), (got_rows, got_count) = want, got
+            assert got_count.tolist() == count.tolist()
+            np.testing.assert_array_equal(got_rows, rows[:int(count[0])])
+
+
+NATIVE_FORMS = [case for name, form in [("f16", F16), ("f16-boxes-f32-scores", dict(boxes_dtype="float16")),
+                                        ("i32-thresholds", dict(iou_dtype="int32", st_dtype="int32"))]
+                for case in _both_formats(name, shape=(2, 7, 3), **form)]
+
+
+@pytest.mark.parametrize("case", NATIVE_FORMS, ids=lambda c: c[0])
+def test_nms_forms_prim_funcs_run_natively_as_interpreted(case):
+    """float16 (the packed argsort of float16 scores, float16 stores of -1) and int thresholds:
+    the PrimFunc compiled natively writes what the TIR interpreter writes."""
+    mod = parse(case[1])
+    func = legalize(mod).functions["all_class_non_max_suppression"]
+    exe = irtool.build(IRModule({"all_class_non_max_suppression": func}))
+    params = mod.functions["main"].params
+    iou_dtype, st_dtype = params[3].struct_info.dtype, params[4].struct_info.dtype
+    iou, st = (1, 0) if iou_dtype == "int32" else (0.4, 0.1)
+    boxes, scores = _form_inputs(np.random.default_rng(5), mod, {})
+    ins = [boxes, scores, np.array(iou, iou_dtype), np.array(st, st_dtype)]
+    buffers = dict(func.buffer_map)
+    outs = [buffers[p] for p in func.params[len(ins):]]
+    interpreted = [np.zeros([d.value for d in b.shape], b.dtype) for b in outs]
+    native = [np.zeros_like(a) for a in interpreted]
+    run_prim_func(func, [a.copy() for a in ins] + interpreted)
+    exe["all_class_non_max_suppression"](*[a.copy() for a in ins], *native)
+    assert interpreted[-1].sum() > 0  # boxes were kept
+    for a, b in zip(interpreted, native, strict=True):
+        np.testing.assert_array_equal(a, b)

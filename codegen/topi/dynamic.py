@@ -41,13 +41,47 @@ def _sub(a, b) -> tir.PrimExpr:
     return tir.BinOp("sub", a, b)
 
 
+def _extent(dim) -> tuple[tir.PrimExpr, int]:
+    """A data extent as TVM's canonical simplifier leaves it, with its scale: a product of sizes
+    and constants (`nb * 2 * 5`, NMS's rows) is its sizes in order times the folded constant
+    (`nb * T.int64(10)`), a constant alone folded."""
+    factors, scale = [], 1
+
+    def walk(e):
+        nonlocal scale
+        if isinstance(e, tir.BinOp) and e.op == "mul":
+            walk(e.a)
+            walk(e.b)
+        elif const_int(e) is not None:
+            scale *= const_int(e)
+        else:
+            factors.append(e)
+
+    walk(dim)
+    if not factors:
+        return _c(scale), 1
+    expr = factors[0]
+    for f in factors[1:]:
+        expr = tir.BinOp("mul", expr, f)
+    return (expr if scale == 1 else tir.BinOp("mul", expr, _c(scale))), scale
+
+
+def _plus_extent(index, dim) -> tir.PrimExpr:
+    """`index + extent` as the canonical simplifier orders a sum: terms by descending scale (a
+    stable sort), so `nb * T.int64(10) + begin[0]` but `begin[0] + n`; `+ 0` folded."""
+    extent, scale = _extent(dim)
+    if const_int(extent) == 0:
+        return index
+    return tir.BinOp("add", extent, index) if scale > 1 else tir.BinOp("add", index, extent)
+
+
 def shape_func(data: te.Tensor, begin: te.Tensor, end: te.Tensor, strides: te.Tensor) -> te.Tensor:
     """The sliced shape (see the module docstring), as TVM's simplifier prints it."""
 
     def element(i):
         extent = _c(-1)
         for axis, dim in enumerate(data.shape):
-            extent = tir.Select(tir.BinOp("eq", i, _c(axis)), dim, extent)
+            extent = tir.Select(tir.BinOp("eq", i, _c(axis)), _extent(dim)[0], extent)
         b, e, s = begin(i), end(i), strides(i)
 
         def canonical(index, lo, hi):
@@ -74,7 +108,8 @@ def dynamic_strided_slice(data: te.Tensor, begin: te.Tensor, end: te.Tensor, str
         for k, dim in enumerate(data.shape):
             b, s = begin(_c(k)), strides(_c(k))
             negative = tir.BinOp("lt", s, _c(0))
-            wrapped = tb.if_then_else(tir.BinOp("lt", b, _c(0)), tir.BinOp("add", b, dim), b)
+            wrapped = tb.if_then_else(tir.BinOp("lt", b, _c(0)), _plus_extent(b, dim), b)
+            dim = _extent(dim)[0]
             lo = tb.if_then_else(negative, _c(-1), _c(0))
             last = _c(const_int(dim) - 1) if const_int(dim) is not None else _sub(dim, _c(1))
             hi = tb.if_then_else(negative, last, dim)

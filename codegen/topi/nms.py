@@ -22,6 +22,11 @@ conditions int64, an int32 value there cast where it meets an int64 one (`T.Cast
 searchsorted[v]) > T.int64(0)`), values (stores of counts, the binary search's bounds) int32.
 Buffers are indexed as TVM's buffer proxy indexes them (boxes by a flat offset, unravelled).
 
+Other dtypes as TOPI's operators make them: its Python floats are float32 constants (`_f32`), so
+a float16 box or score meeting one is widened and the IoU is float32; its `0`s are int32 (`_ZERO`),
+cast to the other side; a store casts the value to the buffer's dtype (a suppressed float16 score
+is `T.float16(-1.0)`, a kept one in the float32 scores of the "tensorflow" format a `T.Cast`).
+
 The "tensorflow" format keeps each kept box's score too (`all_class_nms` with three outputs),
 sums and scans the counts per batch (`cumsum_generic` along the classes) and writes per batch
 [class, box] rows and scores, zeros after the count (`collect_indices_and_scores`).
@@ -42,6 +47,7 @@ from irtool.ir.expr import Op
 
 from .. import te
 from .. import tir_build as tb
+from ..simplify import normalize_index_dtype
 from . import register_legalize
 from .common import const_int
 from .elemwise import cast
@@ -65,8 +71,18 @@ def _load(buf: tir.Buffer, *indices) -> tir.BufferLoad:
     return tir.BufferLoad(buf, list(indices))
 
 
+_ZERO = tb.const(0, "int32")  # TOPI's `0` and `te.const(0)`: int32, cast to a float operand's dtype
+
+
+def _f32(value: float) -> tir.PrimExpr:
+    """A Python float of TOPI's: TVM's FFI makes it a float32 constant before the operator
+    matches types, so it widens a float16 operand (`T.Cast("float32", x) > T.float32(-1.0)`)."""
+    return tb.const(value, "float32")
+
+
 def _store(buf: tir.Buffer, value, *indices) -> tir.BufferStore:
-    return tir.BufferStore(buf, value, list(indices))
+    """The IR builder's store: a value of another dtype is cast to the buffer's."""
+    return tir.BufferStore(buf, tb.cast(buf.dtype, value), list(indices))
 
 
 def _flat_load(buf: tir.Buffer, flat) -> tir.BufferLoad:
@@ -86,7 +102,9 @@ def _with_locals(bufs: list, body_of) -> tir.Stmt:
 
 
 def _if(cond, then, else_=None) -> tir.IfThenElse:
-    return tir.IfThenElse(cond, then, else_)
+    """An `if` as CreatePrimFunc's IndexDataTypeNormalizer leaves it: integer comparisons in
+    int64 (an int threshold's `iou[()] > 0` is `T.Cast("int64", iou[()]) > T.int64(0)`)."""
+    return tir.IfThenElse(normalize_index_dtype(cond, I64, in_condition=True), then, else_)
 
 
 # ----------------------------------------------------------------------------- argsort
@@ -165,12 +183,22 @@ def _overlap(boxes: tir.Buffer, a_idx, b_idx) -> tir.PrimExpr:
     """nms_util.calculate_overlap: the IoU, 0 where the union is not positive."""
     a_l, a_t, a_r, a_b = _boundaries(boxes, a_idx)
     b_l, b_t, b_r, b_b = _boundaries(boxes, b_idx)
-    w = tb.max_(0.0, tb.sub(tb.min_(a_r, b_r), tb.max_(a_l, b_l)))
-    h = tb.max_(0.0, tb.sub(tb.min_(a_b, b_b), tb.max_(a_t, b_t)))
+    w = tb.max_(_f32(0.0), tb.sub(tb.min_(a_r, b_r), tb.max_(a_l, b_l)))
+    h = tb.max_(_f32(0.0), tb.sub(tb.min_(a_b, b_b), tb.max_(a_t, b_t)))
     area = tb.mul(h, w)
     union = tb.sub(tb.add(tb.mul(tb.sub(a_r, a_l), tb.sub(a_b, a_t)),
                           tb.mul(tb.sub(b_r, b_l), tb.sub(b_b, b_t))), area)
-    return tb.select(tb.le(union, 0.0), 0.0, tb.div(area, union))
+    return tb.select(tb.le(union, _f32(0.0)), _f32(0.0), tb.div(area, union))
+
+
+def _threshold_value(threshold: te.Tensor) -> tir.PrimExpr:
+    """_all_class_nms_ir's iou_threshold: a 0-d tensor's value, a (1,) tensor's first, else the
+    float32 0.5 (TOPI's default for any other shape: the tensor is not read)."""
+    if len(threshold.shape) == 0:
+        return threshold()
+    if len(threshold.shape) == 1 and const_int(threshold.shape[0]) == 1:
+        return threshold(_c64(0))
+    return _f32(0.5)
 
 
 def all_class_nms(boxes: te.Tensor, sorted_scores: te.Tensor, sorted_indices: te.Tensor,
@@ -193,7 +221,7 @@ def all_class_nms(boxes: te.Tensor, sorted_scores: te.Tensor, sorted_indices: te
         boxes_b, scores_b, indices_b, valid_b, thresh_b = ins
         box_indices, num_valid = outs[0], outs[-1]
         selected_scores = outs[1] if return_scores else None
-        iou = iou_threshold()
+        iou = _threshold_value(iou_threshold)
 
         def row(i):
             nkeep = _i64(_load(valid_b, i))  # top_k is -1: all valid boxes
@@ -205,9 +233,9 @@ def all_class_nms(boxes: te.Tensor, sorted_scores: te.Tensor, sorted_indices: te
             def kept(count, j):
                 def suppress(m):
                     k = tb.add(tb.add(j, _c64(1)), m)
-                    still_valid = tb.logical_and(tb.lt(k, nkeep), tb.gt(_load(scores_b, i, k), 0.0))
+                    still_valid = tb.logical_and(tb.lt(k, nkeep), tb.gt(_load(scores_b, i, k), _ZERO))
                     overlapping = tb.ge(_overlap(boxes_b, box_offset(j), box_offset(k)), iou)
-                    return _if(still_valid, _if(overlapping, _store(scores_b, tb.const(-1.0, "float32"), i, k)))
+                    return _if(still_valid, _if(overlapping, _store(scores_b, _f32(-1.0), i, k)))
 
                 at = _load(count, _c64(0))
                 keep = [_store(box_indices, _load(indices_b, i, j), i, at)]
@@ -220,7 +248,7 @@ def all_class_nms(boxes: te.Tensor, sorted_scores: te.Tensor, sorted_indices: te
 
             def candidates(count):
                 def visit(j):
-                    valid = tb.logical_and(tb.gt(_load(scores_b, i, j), -1.0),
+                    valid = tb.logical_and(tb.gt(_load(scores_b, i, j), _f32(-1.0)),
                                            tb.lt(_i64(_load(count, _c64(0))), _c64(max_output_size)))
                     return _if(valid, _if(tb.gt(_load(scores_b, i, j), _load(thresh_b)), kept(count, j)))
 
@@ -228,7 +256,7 @@ def all_class_nms(boxes: te.Tensor, sorted_scores: te.Tensor, sorted_indices: te
                                 _loop(nkeep, "serial", visit),
                                 _store(num_valid, _load(count, _c64(0)), i)])
 
-            active = tb.logical_and(tb.gt(iou, 0.0), tb.gt(nkeep, _c64(0)))
+            active = tb.logical_and(tb.gt(iou, _ZERO), tb.gt(nkeep, _c64(0)))
             return _if(active, _with_locals([_local("int32")], candidates),
                        _store(num_valid, tb.const(0, "int32"), i))
 
@@ -343,9 +371,10 @@ def collect_selected_indices_and_scores(selected: te.Tensor, selected_scores: te
 def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_output_boxes_per_class: int,
                                   iou_threshold: te.Tensor, score_threshold: te.Tensor,
                                   output_format: str = "onnx") -> list:
-    """TOPI's all_class_non_max_suppression with a constant max_output_boxes_per_class and 0-d
-    iou/score threshold tensors: ONNX [(B * C * max_out, 3) indices, (1,) total count],
-    TensorFlow [(B, C * N, 2) indices, (B, C * N) scores, (B,) counts]."""
+    """TOPI's all_class_non_max_suppression with a constant max_output_boxes_per_class, a 0-d
+    score_threshold tensor and an iou_threshold tensor of any shape (_threshold_value), of any
+    dtypes TVM takes: ONNX [(B * C * max_out, 3) indices, (1,) total count],
+    TensorFlow [(B, C * N, 2) indices, (B, C * N) float32 scores, (B,) counts]."""
     batch, num_class, num_boxes = scores.shape
     flat_scores = reshape(scores, [tb.mul(batch, num_class), num_boxes])
     sorted_indices = argsort(flat_scores, axis=1, is_ascend=False, dtype="int32")
@@ -389,28 +418,35 @@ def build_end(count: te.Tensor) -> te.Tensor:
                       name="end")
 
 
-def _static_dims(arg) -> list | None:
+def _shape(arg) -> list | None:
     sinfo = arg.struct_info
     if not isinstance(sinfo, rx.TensorStructInfo) or not isinstance(sinfo.shape, tuple):
         return None
-    dims = [const_int(d) for d in sinfo.shape]
-    return None if None in dims else dims
+    return list(sinfo.shape)
 
 
 @register_legalize("relax.vision.all_class_non_max_suppression")
 def _all_class_non_max_suppression(bb, call):
     """TVM's legalization (legalize_ops/vision.py): ONNX format, the PrimFunc's indices, then the
     rows holding detections sliced by R.dynamic_strided_slice, the result (indices, count);
-    TensorFlow format, the PrimFunc's (indices, scores, counts)."""
+    TensorFlow format, the PrimFunc's (indices, scores, counts). Left as a call where TVM 0.27's
+    legalization raises: shapes not known, a score_threshold that is not 0-d (TOPI reads
+    `score_threshold[()]`), float64 boxes (TOPI's IoU is a Select of the float32 0.0 and a float64
+    ratio), a symbolic N without a constant max_output_boxes_per_class (`int(num_boxes)`)."""
     boxes, scores, max_out, iou, score_threshold = call.args
-    dims = [_static_dims(a) for a in (boxes, scores, iou, score_threshold)]
-    if None in dims or dims[2] != [] or dims[3] != [] or \
-            any(a.struct_info.dtype != "float32" for a in (boxes, scores, iou, score_threshold)):
-        return call  # forms checked: static float32 boxes and scores, 0-d float32 thresholds
+    shapes = [_shape(a) for a in (boxes, scores, iou, score_threshold)]
+    if None in shapes or shapes[3] != []:
+        return call
+    if tb.is_float(boxes.struct_info.dtype) and tb.bits(boxes.struct_info.dtype) > 32:
+        return call
     if isinstance(max_out, rx.Constant) and max_out.data is not None:
-        max_boxes = int(np.asarray(max_out.data).reshape(-1)[0])
+        if np.ndim(max_out.data) != 0:
+            return call  # TVM's `int(value.numpy())` takes 0-d constants only
+        max_boxes = int(max_out.data)
     else:
-        max_boxes = dims[1][2]  # TVM sizes the output for every box of a class
+        max_boxes = const_int(shapes[1][2])  # TVM sizes the output for every box of a class
+        if max_boxes is None:
+            return call
     if call.attrs["output_format"] == "tensorflow":  # TOPI's three outputs as they are
         return bb.call_te(all_class_non_max_suppression, boxes, scores, max_boxes, iou, score_threshold,
                           "tensorflow")

@@ -546,7 +546,8 @@ _op("relax.vision.roi_pool",    "data rois",                     ROI_POOL,     "
 _op("relax.vision.all_class_non_max_suppression",
     "boxes scores max_output_boxes_per_class iou_threshold score_threshold",
     (_A("output_format", "str", "onnx"),),                     "vision.all_class_non_max_suppression",
-    rel=vision.nms_relax_rel, ref=lambda *args, **at: vision._all_class_nms(*args, **at))
+    rel=vision.nms_relax_rel, sym_rel=vision.nms_relax_sym,
+    ref=lambda *args, **at: vision._all_class_nms(*args, topi_027=True, **at))
 
 
 # ----------------------------------------------------------------------------- API

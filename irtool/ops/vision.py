@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 
+from ..ir import tir
 from ..ir.types import ANY, TensorType, TupleType
 from .common import fmt_shape, np, tensor_arg
 from .registry import REQUIRED, AttrSpec, OpDef, OpPattern, TypeRelError, register
@@ -132,10 +133,12 @@ def _roi_pool(data, rois, pooled_size, spatial_scale, layout="NCHW", round_half_
     return out.transpose(0, 2, 3, 1) if layout == "NHWC" else out
 
 
-def nms_rel(args, attrs):
+def _nms_operands(args, scalars: bool) -> None:
+    """The operands' checks: boxes (B, N, 4), scores (B, C, N); the limit and thresholds scalars
+    for Relay (`scalars`); TVM 0.27's Relax op checks only the ranks of boxes and scores."""
     boxes, scores = tensor_arg(args, 0, "boxes"), tensor_arg(args, 1, "scores")
     for i, name in ((2, "max_output_boxes_per_class"), (3, "iou_threshold"), (4, "score_threshold")):
-        if tensor_arg(args, i, name).shape:
+        if tensor_arg(args, i, name).shape and scalars:
             raise TypeRelError(f"all_class_non_max_suppression `{name}` must be a scalar, got shape "
                                f"{fmt_shape(args[i].shape)}")
     if len(boxes.shape) != 3 or boxes.shape[2] not in (4, ANY):
@@ -144,6 +147,11 @@ def nms_rel(args, attrs):
     if len(scores.shape) != 3:
         raise TypeRelError(f"all_class_non_max_suppression needs scores of shape (B, C, N), got "
                            f"{fmt_shape(scores.shape)}")
+
+
+def nms_rel(args, attrs):
+    _nms_operands(args, scalars=True)
+    boxes, scores = args[0], args[1]
     if attrs["output_format"] != "onnx":
         raise TypeRelError(f"all_class_non_max_suppression output_format \"{attrs['output_format']}\" is not "
                            "supported (only \"onnx\")")
@@ -155,11 +163,37 @@ def nms_rel(args, attrs):
 def nms_relax_rel(args, attrs):
     """TVM 0.27's Relax all_class_non_max_suppression: also the "tensorflow" format, per batch
     (B, C * N, 2) int64 [class, box] rows, (B, C * N) float32 scores and (B,) int64 counts."""
-    if attrs["output_format"] != "tensorflow":
-        return nms_rel(args, attrs)
-    nms_rel(args, {**dict(attrs), "output_format": "onnx"})  # the operands' checks
+    _nms_operands(args, scalars=False)
+    if attrs["output_format"] not in ("onnx", "tensorflow"):
+        raise TypeRelError(f"all_class_non_max_suppression output_format \"{attrs['output_format']}\" is not "
+                           "supported (\"onnx\" or \"tensorflow\")")
     b, c, n = args[0].shape[0], args[1].shape[1], args[0].shape[1]
+    if attrs["output_format"] == "onnx":
+        return TupleType([TensorType((ANY if ANY in (b, c, n) else b * c * n, 3), "int64"), TensorType((1,), "int64")])
     rows = ANY if ANY in (c, n) else c * n
+    return TupleType([TensorType((b, rows, 2), "int64"), TensorType((b, rows), "float32"), TensorType((b,), "int64")])
+
+
+def _dim_mul(a, b):
+    """TVM's PrimExpr `a * b` on int64 dims: constants folded, `1 * x` is x, no reassociation
+    (`nb * 2 * 5` stays, `2 * n` stays)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if isinstance(a, int) and a == 1 or isinstance(b, int) and b == 1:
+        return b if isinstance(a, int) and a == 1 else a
+    return tir.BinOp("mul", tir.IntImm(a, "int64") if isinstance(a, int) else a,
+                     tir.IntImm(b, "int64") if isinstance(b, int) else b)
+
+
+def nms_relax_sym(args, attrs):
+    """nms_relax_rel on symbolic dims, as TVM's InferTypeAllClassNMS writes them: ONNX rows
+    `batch * num_classes * num_boxes`, TensorFlow `num_classes * num_boxes` per batch."""
+    _nms_operands([TensorType(tuple(d if isinstance(d, int) else ANY for d in a.shape), a.dtype) for a in args],
+                  scalars=False)
+    b, c, n = args[0].shape[0], args[1].shape[1], args[0].shape[1]
+    if attrs["output_format"] == "onnx":
+        return TupleType([TensorType((_dim_mul(_dim_mul(b, c), n), 3), "int64"), TensorType((1,), "int64")])
+    rows = _dim_mul(c, n)
     return TupleType([TensorType((b, rows, 2), "int64"), TensorType((b, rows), "float32"), TensorType((b,), "int64")])
 
 
@@ -172,10 +206,23 @@ def _iou(a, b) -> float:
     return 0.0 if union <= 0 else area / union
 
 
+def _first(x):
+    return np.asarray(x).reshape(-1)[0]
+
+
 def _all_class_nms(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold,
-                   output_format="onnx"):
+                   output_format="onnx", topi_027=False):
+    """The op's reference: Relay's scalar operands, a limit <= 0 no limit. With `topi_027` (the
+    Relax op, as TVM 0.27's TOPI legalizes it): a limit <= 0 selects nothing (a box is kept while
+    `count < max_output_size`); an iou_threshold of shape (1,) is its element, of another non-0-d
+    shape TOPI's 0.5 (not read); a 1-element limit or score_threshold its element."""
     batch, classes, n = scores.shape
-    limit, iou_t, score_t = int(max_output_boxes_per_class), float(iou_threshold), float(score_threshold)
+    if topi_027:
+        iou = np.asarray(iou_threshold)
+        iou_t = float(iou) if iou.ndim == 0 else float(iou[0]) if iou.shape == (1,) else 0.5
+        limit, score_t = int(_first(max_output_boxes_per_class)), float(_first(score_threshold))
+    else:
+        limit, iou_t, score_t = int(max_output_boxes_per_class), float(iou_threshold), float(score_threshold)
     rows = []
     for b in range(batch):
         for c in range(classes):
@@ -184,7 +231,7 @@ def _all_class_nms(boxes, scores, max_output_boxes_per_class, iou_threshold, sco
             valid = int(np.sum(work > score_t))
             if iou_t <= 0 or valid == 0:
                 continue
-            cap, kept = (limit if limit > 0 else valid), 0
+            cap, kept = (limit if limit > 0 or topi_027 else valid), 0
             for j in range(valid):
                 if kept >= cap:
                     break
