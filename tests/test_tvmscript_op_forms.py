@@ -140,8 +140,39 @@ CASES: dict[str, list[tuple[list, dict]]] = {
         ([t(1, 5, 4), t(1, 2, 5), t(dtype="int64"), t(dtype="float32"), t(dtype="float32")],
          {"output_format": "tensorflow"})],
 }
+H16, I32, I8, B = t(2, 3, 4, dtype="float16"), t(2, 3, 4, dtype="int32"), t(2, 3, 4, dtype="int8"), \
+    t(2, 3, 4, dtype="bool")
 for _name in ("sum", "mean", "max", "min", "prod"):
-    CASES[f"relax.{_name}"] = [([F], {"axis": [0, 2], "keepdims": True}), ([F], {"axis": 1})]
+    CASES[f"relax.{_name}"] = [([F], {"axis": [0, 2], "keepdims": True}), ([F], {"axis": 1}), ([H16], {"axis": [1]}),
+                               ([I32], {}), ([I8], {"axis": [2]})]
+# other dtypes, for the TIR forms of their legalized PrimFuncs: float16 and integer literals,
+# T.max_value / T.min_value, bool constants, casts, T.Select / T.if_then_else
+CASES["relax.argmax"] += [([H16], {"axis": 2}), ([I32], {"axis": 0})]
+CASES["relax.argmin"] += [([I8], {"axis": 1})]
+CASES["relax.clip"] += [([H16, prim(-1.5, "float16"), prim(2.0, "float16")], {}), ([I32, prim(-3, "int32"), prim(5, "int32")], {})]
+CASES["relax.astype"] += [([F], {"dtype": "bool"}), ([B], {"dtype": "float16"}), ([H16], {"dtype": "int8"})]
+CASES["relax.where"] += [([B, I32, t(4, dtype="int32")], {}), ([B, H16, H16], {})]
+CASES["relax.nn.softmax"] += [([H16], {"axis": -1})]
+CASES["relax.nn.log_softmax"] += [([H16], {"axis": 2})]
+CASES["relax.nn.leakyrelu"] += [([H16], {"alpha": 0.125})]
+CASES["relax.nn.max_pool2d"] += [([t(1, 2, 5, 5, dtype="int32")], {"pool_size": 2, "padding": 1}),
+                                 ([t(1, 2, 5, 5, dtype="float16")], {"pool_size": 3, "padding": 1})]
+CASES["relax.nn.avg_pool2d"] += [([t(1, 2, 5, 5, dtype="float16")], {"pool_size": 3, "padding": 1})]
+CASES["relax.nn.pad"] += [([t(2, 3, dtype="int32")], {"pad_width": [1, 1, 0, 1], "pad_value": 7.0}),
+                          ([t(2, 3, dtype="float16")], {"pad_width": [0, 1, 1, 0], "pad_value": -0.5})]
+CASES["relax.cumsum"] += [([I32], {"axis": 0}), ([B], {"axis": 1, "dtype": "int32"})]
+CASES["relax.full_like"] += [([t(2, 3, dtype="bool"), t(dtype="bool")], {}), ([t(2, 3, dtype="float16"), t(dtype="float32")], {})]
+CASES["relax.zeros"] += [([shape(2, 3)], {"dtype": "bool"}), ([shape(2, 3)], {"dtype": "float16"})]
+CASES["relax.ones"] += [([shape(2, 3)], {"dtype": "bool"}), ([shape(2, 3)], {"dtype": "int8"})]
+# (float16 bounds are left out: TVM 0.27 leaves their length unfolded, `T.Cast("int64",
+# T.ceil(T.Cast("float32", T.float16(4.0) - T.float16(0.5)) / T.float32(0.5)))`; ours folds it)
+CASES["relax.arange"] += [([prim(0.5, "float32"), prim(4.0, "float32"), prim(0.5, "float32")], {"dtype": "float16"})]
+CASES["relax.nn.batch_norm"] += [([t(2, 3, 4, 4, dtype="float16")] + [t(3, dtype="float16")] * 4, {"axis": 1})]
+CASES["relax.nn.layer_norm"] += [([t(2, 3, 4, dtype="float16"), t(4, dtype="float16"), t(4, dtype="float16")],
+                                  {"axes": [-1]})]
+CASES["relax.sort"] += [([I32], {"axis": 0})]
+CASES["relax.topk"] += [([H16], {"k": 1, "largest": False})]
+CASES["relax.image.resize2d"] += [([t(1, 2, 3, 3, dtype="float16"), shape(5, 4)], {"method": "nearest_neighbor"})]
 
 
 # further forms TVM's Python API takes, written out: case id -> (arguments, the call on a0, a1, ...)
@@ -187,12 +218,18 @@ def cases() -> dict[str, tuple[str, list, dict]]:
     out = {}
     for name, op in relax_table.relax_ops().items():
         calls = CASES.get(name)
-        if calls is None:  # operators without attributes: unary and binary elementwise
-            calls = [([F, t(3, 4)] if op.arg_kinds == ("tensor", "tensor") else [F], {})]
+        if calls is None:  # operators without attributes: unary and binary elementwise, in several dtypes
+            arity = len(op.arg_kinds)
+            calls = [([F, t(3, 4)] if arity == 2 else [F], {}), ([H16] * arity, {})]
+            if not op.float_only:
+                calls += [([I32] * arity, {}), ([I8] * arity, {})]
             if name.startswith(("relax.bitwise", "relax.left_shift", "relax.right_shift")):
-                calls = [([I64] * len(op.arg_kinds), {})]
+                calls = [([I64] * arity, {}), ([I32] * arity, {}), ([I8] * arity, {})]
             if name in ("relax.logical_and", "relax.logical_or", "relax.logical_xor", "relax.logical_not"):
-                calls = [([t(2, 3, 4, dtype="bool")] * len(op.arg_kinds), {})]
+                calls = [([B] * arity, {})]
+            if name in ("relax.isnan", "relax.isinf", "relax.floor", "relax.ceil", "relax.round", "relax.trunc",
+                        "relax.sign", "relax.abs", "relax.negative"):
+                calls += [([t(2, 3, 4, dtype="float64")], {})]
         for k, (args, attrs) in enumerate(calls):
             out[f"{name[6:]}#{k}"] = (name, args, attrs)
     return out
@@ -286,7 +323,15 @@ def built(name, args, attrs):
             lv = bb.emit(fn(*values, **attrs))
             gv = bb.emit_output(lv)
         bb.emit_func_output(gv)
-    return bb.get().script()
+    return bb.get()
+
+
+def legalized(mod):
+    """TVM's zero pipeline on the module, printed: the TIR forms of every operator's PrimFunc."""
+    seq = tvm.transform.Sequential([relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
+                                    relax.transform.FoldConstant(), relax.transform.FuseOps(),
+                                    relax.transform.FuseTIR()])
+    return seq(mod).script()
 
 
 def signature(name):
@@ -328,7 +373,9 @@ cases, written = json.load(sys.stdin)
 for case, (name, args, attrs) in cases.items():
     res = {}
     try:
-        res["built"] = built(name, args, attrs)
+        mod = built(name, args, attrs)
+        res["built"] = mod.script()
+        res["legalized"] = legalized(mod)
     except Exception as err:
         res["built_error"] = str(err).strip().splitlines()[-1][:300]
     res["forms"] = {form: [text, printed(text)] for form, text in forms(name, args, attrs).items()}
@@ -336,6 +383,10 @@ for case, (name, args, attrs) in cases.items():
 for case, (args, call) in written.items():
     text = module_text(args, call)
     result[case] = {"forms": {"written": [text, printed(text)]}}
+    try:
+        result[case]["legalized"] = legalized(from_source(text))
+    except Exception as err:
+        result[case]["built_error"] = str(err).strip().splitlines()[-1][:300]
 print(json.dumps(result))
 '''
 
@@ -359,10 +410,13 @@ def sweep_differences(results: dict) -> list[str]:
     for case, res in sorted(results.items()):
         if "built_error" in res:
             problems.append(f"{case}: TVM cannot build the call: {res['built_error']}")
-        elif "built" in res:
-            ours = our_printout(res["built"])
-            if ours.strip() != res["built"].strip():
-                problems.append(f"{case} (TVM's printout of the built call):\n{_diff(res['built'], ours)}")
+        else:
+            for what in ("built", "legalized"):
+                if what not in res:
+                    continue
+                ours = our_printout(res[what])
+                if ours.strip() != res[what].strip():
+                    problems.append(f"{case} (TVM's printout of the {what} call):\n{_diff(res[what], ours)}")
         for form, (text, theirs) in res["forms"].items():
             if theirs.startswith("ERROR: "):
                 problems.append(f"{case} ({form}): TVM rejects the text: {theirs}\n{text}")
