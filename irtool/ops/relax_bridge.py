@@ -361,6 +361,8 @@ def _arange_call(values: list, attrs: dict) -> tuple[list, dict]:
     `R.arange(n)` is `R.arange(0, n, 1)`; without a dtype, int64 when every bound is an integer
     (a Python int or an integer PrimExpr), else float32. `values` are the parser's values of
     the arguments given, `attrs` of the attributes."""
+    if not values or values[0] is None:
+        raise ValueError("needs argument `start`")
     start, end, step = (list(values) + [None, None])[:3]
     if end is None:
         start, end = 0, start
