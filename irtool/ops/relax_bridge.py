@@ -302,8 +302,16 @@ def _strided_slice_sym(args, at):
         if isinstance(diff, int):
             shape[a] = max(0, -(-diff // step))
         else:
-            shape[a] = diff if step == 1 else _fold("floordiv", _fold("add", diff, step - 1), step)
+            shape[a] = diff if step == 1 else _simplified(_fold("floordiv", _fold("add", diff, step - 1), step))
     return TensorType(tuple(shape), x.dtype)
+
+
+def _simplified(e):
+    """TVM's Analyzer::Simplify of a struct info expression, as far as its canonical form goes
+    (`(min(100, n) - min(1, n) + 1) // 2` is `(min(100, n) + 1 - min(1, n)) // 2`)."""
+    from ..codegen.topi.canonical import canonical_simplify  # symbolic strides only
+
+    return canonical_simplify(e)
 
 
 def _take(args, at, ctx):
