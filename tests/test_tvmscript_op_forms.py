@@ -629,3 +629,42 @@ def test_pools_permute_to_their_out_layout():
     adaptive = relax_table.evaluate("relax.nn.adaptive_avg_pool2d", [data], {"output_size": [2, 3],
                                                                              "out_layout": "NHWC"})
     assert adaptive.shape == (1, 2, 3, 3)
+
+
+# R.memory.* / R.builtin.* as TVM's Python API takes them (positional, strings for R.str and
+# R.dtype, TVM's keyword `runtime_device_ind`), and TVM 0.27's printout of its parse (recorded)
+MEMORY_FORMS = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function(pure=False)
+    def main():
+        s = R.memory.alloc_storage(R.shape([64]), 0, "global", "float32")
+        t = R.memory.alloc_tensor(s, 0, R.shape([4, 4]), "float32", runtime_device_ind=0)
+        u = R.memory.alloc_tensor(s, 0, R.shape([4, 4]), "float32", 0)
+        b = R.builtin.alloc_tensor(R.shape([2]), "float32", 0, "global")
+        R.memory.kill_tensor(t)
+        R.memory.kill_storage(s)
+        return b
+"""
+
+MEMORY_FORMS_TVM = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function(pure=False)
+    def main() -> R.Tensor((2,), dtype="float32"):
+        s: R.Any = R.memory.alloc_storage(R.shape([64]), 0, R.str("global"), R.dtype("float32"))
+        t: R.Tensor((4, 4), dtype="float32") = R.memory.alloc_tensor(s, 0, R.shape([4, 4]), R.dtype("float32"), 0)
+        u: R.Tensor((4, 4), dtype="float32") = R.memory.alloc_tensor(s, 0, R.shape([4, 4]), R.dtype("float32"), 0)
+        b: R.Tensor((2,), dtype="float32") = R.builtin.alloc_tensor(R.shape([2]), R.dtype("float32"), 0, R.str("global"))
+        R.memory.kill_tensor(t)
+        R.memory.kill_storage(s)
+        return b
+"""
+
+
+def test_memory_op_forms_print_as_tvm():
+    assert to_text(parse(MEMORY_FORMS, "memory.py"), show_meta_data=False).rstrip("\n") == MEMORY_FORMS_TVM.rstrip("\n")
