@@ -640,6 +640,8 @@ def printed_domains(mod):
             body = _Undo().mutate(fn.body)
             fn = fn if body is fn.body else fn.replace(body=body)
         functions[name] = fn
+    if all(functions[name] is fn for name, fn in mod.functions.items()):
+        return mod
     out = IRModule(functions, dict(mod._global_vars))
     out.bare = mod.bare
     return out
