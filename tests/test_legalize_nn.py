@@ -15,6 +15,7 @@ from irtool.exec.relax import random_input, run_relax
 from irtool.ir import relax as rx
 from irtool.ir.structural import structural_equal
 from irtool.text import parse, to_text
+from irtool.text.tvmscript.tir_stmt import printed_domains
 
 # (case id, parameters "name:shape:dtype" with shapes like 2x3 or nx3 (symbolic n), the call)
 CASES: list[tuple[str, str, str]] = [
@@ -151,7 +152,8 @@ def test_legalized_matches_reference(case):
         assert g.dtype == (np.dtype("int64") if name == "mean-i32" else e.dtype) and g.shape == e.shape
         tol = 2e-3 if "16" in params else 1e-5
         np.testing.assert_allclose(g.astype("float64"), e.astype("float64"), rtol=tol, atol=tol)
-    assert structural_equal(parse(to_text(out)), out)
+    # an uneven adaptive pool nests sblocks: their domains read back as TVM reads them (printed_domains)
+    assert structural_equal(printed_domains(parse(to_text(out))), out)
 
 
 @pytest.mark.parametrize("case", UNLEGALIZED, ids=[c[0] for c in UNLEGALIZED])

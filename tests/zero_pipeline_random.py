@@ -22,6 +22,7 @@ import subprocess
 from irtool.diagnostics import DiagnosticError
 from irtool.ir.structural import structural_equal
 from irtool.text import parse, to_text
+from irtool.text.tvmscript.tir_stmt import printed_domains
 from irtool.transform import PassContext, get_pass
 
 STAGES = ("legalize-ops", "annotate-tir-op-pattern", "fold-constant", "fuse-ops", "fuse-tir")
@@ -481,7 +482,8 @@ def compare_seed(outdir: str, seed: int) -> Outcome:
         theirs_text = _read(f"{stem}.{k}.py").rstrip("\n")
         same = text == theirs_text
         if same:
-            theirs = parse(_read(f"{stem}.{k}.meta.py"), f"{stem}.{k}.meta.py")
+            # TVM printed its in-memory module: nested sblock domains as printed (printed_domains)
+            theirs = printed_domains(parse(_read(f"{stem}.{k}.meta.py"), f"{stem}.{k}.meta.py"))
             same = structural_equal(ours, theirs)
             if not same:
                 return Outcome(seed, "differs", stage, _isolated(stem, k, stage), constant_difference(ours, theirs))

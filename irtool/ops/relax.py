@@ -29,8 +29,15 @@ Each `RelaxOp` says how a Relax call is written and what it means:
                 (squeeze without an axis): a symbolic input dimension then leaves the rank unknown.
     ref_options keyword arguments for the Relay reference where TVM 0.27's Relax semantics differ
                 from Relay's v0.19 (resize2d's integer division only where it floors).
-    positional_attrs  attributes TVM's Python API also takes positionally after the arguments,
-                in its parameter order (`R.astype(x, "float16")`, `R.cumsum(x, 1)`).
+    positional_attrs  the order in which TVM's Python API (the R.* function TVM's parser calls)
+                takes attributes positionally after the arguments, where it is not the print
+                order (R.nn.pad, the pools); every operator takes them so (`R.astype(x, "float16")`,
+                `R.sum(x, [1], True)`, `R.nn.conv2d(x, w, 2, 1)`).
+    python_call argument values, attributes -> the same: what TVM's Python API does with a call's
+                arguments before it builds the call, beyond filling in defaults (R.arange(n)
+                counts from 0 and its dtype follows the bounds; R.image.resize2d's size 8 is (8, 8)).
+    settle_args arguments, result struct info -> arguments (None: unchanged): how TVM's C++
+                constructor rewrites the arguments it stores (R.reshape's -1 becomes its size).
     dtype_from_prim  the index of the prim argument whose dtype is the result's (R.one_hot's on_value): the
                 relation sees the prim as a float32 scalar and the dtype is set afterwards; the reference
                 gets that argument (and the other prims) as 0-d arrays of their dtypes.
@@ -104,6 +111,7 @@ from .relax_bridge import (
     ShapeResult,
     _adaptive_pool,
     _arange,
+    _arange_call,
     _arg_reduce,
     _batch_norm,
     _broadcast_to,
@@ -117,6 +125,8 @@ from .relax_bridge import (
     _expand_dims_rel,
     _first,
     _full,
+    _gather_elements,
+    _gather_elements_rel,
     _gather_nd,
     _gather_nd_deduce,
     _init,
@@ -132,8 +142,10 @@ from .relax_bridge import (
     _reduce,
     _repeat,
     _reshape,
+    _reshape_settle,
     _reshape_sym,
     _resize2d,
+    _resize2d_call,
     _roi_pool_rel,
     _scatter_nd,
     _shape_of,
@@ -151,6 +163,7 @@ from .relax_bridge import (
     _tensor_to_shape_rel,
     _tile,
     _to_int64,
+    _to_out_layout,
     _variance,
     _variance_rel,
     _where,
@@ -185,7 +198,9 @@ class RelaxOp:
     derived: tuple[tuple[str, str], ...] = ()
     rank_depends: Callable | None = None
     sym_rel: Callable | None = None
-    positional_attrs: tuple[str, ...] = ()
+    positional_attrs: tuple[str, ...] | None = None
+    python_call: Callable | None = None
+    settle_args: Callable | None = None
     ref_options: tuple[tuple[str, Any], ...] = ()
     dtype_from_prim: int | None = None
     deduce: Callable | None = None
@@ -214,6 +229,11 @@ class RelaxOp:
     @cached_property  # called for every call the parsers build
     def min_args(self) -> int:
         return sum(1 for _, k in self.args if not k.endswith("?"))
+
+    @cached_property  # called for every call the parsers build
+    def positional_order(self) -> tuple[str, ...]:
+        """The attributes in the order TVM's Python API takes them positionally."""
+        return self.positional_attrs if self.positional_attrs is not None else tuple(a.name for a in self.attrs)
 
     def attr_spec(self, name: str) -> AttrSpec | None:
         return self._specs.get(name)
@@ -396,6 +416,8 @@ POOL2D = (_A("pool_size", "ints", (1, 1), _pair), _A("strides", "ints", (1, 1), 
           _A("dilation", "ints", (1, 1), _pair), _A("padding", "ints", (0, 0, 0, 0), _pad4),
           _A("ceil_mode", "bool", False), _A("count_include_pad", "bool", False), _A("layout", "str", "NCHW"),
           _A("out_layout", "str", ""))
+POOL2D_PYTHON_ORDER = ("pool_size", "strides", "padding", "dilation", "ceil_mode", "count_include_pad", "layout",
+                       "out_layout")
 ADAPTIVE_POOL2D = (_A("output_size", "ints?", None, _pair), _A("layout", "str", "NCHW"), _A("out_layout", "str", ""))
 BATCH_NORM = (_A("axis", "int"), _A("epsilon", "float", 1e-5), _A("center", "bool", True),
               _A("scale", "bool", True), _A("momentum", "float", 0.1), _A("training", "bool", True))
@@ -412,12 +434,12 @@ OUT_LAYOUT = (("out_layout", "data_layout"),)
 POOL_OUT = (("out_layout", "layout"),)
 
 for _name, _relay, _float in UNARY:
-    _op(_name, "x", relay=_relay, float_only=_float)
+    _op(_name, "data" if _name == "relax.nn.relu" else "x", relay=_relay, float_only=_float)  # TVM's names
 # TVM 0.27 lowers tirx.round to llvm.nearbyint (halves to even, as its VM computes R.round);
 # the Relay reference rounds them away from zero (v0.19's llvm.round)
 _OPS["relax.round"] = replace(_OPS["relax.round"], ref=lambda x: np.rint(x) if np.asarray(x).dtype.kind == "f" else x)
 for _name in BINARY:
-    _op(f"relax.{_name}", "x1 x2", relay=_name)
+    _op(f"relax.{_name}", "x1 x2", relay=_name, float_only=_name == "power")  # TVM 0.27: power of floats only
 for _name in REDUCE:
     _op(f"relax.{_name}", "x", AXES, _name, convert=_reduce)
 
@@ -426,8 +448,7 @@ _op("relax.zeros_like",         "x",                             DTYPE_OPT,    "
     post=_cast_to_attr)
 _op("relax.ones_like",          "x",                             DTYPE_OPT,    "ones_like",        convert=_first,
     post=_cast_to_attr)
-_op("relax.astype",             "x",                             DTYPE,        "cast",
-    positional_attrs=("dtype",))
+_op("relax.astype",             "x",                             DTYPE,        "cast")
 _op("relax.clip",               "x min:prim max:prim",           (),           "clip",             convert=_clip)
 _op("relax.where",              "condition x1 x2",               (),           "where",            convert=_where)
 _op("relax.nn.leakyrelu",       "data",                          (_A("alpha", "float", 0.01),), "nn.leaky_relu",
@@ -439,7 +460,7 @@ _op("relax.argmin",             "x",                             ARG_AXIS,     "
 _op("relax.variance",           "x",                             AXES,         "variance",         rel=_variance_rel,
     ref=_variance)
 _op("relax.reshape",            "x shape:shape",                 (),           "reshape",          convert=_reshape,
-    sym_rel=_reshape_sym)
+    sym_rel=_reshape_sym, settle_args=_reshape_settle)
 _op("relax.permute_dims",       "x",                             (_A("axes", "ints?", None),), "transpose")
 _op("relax.squeeze",            "x",                             (_A("axis", "ints?", None),), "squeeze",
     rank_depends=lambda at: at["axis"] is None, deduce=_squeeze_deduce)
@@ -456,7 +477,8 @@ _op("relax.strided_slice",      "x axes:prims begin:prims end:prims strides:prim
 _op("relax.dynamic_strided_slice", "x begin end strides",       (),           None,
     rel=_dyn_strided_slice_rel, ref=_dynamic_strided_slice, deduce=_dynamic_strided_slice_deduce)
 _op("relax.take",               "x indices",                     TAKE,         "take",             convert=_take)
-_op("relax.gather_elements",    "data indices",                  (_A("axis", "int", 0),), "gather")
+_op("relax.gather_elements",    "data indices",                  (_A("axis", "int", 0),), "gather",
+    rel=_gather_elements_rel, ref=_gather_elements)
 _op("relax.broadcast_to",       "x shape:shape",                 (),           "broadcast_to",
     convert=_broadcast_to, deduce=_broadcast_to_deduce)
 _op("relax.tile",               "data",                          (_A("repeats", "ints"),), "tile", convert=_tile)
@@ -464,12 +486,13 @@ _op("relax.repeat",             "data",                          REPEAT,       "
 _op("relax.full",               "shape:shape fill_value",        DTYPE_OPT,    "full",             convert=_full)
 _op("relax.zeros",              "shape:shape",                   DTYPE,        "zeros",            convert=_init)
 _op("relax.ones",               "shape:shape",                   DTYPE,        "ones",             convert=_init)
-_op("relax.arange",             "start:prim end:prim step:prim", DTYPE_OPT,    "arange",           convert=_arange)
-_op("relax.shape_of",           "x",                             (),           "shape_of",         rel=_shape_of_rel,
+_op("relax.arange",             "start:prim end:prim step:prim", DTYPE_OPT,    "arange",           convert=_arange,
+    python_call=_arange_call)
+_op("relax.shape_of",           "expr",                          (),           "shape_of",         rel=_shape_of_rel,
     ref=_shape_of)
-_op("relax.tensor_to_shape",    "x",                             (),           None,
+_op("relax.tensor_to_shape",    "expr",                          (),           None,
     rel=_tensor_to_shape_rel, ref=_tensor_to_shape, deduce=_tensor_to_shape_deduce)
-_op("relax.shape_to_tensor",    "shape:shape",                   (),           None,
+_op("relax.shape_to_tensor",    "expr:shape",                    (),           None,
     rel=_shape_to_tensor_rel, ref=_shape_to_tensor)
 _op("relax.matmul",             "x1 x2",                         OUT_DTYPE,    None,               rel=_matmul_rel,
     ref=_matmul, sym_rel=_matmul_sym)
@@ -477,11 +500,11 @@ _op("relax.nn.conv2d",          "data weight",                   CONV2D,       "
 _op("relax.nn.conv2d_transpose", "data weight",                  CONV2D_T,     "nn.conv2d_transpose",
     derived=OUT_LAYOUT)
 _op("relax.nn.max_pool2d",      "data",                          POOL2D,       "nn.max_pool2d",    derived=POOL_OUT,
-    **_ceil_pool("nn.max_pool2d"))
+    positional_attrs=POOL2D_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.max_pool2d"))
 _op("relax.nn.avg_pool2d",      "data",                          POOL2D,       "nn.avg_pool2d",    derived=POOL_OUT,
-    **_ceil_pool("nn.avg_pool2d"))
+    positional_attrs=POOL2D_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.avg_pool2d"))
 _op("relax.nn.adaptive_avg_pool2d", "data",                      ADAPTIVE_POOL2D, "nn.adaptive_avg_pool2d",
-    convert=_adaptive_pool, derived=POOL_OUT, positional_attrs=("output_size", "layout", "out_layout"))
+    convert=_adaptive_pool, derived=POOL_OUT, post=_to_out_layout)
 _op("relax.nn.batch_norm",      "data gamma beta moving_mean moving_var", BATCH_NORM, "nn.batch_norm",
     ref=_batch_norm)
 _op("relax.nn.layer_norm",      "data gamma beta",               LAYER_NORM,   "nn.layer_norm",    rel=_layer_norm_rel,
@@ -496,6 +519,7 @@ _op("relax.nn.pad",             "data",                          PAD,          "
 _op("relax.nn.prelu",           "data alpha",                    (_A("axis", "int", 1),), "nn.prelu")
 _op("relax.nn.batch_flatten",   "data",                          (),           "nn.batch_flatten")
 _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d,
+    python_call=_resize2d_call,
     ref_options=(("int_div_floor_only", True),))
 SCATTER = (_A("axis", "int", 0), _A("reduction", "str", "update"))
 _op("relax.gather_nd",          "data indices",                  (_A("batch_dims", "int", 0),), "gather_nd",
@@ -515,18 +539,17 @@ TOPK = (_A("k", "int", 1), _A("axis", "int", -1), _A("ret_type", "str", "both"),
 _op("relax.square",             "x",                             (),           None,  rel=scan_sort._same,
     ref=scan_sort._square)
 _op("relax.full_like",          "x fill_value",                  DTYPE_OPT,    None,  rel=scan_sort._full_like_rel,
-    ref=scan_sort._full_like, positional_attrs=("dtype",))
+    ref=scan_sort._full_like)
 _op("relax.cumsum",             "data",                          SCAN,         "cumsum",  rel=scan_sort._scan_rel,
-    ref=scan_sort._cumsum, sym_rel=scan_sort._scan_sym, positional_attrs=("axis", "dtype", "exclusive"))
+    ref=scan_sort._cumsum, sym_rel=scan_sort._scan_sym)
 _op("relax.cumprod",            "data",                          SCAN,         "cumprod",  rel=scan_sort._scan_rel,
-    ref=scan_sort._cumprod, sym_rel=scan_sort._scan_sym, positional_attrs=("axis", "dtype", "exclusive"))
+    ref=scan_sort._cumprod, sym_rel=scan_sort._scan_sym)
 _op("relax.sort",               "x",                             SORT,         "sort",  rel=scan_sort._same,
-    ref=scan_sort._sort, positional_attrs=("axis", "descending"))
+    ref=scan_sort._sort)
 _op("relax.argsort",            "data",                          SORT + (_A("dtype", "dtype", "int32"),), "argsort",
-    rel=scan_sort._argsort_rel, ref=scan_sort._argsort, positional_attrs=("axis", "descending", "dtype"))
+    rel=scan_sort._argsort_rel, ref=scan_sort._argsort)
 _op("relax.topk",               "data",                          TOPK,         "topk",  rel=scan_sort._topk_rel,
-    ref=scan_sort._topk, sym_rel=scan_sort._topk_sym,
-    positional_attrs=("k", "axis", "ret_type", "largest", "dtype"))
+    ref=scan_sort._topk, sym_rel=scan_sort._topk_sym)
 # TVM 0.27's counterparts of Relay's one_hot, argwhere, image.grid_sample and the vision ops (relay-to-relax
 # maps them): one_hot's on/off values are PrimValues whose dtype is the result's; R.nonzero is argwhere
 # transposed, int64, of a length known only at run time (its struct info keeps the rank only)
@@ -593,7 +616,10 @@ def make_call_attrs(op: RelaxOp, given) -> Attrs | None:
             known = ", ".join(a.name for a in op.attrs)
             raise AttrError(f"operator `{op.name}` has no attribute `{key}` (attributes: {known})")
     items = {}
+    derived = dict(op.derived)
     for spec in op.attrs:
+        if spec.name in derived and values.get(spec.name, "") is None:
+            del values[spec.name]  # `out_layout=None`: TVM's Python API makes it the input's layout
         if spec.name in values:
             value = values[spec.name]
             if value is None and spec.kind == "dtype":  # `out_dtype=None`: TVM's void dtype

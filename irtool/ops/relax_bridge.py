@@ -145,6 +145,20 @@ def _reshape(args, at, ctx):
     return [args[0]], {"newshape": tuple(args[1])}
 
 
+def _reshape_settle(args: list, sinfo) -> list | None:
+    """TVM's ConvertNewShapeToExpr: in a literal new shape (`R.reshape(x, [4, -1])`), -1 and 0
+    are stored as the sizes they stand for, which are the result's."""
+    from ..ir import relax as rx
+
+    shape = args[1]
+    if not isinstance(shape, rx.ShapeExpr) or getattr(sinfo, "shape", None) is None \
+            or not isinstance(sinfo.shape, tuple):
+        return None
+    if not any(getattr(v, "value", v) in (-1, 0) for v in shape.values if isinstance(v, (int, tir.IntImm))):
+        return None
+    return [args[0], rx.ShapeExpr(sinfo.shape, span=shape.span)]
+
+
 def _concat(args, at, ctx):
     if at["axis"] is None:
         # TVM: without an axis, every tensor must be 1-D (they are joined along it)
@@ -288,8 +302,16 @@ def _strided_slice_sym(args, at):
         if isinstance(diff, int):
             shape[a] = max(0, -(-diff // step))
         else:
-            shape[a] = diff if step == 1 else _fold("floordiv", _fold("add", diff, step - 1), step)
+            shape[a] = diff if step == 1 else _simplified(_fold("floordiv", _fold("add", diff, step - 1), step))
     return TensorType(tuple(shape), x.dtype)
+
+
+def _simplified(e):
+    """TVM's Analyzer::Simplify of a struct info expression, as far as its canonical form goes
+    (`(min(100, n) - min(1, n) + 1) // 2` is `(min(100, n) + 1 - min(1, n)) // 2`)."""
+    from ..codegen.topi.canonical import canonical_simplify  # symbolic strides only
+
+    return canonical_simplify(e)
 
 
 def _take(args, at, ctx):
@@ -342,6 +364,41 @@ def _init(args, at, ctx):
     return [], {"shape": tuple(args[0]), "dtype": at["dtype"]}
 
 
+def _arange_call(values: list, attrs: dict) -> tuple[list, dict]:
+    """TVM's relax.op.arange(start, end=None, step=1, dtype=None) before it builds the call:
+    `R.arange(n)` is `R.arange(0, n, 1)`; without a dtype, int64 when every bound is an integer
+    (a Python int or an integer PrimExpr), else float32. `values` are the parser's values of
+    the arguments given, `attrs` of the attributes."""
+    if not values or values[0] is None:
+        raise ValueError("needs argument `start`")
+    start, end, step = (list(values) + [None, None])[:3]
+    if end is None:
+        start, end = 0, start
+    bounds = [start, end, 1 if step is None else step]
+    if attrs.get("dtype") is None:
+        integer = all(isinstance(v, int) or isinstance(v, tir.PrimExpr) and v.dtype.startswith("int") for v in bounds)
+        attrs["dtype"] = "int64" if integer else "float32"
+    return bounds, attrs
+
+
+def _resize2d_call(values: list, attrs: dict) -> tuple[list, dict]:
+    """TVM's relax.op.image.resize2d before it builds the call: a size `s` or `[s]` is `(s, s)`;
+    a float roi is the same on all four sides, None is zeros."""
+    if len(values) > 1:
+        size = values[1]
+        if isinstance(size, int) or isinstance(size, tir.PrimExpr):
+            size = (size, size)
+        if isinstance(size, (tuple, list)) and len(size) == 1:
+            size = (size[0], size[0])
+        values = [values[0], size, *values[2:]]
+    roi = attrs.get("roi")
+    if isinstance(roi, float):
+        attrs["roi"] = (roi,) * 4
+    elif roi is None and "roi" in attrs:
+        del attrs["roi"]
+    return values, attrs
+
+
 def _arange(args, at, ctx):
     values = args[:3]
     dtype = at["dtype"] or ("int64" if all(isinstance(v, int) or np.asarray(v).dtype.kind in "iu" for v in values)
@@ -363,6 +420,20 @@ def _pad(args, at, ctx):
         relay_mode = "constant"
     pairs = tuple(tuple(width[i:i + 2]) for i in range(0, len(width), 2))
     return [args[0], ctx.scalar(at["pad_value"], ctx.dtype(args[0]))], {"pad_width": pairs, "pad_mode": relay_mode}
+
+
+def _to_out_layout(out, at, ctx):
+    """A Relax pool's result in its `out_layout` (TVM 0.27 infers the pooled shape in `layout`
+    and permutes it; Relay's pools ignored out_layout)."""
+    layout, out_layout = at["layout"], at["out_layout"] or at["layout"]
+    if out_layout == layout:
+        return out
+    if sorted(out_layout) != sorted(layout) or not layout.isupper():
+        raise TypeRelError(f"out_layout \"{out_layout}\" is not a permutation of layout \"{layout}\"")
+    perm = [layout.index(axis) for axis in out_layout]
+    if ctx.types:
+        return TensorType(tuple(out.shape[i] for i in perm), out.dtype)
+    return np.transpose(out, perm)
 
 
 def _adaptive_pool(args, at, ctx):
@@ -741,3 +812,28 @@ def _nonzero(x):
     if x.ndim == 0:
         return np.zeros((0, int(bool(x))), np.int64)
     return np.stack(np.nonzero(x)).astype(np.int64).reshape(x.ndim, -1)
+
+
+def _gather_elements_rel(args, at):
+    """TVM 0.27's InferStructInfoGatherElements: indices of the data's rank, of any extent on
+    every axis (Relay's gather wants the data's extents off the axis); the result is shaped
+    as the indices."""
+    from .transform import _axis
+
+    data, indices = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "indices")
+    if not indices.dtype.startswith("int"):
+        raise TypeRelError(f"gather_elements needs signed integer indices, got dtype {indices.dtype}")
+    _axis(at["axis"], len(data.shape), "gather_elements axis")
+    if len(data.shape) != len(indices.shape):
+        raise TypeRelError(f"gather_elements needs data and indices of the same rank, got "
+                           f"{fmt_shape(data.shape)} and {fmt_shape(indices.shape)}")
+    return TensorType(indices.shape, data.dtype)
+
+
+def _gather_elements(data, indices, axis=0):
+    """out[i...] = data[i... with indices[i...] on `axis`] (TOPI's gather), over the indices'
+    extents."""
+    axis %= data.ndim
+    index = list(np.indices(indices.shape, sparse=True))
+    index[axis] = indices.astype(np.int64)
+    return data[tuple(index)]

@@ -3,7 +3,7 @@ one line per operator, as CallTIRRewrite and StaticPlanBlockMemory emit them.
 
     R.builtin.alloc_tensor(shape, dtype, runtime_device_index, storage_scope)   a fresh tensor
     R.memory.alloc_storage(size, virtual_device_index, storage_scope, dtype)    `size` bytes
-    R.memory.alloc_tensor(storage, offset, shape, dtype, runtime_device_index)  a view of them
+    R.memory.alloc_tensor(storage, offset, shape, dtype, runtime_device_ind)    a view of them
     R.memory.kill_storage(storage) / R.memory.kill_tensor(tensor)               end of a lifetime
 
 Arguments are written as TVM's Python constructors take them (`R.shape([2, 3])` or a list,
@@ -85,7 +85,8 @@ MEMORY_OPS = {op.name: op for op in (
     _op("relax.builtin.alloc_tensor", "shape:shape dtype:dtype runtime_device_index:prim storage_scope:str=global",
         _tensor_sinfo(0, 1)),
     _op("relax.memory.alloc_storage", "size:shape virtual_device_index:prim storage_scope:str dtype:dtype", _any),
-    _op("relax.memory.alloc_tensor", "storage:expr offset:prim shape:shape dtype:dtype runtime_device_index:prim=0",
+    # `runtime_device_ind`: TVM 0.27's Python name of the argument (what a keyword form must say)
+    _op("relax.memory.alloc_tensor", "storage:expr offset:prim shape:shape dtype:dtype runtime_device_ind:prim=0",
         _tensor_sinfo(2, 3)),
     _op("relax.memory.kill_storage", "storage:expr", _void, pure=False),
     _op("relax.memory.kill_tensor", "tensor:expr", _void, pure=False),

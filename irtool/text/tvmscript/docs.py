@@ -213,7 +213,11 @@ def _folds(op: str, a, b) -> bool:
     if a.dtype != b.dtype:
         return True  # operands of different dtypes get a cast
     index_only = op in ("floormod", "truncmod")  # TVM folds these for integer operands only
-    if _is_const(a) and _is_const(b) and type(a) is type(b) and not (index_only and not _is_int(a)):
+    # and two float constants under +, -, *, /, // only for 32 and 64 bits (not float16)
+    narrow_float = not _is_int(a) and op in ("add", "sub", "mul", "div", "floordiv") and \
+        not a.dtype.endswith(("32", "64"))
+    if _is_const(a) and _is_const(b) and type(a) is type(b) and not (index_only and not _is_int(a)) \
+            and not narrow_float:
         return True
     rule = _ZERO_FOLDS.get(op)
     return bool(rule and rule(a, b))

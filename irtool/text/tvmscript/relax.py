@@ -31,6 +31,15 @@ if TYPE_CHECKING:
     from .parser import _ModuleBuilder
 
 
+def _python_scalar(value) -> tir.PrimExpr:
+    """A Python number where Relax wants a scalar, as TVM's `relax.prim_value` converts it:
+    bool -> bool, int -> int64, float -> float64 (`R.clip(x, 0.5, 6)` is
+    `R.clip(x, T.float64(0.5), 6)`); a TIR expression stays as it is."""
+    if isinstance(value, float):
+        return tir.const(value, "float64")
+    return _as_prim(value, "int64")
+
+
 _CALL_ATTRS: dict = {}  # (operator, text of its keyword arguments) -> checked Attrs, see op_call_args
 _UNKNOWN = object()
 
@@ -178,9 +187,8 @@ class _RelaxBuilder(_TirBuilder):
             return value
         if isinstance(value, str):
             return rx.StringImm(value, span=self.span(node))
-        if isinstance(value, bool) or isinstance(value, (int, float)):
-            return rx.PrimValue(_as_prim(value, "int64" if isinstance(value, int) else "float32"),
-                                span=self.span(node))
+        if isinstance(value, (int, float)):
+            return rx.PrimValue(_python_scalar(value), span=self.span(node))
         self.error("expected a Relax expression", node)
 
     def keeps_arguments(self, node) -> bool:
@@ -263,12 +271,13 @@ class _RelaxBuilder(_TirBuilder):
 
         arg_names = op.arg_names
         values, nodes = list(pos), list(pos_nodes)
-        # attributes TVM's Python API also takes positionally (`R.astype(x, "float16")`)
+        # attributes are taken positionally too, in the order of TVM's Python API (`R.astype(x, "float16")`)
         extra = values[len(arg_names):]
-        if len(extra) > len(op.positional_attrs):
-            most = len(arg_names) + len(op.positional_attrs)
+        order = op.positional_order
+        if len(extra) > len(order):
+            most = len(arg_names) + len(order)
             self.error(f"`{name}` takes at most {most} positional arguments, got {len(values)}", node)
-        for attr, value in zip(op.positional_attrs, extra):
+        for attr, value in zip(order, extra):
             if attr in kw:
                 self.error(f"`{name}` got attribute `{attr}` twice", node)
             kw[attr] = value
@@ -281,6 +290,16 @@ class _RelaxBuilder(_TirBuilder):
             values.append(kw.pop(a))
             nodes.append(node)
             attrs_key = None
+        if op.python_call is not None:  # what TVM's Python API makes of the arguments (R.arange(n))
+            try:
+                values, kw = op.python_call(values, dict(kw))
+            except (ValueError, TypeError) as err:
+                self.error(f"`{name}` {err}", node)
+            nodes += [node] * (len(values) - len(nodes))
+            attrs_key = None
+        while len(values) > op.min_args and values[-1] is None:  # an optional argument given as None
+            values.pop()
+            nodes.pop()
         if len(values) < op.min_args:
             self.error(f"`{name}` needs argument `{arg_names[len(values)]}`", node)
         args = [self.leaf(self.op_arg(kind, v, n), n) for kind, v, n in zip(op.arg_kinds, values, nodes, strict=False)]
@@ -294,7 +313,13 @@ class _RelaxBuilder(_TirBuilder):
                 if len(_CALL_ATTRS) >= 4096:  # a model has a few dozen; a long-lived process reads many
                     _CALL_ATTRS.clear()
                 _CALL_ATTRS[attrs_key] = attrs  # Attrs are immutable: calls may share them
-        return self.normalize(rx.Call(Op.get("relax." + name[2:]), args, attrs, span=self.span(node)), node)
+        call = self.normalize(rx.Call(Op.get("relax." + name[2:]), args, attrs, span=self.span(node)), node)
+        if op.settle_args is not None:  # TVM's op constructor rewrites arguments (R.reshape's -1)
+            settled = op.settle_args(list(call.args), call.struct_info)
+            if settled is not None:
+                sinfo, call = call.struct_info, rx.Call(call.op, settled, attrs, span=call.span)
+                call.struct_info = sinfo
+        return call
 
     def memory_op_call(self, op_name: str, node):
         """R.builtin.alloc_tensor / R.memory.*: arguments as TVM's Python constructors take
@@ -316,9 +341,9 @@ class _RelaxBuilder(_TirBuilder):
         if kind == "shape" and isinstance(value, (tuple, list)):
             return rx.ShapeExpr(self.dims(value, node), span=self.span(node))
         if kind == "prim" and not isinstance(value, rx.Expr):
-            return rx.PrimValue(_as_prim(value, "int64" if isinstance(value, int) else None), span=self.span(node))
+            return rx.PrimValue(_python_scalar(value), span=self.span(node))
         if kind == "prims" and isinstance(value, (tuple, list)):
-            return rx.Tuple([rx.PrimValue(_as_prim(v, "int64" if isinstance(v, int) else None)) for v in value],
+            return rx.Tuple([rx.PrimValue(_python_scalar(v)) for v in value],
                             span=self.span(node))
         return self.to_expr(value, node)
 
@@ -409,7 +434,7 @@ class _RelaxBuilder(_TirBuilder):
                 return value  # already a scalar value (an R.Prim parameter)
             self.error("`R.prim_value` takes a TIR scalar expression", node)
         try:
-            return rx.PrimValue(_as_prim(value, "int64"), span=self.span(node))
+            return rx.PrimValue(_python_scalar(value), span=self.span(node))
         except TypeError:
             self.error("`R.prim_value` takes a TIR scalar expression", node)
 

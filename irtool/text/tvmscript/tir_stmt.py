@@ -11,7 +11,27 @@ from ...ir import tir
 from ...ir.types import is_valid_dtype
 from .evaluate import NotPrimError, _Dotted
 from .syntax import suite_stmts
-from .tir_expr import _as_prim, _int_bits, _TirExprBuilder, _unify
+from .tir_expr import _as_prim, _identity_fold, _int_bits, _TirExprBuilder, _unify
+
+
+def _axis_extent(lo: tir.PrimExpr, hi: tir.PrimExpr) -> tir.PrimExpr:
+    """The extent of a `T.axis.*((lo, hi), ...)` domain as TVM 0.27's parser builds it
+    (`_as_range`): `hi - lo` simplified when that is a constant (`(v, v + 1)` has extent 1),
+    else `hi - lo` as TVM's operator folds it, not simplified: fuse-tir's nested domain
+    `(v, v + (1 - v))` has extent `v + (1 - v) - v`, and TVM prints it back as
+    `(v, v + (v + (1 - v) - v))`."""
+    simple = _TirExprBuilder.simplify_sub(hi, lo)
+    if isinstance(simple, tir.IntImm):
+        return simple
+    if not isinstance(lo, tir.IntImm) or not isinstance(hi, tir.IntImm):
+        from ...codegen.topi.canonical import canonical_simplify  # only nested sblocks get here
+
+        constant = canonical_simplify(tir.BinOp("sub", hi, lo))
+        if isinstance(constant, tir.IntImm):
+            return constant
+    if isinstance(lo, tir.IntImm) and lo.value == 0:
+        return hi
+    return _identity_fold("sub", hi, lo) or tir.BinOp("sub", hi, lo)
 
 
 class _TirBuilder(_TirExprBuilder):
@@ -289,7 +309,7 @@ class _TirBuilder(_TirExprBuilder):
             dom, value = pos[0], _as_prim(pos[1], "int32")
             if isinstance(dom, (tuple, list)):
                 lo, hi = _unify(dom[0], dom[1])
-                rng = tir.Range(lo, self.simplify_sub(hi, lo))
+                rng = tir.Range(lo, _axis_extent(lo, hi))
             else:  # TVM: a plain number is an int32 extent, whatever the binding's dtype
                 ext = _as_prim(dom, "int32")
                 rng = tir.Range(tir.const(0, ext.dtype), ext)
@@ -593,3 +613,35 @@ def _access_regions(body, init, allocs) -> tuple[list, list]:
 
 def _build_prim_func(mb, funcdef, options) -> tir.PrimFunc:
     return _TirBuilder(mb).build_func(funcdef, options)
+
+
+def printed_domains(mod):
+    """`mod` (a module read back from its printout) with each sblock iteration domain given
+    the extent its printout showed. A domain `(v, v + e)` with a non-constant `e` is read, by
+    TVM's parser as by ours, as extent `v + e - v`: neither TVM's printout nor ours of such a
+    module parses back to the module printed. Round-trip checks compare through this."""
+    from ...ir.module import IRModule
+    from ...ir.node_structural import node_equal
+    from ...ir.tir_visitor import StmtExprMutator
+
+    class _Undo(StmtExprMutator):
+        def mutate_IterVar(self, old, new):
+            dom = new.dom
+            end = dom.extent.a if dom is not None and isinstance(dom.extent, tir.BinOp) and \
+                dom.extent.op == "sub" else None
+            if isinstance(end, tir.BinOp) and end.op == "add" and node_equal(end.a, dom.min) and \
+                    node_equal(dom.extent.b, dom.min):
+                return new.replace(dom=tir.Range(dom.min, end.b))
+            return new
+
+    functions = {}
+    for name, fn in mod.functions.items():
+        if isinstance(fn, tir.PrimFunc):
+            body = _Undo().mutate(fn.body)
+            fn = fn if body is fn.body else fn.replace(body=body)
+        functions[name] = fn
+    if all(functions[name] is fn for name, fn in mod.functions.items()):
+        return mod
+    out = IRModule(functions, dict(mod._global_vars))
+    out.bare = mod.bare
+    return out
