@@ -176,6 +176,10 @@ DIRECT: dict[str, Direct] = {
     "nn.conv2d_transpose":    Direct("relax.nn.conv2d_transpose",  (), _CONV_IGNORED),
     "nn.max_pool2d":          Direct("relax.nn.max_pool2d"),
     "nn.avg_pool2d":          Direct("relax.nn.avg_pool2d"),
+    "nn.conv3d":              Direct("relax.nn.conv3d",            (), _CONV_IGNORED),
+    "nn.conv3d_transpose":    Direct("relax.nn.conv3d_transpose",  (), _CONV_IGNORED),
+    "nn.max_pool3d":          Direct("relax.nn.max_pool3d"),
+    "nn.avg_pool3d":          Direct("relax.nn.avg_pool3d"),
     "nn.softmax":             Direct("relax.nn.softmax"),
     "nn.log_softmax":         Direct("relax.nn.log_softmax"),
     "nn.leaky_relu":          Direct("relax.nn.leakyrelu"),
@@ -204,8 +208,6 @@ NO_COUNTERPART = {
     "unique": "Relay's outputs are as long as the input, the tail past num_unique unspecified; TVM 0.27's "
               "R.unique gives outputs of the unique count's length, known only at run time, and Relax "
               "cannot pad them back to a static length",
-    **{op: f"TVM 0.27's R.{op} is not in irtool's Relax table yet (nor its legalization)"
-       for op in ("nn.conv3d", "nn.conv3d_transpose", "nn.max_pool3d", "nn.avg_pool3d")},
     **{op: "TVM 0.27's Relax has no random-number generator (only R.multinomial_from_uniform, which samples "
            "at given uniform values)" for op in ("random.uniform", "random.normal", "random.multinomial")},
 }
