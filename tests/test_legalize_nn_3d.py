@@ -3,7 +3,7 @@ R.nn.avg_pool3d and R.nn.adaptive_avg_pool3d (codegen/topi/{nn,conv_transpose,po
 legalized module, run by the interpreters, equals the op's NumPy reference and prints and parses
 back unchanged; (tvm-marked) TVM 0.27's LegalizeOps prints exactly the same text, on hand-picked
 cases and on random attribute combinations (layouts, groups, strides, dilation, padding forms,
-ceil_mode, count_include_pad)."""
+ceil_mode, count_include_pad; adaptive windows even and uneven, size variables)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,15 @@ CASES: list[tuple[str, str, str]] = [
     ("avg_pool3d-ndhwc",   "x:1x5x5x5x2:float32",
      'R.nn.avg_pool3d(x, pool_size=[2, 2, 2], padding=[1, 0, 1], layout="NDHWC", count_include_pad=False)'),
     ("avg_pool3d-sym",     "x:1x2xnx4x4:float32", "R.nn.avg_pool3d(x, pool_size=[2, 2, 2])"),
+    ("adaptive_avg_pool3d", "x:1x2x4x6x8:float32", "R.nn.adaptive_avg_pool3d(x, output_size=[2, 3, 4])"),
+    ("adaptive_avg_pool3d-one", "x:1x2x4x6x8:float32", "R.nn.adaptive_avg_pool3d(x, output_size=[1, 1, 1])"),
+    ("adaptive_avg_pool3d-none", "x:1x2x3x2x2:float32", "R.nn.adaptive_avg_pool3d(x)"),
+    ("adaptive_avg_pool3d-uneven", "x:1x2x5x7x4:float32", "R.nn.adaptive_avg_pool3d(x, output_size=[2, 3, 4])"),
+    ("adaptive_avg_pool3d-uneven-all", "x:1x1x5x7x5:float32", "R.nn.adaptive_avg_pool3d(x, output_size=[3, 2, 4])"),
+    ("adaptive_avg_pool3d-ndhwc", "x:1x5x6x7x2:float32",
+     'R.nn.adaptive_avg_pool3d(x, output_size=[2, 3, 3], layout="NDHWC")'),
+    ("adaptive_avg_pool3d-sym", "x:1x2xnx6x8:float32", "R.nn.adaptive_avg_pool3d(x, output_size=[1, 2, 3])"),
+    ("adaptive_avg_pool3d-sym-uneven", "x:1x2xnx6x8:float32", "R.nn.adaptive_avg_pool3d(x, output_size=[3, 4, 3])"),
 ]
 
 
@@ -140,11 +149,23 @@ def random_pool3d(rng: random.Random, k: int, op: str) -> tuple[str, str, str]:
     return f"{op}-random{k}", f"x:{_dims(x)}:float32", f"R.nn.{op}(x, {', '.join(attrs)})"
 
 
+def random_adaptive_pool3d(rng: random.Random, k: int) -> tuple[str, str, str]:
+    sizes = [rng.randint(1, 8) for _ in range(3)]
+    layout = rng.choice(["NCDHW", "NDHWC"])
+    x = _in_layout({"N": 1, "C": rng.randint(1, 2), "D": sizes[0], "H": sizes[1], "W": sizes[2]}, layout)
+    if rng.random() < 0.2:  # a size variable along one axis
+        x[layout.index(rng.choice("DHW"))] = "n"
+    size = "" if rng.random() < 0.1 else f"output_size={[rng.randint(1, 8) for _ in range(3)]}, "
+    return f"adaptive_avg_pool3d-random{k}", f"x:{_dims(x)}:float32", \
+        f'R.nn.adaptive_avg_pool3d(x, {size}layout="{layout}")'
+
+
 def _random_cases() -> list[tuple[str, str, str]]:
     rng = random.Random(20261129)
     return ([random_conv3d(rng, k) for k in range(30)] + [random_conv3d_transpose(rng, k) for k in range(20)]
             + [random_pool3d(rng, k, "max_pool3d") for k in range(30)]
-            + [random_pool3d(rng, k, "avg_pool3d") for k in range(50)])
+            + [random_pool3d(rng, k, "avg_pool3d") for k in range(50)]
+            + [random_adaptive_pool3d(rng, k) for k in range(40)])
 
 
 CASES += _random_cases()

@@ -653,10 +653,9 @@ for _dim in (2, 3):  # TOPI's pool2d and pool3d are both pool_impl_nd over the w
     register_legalize(f"relax.nn.max_pool{_dim}d", lambda bb, call, dim=_dim: _max_pool(bb, call, dim))
 
 
-@register_legalize("relax.nn.adaptive_avg_pool2d")
-def _adaptive_avg_pool2d(bb, call):
+def _adaptive_avg_pool(bb, call, dim: int):
     at = call.attrs
-    axes = height_width_axes(at["layout"])
+    axes = height_width_axes(at["layout"], "DHW"[3 - dim:])
     if at["out_layout"] != at["layout"] or axes is None:
         return call
     shape = call.args[0].struct_info.shape
@@ -667,4 +666,9 @@ def _adaptive_avg_pool2d(bb, call):
                                                        (const_int(n) is None and not isinstance(n, tir.Var)))
            for n, o in zip(in_sizes, out_sizes)):
         return call  # a size expression other than a variable (module docstring)
-    return bb.call_te(adaptive_avg_pool, call.args[0], out_sizes, axes, primfunc_name_hint="adaptive_avg_pool2d")
+    return bb.call_te(adaptive_avg_pool, call.args[0], out_sizes, axes, primfunc_name_hint=f"adaptive_avg_pool{dim}d")
+
+
+for _dim in (2, 3):  # TOPI's adaptive_pool and adaptive_pool3d are both adaptive_pool_impl
+    register_legalize(f"relax.nn.adaptive_avg_pool{_dim}d",
+                      lambda bb, call, dim=_dim: _adaptive_avg_pool(bb, call, dim))

@@ -101,6 +101,8 @@ from .relax_bridge import (
     VALUES,
     ShapeResult,
     _adaptive_pool,
+    _adaptive_pool3d_ref,
+    _adaptive_pool3d_rel,
     _arange,
     _arg_reduce,
     _batch_norm,
@@ -408,6 +410,7 @@ def _pool3d(count_include_pad: bool) -> tuple:
             _A("layout", "str", "NCDHW"), _A("out_layout", "str", ""))
 
 
+ADAPTIVE_POOL3D = (_A("output_size", "ints?", None, _triple), _A("layout", "str", "NCDHW"), _A("out_layout", "str", ""))
 ADAPTIVE_POOL2D = (_A("output_size", "ints?", None, _pair), _A("layout", "str", "NCHW"), _A("out_layout", "str", ""))
 BATCH_NORM = (_A("axis", "int"), _A("epsilon", "float", 1e-5), _A("center", "bool", True),
               _A("scale", "bool", True), _A("momentum", "float", 0.1), _A("training", "bool", True))
@@ -501,6 +504,9 @@ _op("relax.nn.avg_pool3d",      "data",                          _pool3d(True), 
     **_ceil_pool("nn.avg_pool3d", "DHW"))
 _op("relax.nn.adaptive_avg_pool2d", "data",                      ADAPTIVE_POOL2D, "nn.adaptive_avg_pool2d",
     convert=_adaptive_pool, derived=POOL_OUT, positional_attrs=("output_size", "layout", "out_layout"))
+_op("relax.nn.adaptive_avg_pool3d", "data",                      ADAPTIVE_POOL3D, None,
+    rel=_adaptive_pool3d_rel, ref=_adaptive_pool3d_ref, derived=POOL_OUT,
+    positional_attrs=("output_size", "layout", "out_layout"))
 _op("relax.nn.batch_norm",      "data gamma beta moving_mean moving_var", BATCH_NORM, "nn.batch_norm",
     ref=_batch_norm)
 _op("relax.nn.layer_norm",      "data gamma beta",               LAYER_NORM,   "nn.layer_norm",    rel=_layer_norm_rel,
