@@ -60,6 +60,11 @@ CASES: list[tuple[str, str, str]] = [
     ("avg_pool3d-ndhwc",   "x:1x5x5x5x2:float32",
      'R.nn.avg_pool3d(x, pool_size=[2, 2, 2], padding=[1, 0, 1], layout="NDHWC", count_include_pad=False)'),
     ("avg_pool3d-sym",     "x:1x2xnx4x4:float32", "R.nn.avg_pool3d(x, pool_size=[2, 2, 2])"),
+    # relay-to-relax's nn.lrn: the channels pooled as a window axis of an unusual layout
+    ("avg_pool3d-lrn-nhwcd", "x:1x2x3x1x6:float32",
+     'R.nn.avg_pool3d(x, pool_size=[2, 1, 1], padding=[1, 0, 0, 0, 0, 0], count_include_pad=True, layout="NHWCD")'),
+    ("avg_pool2d-lrn-nwch", "x:3x2x1x7:float32",
+     'R.nn.avg_pool2d(x, pool_size=[5, 1], padding=[2, 0, 2, 0], count_include_pad=True, layout="NWCH")'),
     ("adaptive_avg_pool3d", "x:1x2x4x6x8:float32", "R.nn.adaptive_avg_pool3d(x, output_size=[2, 3, 4])"),
     ("adaptive_avg_pool3d-one", "x:1x2x4x6x8:float32", "R.nn.adaptive_avg_pool3d(x, output_size=[1, 1, 1])"),
     ("adaptive_avg_pool3d-none", "x:1x2x3x2x2:float32", "R.nn.adaptive_avg_pool3d(x)"),

@@ -102,9 +102,11 @@ def test_native_build_computes_onnxruntimes_output():
 
 
 @pytest.mark.tvm
-def test_tvm_zero_pipeline_on_our_relax_prints_what_ours_prints(tvm_python, tmp_path):
+@pytest.mark.parametrize("name", ["cnn3d", "lrn"])
+def test_tvm_zero_pipeline_on_our_relax_prints_what_ours_prints(tvm_python, tmp_path, name):
+    model = _cnn3d() if name == "cnn3d" else _lrn_model((2, 6, 3, 4), 3)
     relax_path = tmp_path / "model.relax.py"
-    code, err = _opt([_import(_cnn3d(), tmp_path), "-p", "relay-to-relax", "-o", str(relax_path)], tmp_path)
+    code, err = _opt([_import(model, tmp_path), "-p", "relay-to-relax", "-o", str(relax_path)], tmp_path)
     assert code == 0, err
     runner = tmp_path / "tvm_zero.py"
     runner.write_text(_TVM_ZERO)
@@ -113,3 +115,34 @@ def test_tvm_zero_pipeline_on_our_relax_prints_what_ours_prints(tvm_python, tmp_
     with PassContext():
         ours = get_pass("zero-pipeline")()(parse(relax_path.read_text(), str(relax_path)))
     assert to_text(ours, show_meta_data=False).rstrip("\n") == open(str(relax_path) + ".tvm").read().rstrip("\n")
+
+
+# ----------------------------------------------------------------------------- LRN
+# nn.lrn has no Relax operator: relay-to-relax composes it from R.nn.avg_pool3d (4-D data) or
+# R.nn.avg_pool2d (3-D), as TVM 0.27's ONNX frontend does.
+
+
+def _lrn_model(shape: tuple[int, ...], size: int) -> onnx.ModelProto:
+    nodes = [helper.make_node("LRN", ["x"], ["y"], size=size, alpha=0.3, beta=0.6, bias=1.5)]
+    graph = helper.make_graph(nodes, "lrn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+# (onnxruntime runs 4-D LRN only; 3-D nn.lrn is in tests/test_relay_to_relax.py)
+@pytest.mark.parametrize("shape, size", [((2, 6, 3, 4), 3), ((1, 7, 5, 2), 5), ((1, 3, 2, 2), 7), ((1, 4, 3, 3), 1)])
+def test_lrn_lowers_through_an_average_pool_and_computes_onnxruntimes_output(tmp_path, shape, size):
+    model = _lrn_model(shape, size)
+    x = np.random.default_rng(size).standard_normal(shape).astype("float32")
+    relay_path, lowered = _import(model, tmp_path), tmp_path / "model.zero.py"
+    code, err = _opt([relay_path, "-p", "relay-to-relax,zero-pipeline", "-o", str(lowered)], tmp_path)
+    assert code == 0, err
+    text = lowered.read_text()
+    assert "avg_pool3d" in text
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = np.asarray(run_relax(parse(text, str(lowered)), [x]))
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    exe = irtool.build(from_onnx(model)[0])
+    np.testing.assert_allclose(np.asarray(exe.run({"x": x})), want, rtol=RTOL, atol=ATOL)

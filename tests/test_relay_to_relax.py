@@ -67,6 +67,17 @@ CASES = [
      "R.nn.max_pool2d(x, pool_size=[2, 2], strides=[2, 2])"),
     ("nn.avg_pool2d", "nn.avg_pool2d(%x, pool_size=[3, 3], padding=[1, 1], count_include_pad=True)",
      "x=1,2,4,4", "R.nn.avg_pool2d(x, pool_size=[3, 3], padding=[1, 1, 1, 1], count_include_pad=True)"),
+    # nn.lrn as TVM 0.27's ONNX frontend composes LRN (an average pool over the squares along the channels
+    # made a window axis), with Relay's window: size // 2 channels before, size - 1 - size // 2 after
+    *[(f"nn.lrn-{k}", f"nn.lrn(%x, size={size}, axis={axis}, alpha=0.2f, beta=0.75f, bias=1.5f)", spec,
+       f"R.divide(x, R.power(R.add(R.multiply(R.squeeze(R.nn.{pool}(R.expand_dims(R.multiply(x, x), [{axis}]), "
+       f"pool_size={window}, padding={pads}, count_include_pad=True, layout='{layout}'), [{axis}]), "
+       "relax.const(0.2, 'float32')), relax.const(1.5, 'float32')), relax.const(0.75, 'float32')))")
+      for k, (size, axis, spec, pool, window, pads, layout) in enumerate([
+          (3, 1, "x=1,4,2,3", "avg_pool3d", (3, 1, 1), (1, 0, 0, 1, 0, 0), "NCDHW"),
+          (4, 1, "x=2,5,3", "avg_pool2d", (4, 1), (2, 0, 1, 0), "NCHW"),
+          (2, 3, "x=1,2,3,6", "avg_pool3d", (2, 1, 1), (1, 0, 0, 0, 0, 0), "NHWCD"),
+          (5, 2, "x=3,2,7", "avg_pool2d", (5, 1), (2, 0, 2, 0), "NWCH")])],
     ("nn.conv3d", "nn.conv3d(%x, %w, padding=[1, 0, 1], channels=4, kernel_size=[3, 3, 2])", "x=1,3,5,4,5 w=4,3,3,3,2",
      "R.nn.conv3d(x, w, padding=[1, 0, 1, 1, 0, 1])"),
     ("nn.conv3d-ndhwc", 'nn.conv3d(%x, %w, strides=[2, 1, 2], dilation=[1, 2, 1], groups=2, data_layout="NDHWC", '
@@ -527,8 +538,8 @@ def test_random_graphs_print_as_tvm_builds_them(tvm_python, tmp_path):
 ERRORS = [
     # (Relay function, message, caret line text); let-bound functions and calls between
     # functions translate (tests/test_relay_to_relax_loop.py)
-    ("def @main(%x: Tensor[(1, 4, 2, 2), float32]) {\n  nn.lrn(%x, size=3)\n}",
-     "2:3: error: relay-to-relax: `nn.lrn`: no Relax counterpart", "  ^~~~~~"),
+    ("def @main(%x: Tensor[(1, 4, 2, 2, 2), float32]) {\n  nn.lrn(%x, size=3)\n}",
+     "2:3: error: relay-to-relax: `nn.lrn`: LRN of a rank-5 tensor", "  ^~~~~~"),
     ("def @main(%x: Tensor[(4), float32]) {\n  %0 = unique(%x);\n  %0.0\n}",
      "2:8: error: relay-to-relax: `unique`: no Relax counterpart: Relay's outputs are as long as the input",
      "       ^~~~~~"),
@@ -541,8 +552,8 @@ ERRORS = [
      "2:3: error: relay-to-relax: `argmax`: `select_last_index=True` has no Relax counterpart", "  ^~~~~~"),
     ("def @main(%x: Tensor[(2, 3), float32], %i: Tensor[(2, 1), int32]) {\n  take(%x, %i, batch_dims=1, axis=1)\n}",
      "2:3: error: relay-to-relax: `take`: `batch_dims=1` has no Relax counterpart", "  ^~~~"),
-    ("def @main(%c: bool, %x: Tensor[(1, 4, 2, 2), float32]) {\n  if (%c) { nn.lrn(%x, size=3) } else { %x }\n}",
-     "2:13: error: relay-to-relax: `nn.lrn`: no Relax counterpart", "            ^~~~~~"),
+    ("def @main(%c: bool, %x: Tensor[(1, 4, 2, 2, 2), float32]) {\n  if (%c) { nn.lrn(%x, size=3) } else { %x }\n}",
+     "2:13: error: relay-to-relax: `nn.lrn`: LRN of a rank-5 tensor", "            ^~~~~~"),
     ("def @main(%x: Tensor[(2), float32]) {\n  %0 = fn (%y: Tensor[(2), float32]) { exp(%y) };\n  %0(%x)\n}",
      "error: relay-to-relax: a function expression (closure) has no Relax dataflow counterpart", None),
 ]
