@@ -378,6 +378,13 @@ def test_clip_takes_prim_values_and_arange_infers_its_dtype():
     ("relax.nn.pad", [t((2, 3))], {"pad_width": [1, 1, 1, 1], "pad_mode": "edge"}, "pad_mode"),
     ("relax.expand_dims", [t((2, 3))], {"axis": [0, 0]}, "twice"),
     ("relax.matmul", [t((2, 2, 3)), t((4, 3, 5))], {}, "do not broadcast"),
+    # regression: TVM 0.27's Relax rejects an output padding of a stride or more (Relay did not)
+    ("relax.nn.conv2d_transpose", [t((1, 2, 3, 3)), t((2, 4, 3, 3))], {"strides": [1, 2], "output_padding": 1},
+     "must be less than `strides`"),
+    ("relax.nn.conv3d_transpose", [t((1, 2, 3, 3, 3)), t((2, 4, 3, 3, 3))],
+     {"strides": [2, 2, 2], "output_padding": [0, 2, 0]}, "must be less than `strides`"),
+    ("relax.nn.adaptive_avg_pool3d", [t((1, 2, 3, 3))], {}, "rank 5"),
+    ("relax.nn.adaptive_avg_pool3d", [t((1, 2, 3, 3, 3))], {"layout": "NCHWD4"}, "must order the axes"),
 ])
 def test_relax_only_checks(name, args, given, message):
     with pytest.raises(TypeRelError, match=message):

@@ -128,6 +128,7 @@ from .relax_bridge import (
     _nonzero,
     _nonzero_rel,
     _one_hot,
+    _output_padding_below_strides,
     _pad,
     _reduce,
     _repeat,
@@ -490,14 +491,14 @@ _op("relax.matmul",             "x1 x2",                         OUT_DTYPE,    N
     ref=_matmul, sym_rel=_matmul_sym)
 _op("relax.nn.conv2d",          "data weight",                   CONV2D,       "nn.conv2d",        derived=OUT_LAYOUT)
 _op("relax.nn.conv2d_transpose", "data weight",                  CONV2D_T,     "nn.conv2d_transpose",
-    derived=OUT_LAYOUT)
+    derived=OUT_LAYOUT, post=_output_padding_below_strides)
 _op("relax.nn.max_pool2d",      "data",                          POOL2D,       "nn.max_pool2d",    derived=POOL_OUT,
     **_ceil_pool("nn.max_pool2d"))
 _op("relax.nn.avg_pool2d",      "data",                          POOL2D,       "nn.avg_pool2d",    derived=POOL_OUT,
     **_ceil_pool("nn.avg_pool2d"))
 _op("relax.nn.conv3d",          "data weight",                   CONV3D,       "nn.conv3d",        derived=OUT_LAYOUT)
 _op("relax.nn.conv3d_transpose", "data weight",                  CONV3D_T,     "nn.conv3d_transpose",
-    derived=OUT_LAYOUT)
+    derived=OUT_LAYOUT, post=_output_padding_below_strides)
 _op("relax.nn.max_pool3d",      "data",                          _pool3d(False), "nn.max_pool3d",  derived=POOL_OUT,
     **_ceil_pool("nn.max_pool3d", "DHW"))
 _op("relax.nn.avg_pool3d",      "data",                          _pool3d(True), "nn.avg_pool3d",   derived=POOL_OUT,

@@ -122,6 +122,15 @@ def _cast_to_attr(out, at, ctx):
     return ctx.cast(out, at["dtype"]) if at["dtype"] else out
 
 
+def _output_padding_below_strides(out, at, ctx):
+    """TVM 0.27's Relax conv transposes reject an output padding of a stride or more on any
+    axis (src/relax/op/nn/convolution.cc); Relay's relation did not check it."""
+    if any(p >= s for p, s in zip(at["output_padding"], at["strides"])):
+        raise TypeRelError(f"`output_padding` {list(at['output_padding'])} must be less than `strides` "
+                           f"{list(at['strides'])} on every axis")
+    return out
+
+
 def _first(args, at, ctx):
     return [args[0]], {}
 
