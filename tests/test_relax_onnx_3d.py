@@ -101,6 +101,25 @@ def test_native_build_computes_onnxruntimes_output():
     np.testing.assert_allclose(np.asarray(exe.run({"x": other})), _reference(model, other), rtol=RTOL, atol=ATOL)
 
 
+def test_dynamic_batch_runs_for_any_batch_size():
+    """The batch a symbolic dimension (imported without a shape): symbolic through relay-to-relax
+    and the legalized 3-D PrimFuncs, equal to onnxruntime for several batch sizes in the
+    interpreter and natively."""
+    model = _cnn3d()
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    with pytest.warns(UserWarning, match="unknown dimension `batch`"):
+        mod, _ = from_onnx(model)
+    lowered = get_pass("zero-pipeline")()(get_pass("relay-to-relax")()(mod))
+    main = lowered["main"]
+    assert isinstance(main.params[0].struct_info.shape[0], tir.Var)  # the batch, a size variable
+    exe = irtool.build(mod)
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 2, 7, 9, 8)).astype("float32")
+        want = _reference(model, x)
+        np.testing.assert_allclose(np.asarray(run_relax(lowered, [x])), want, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(np.asarray(exe.run({"x": x})), want, rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.tvm
 @pytest.mark.parametrize("name", ["cnn3d", "lrn"])
 def test_tvm_zero_pipeline_on_our_relax_prints_what_ours_prints(tvm_python, tmp_path, name):
