@@ -154,6 +154,16 @@ def random_pool3d(rng: random.Random, k: int, op: str) -> tuple[str, str, str]:
     return f"{op}-random{k}", f"x:{_dims(x)}:float32", f"R.nn.{op}(x, {', '.join(attrs)})"
 
 
+def random_symbolic_pool3d(rng: random.Random, k: int) -> tuple[str, str, str]:
+    """A random 3-D pool (as random_pool3d) whose depth, height or width is a size variable n."""
+    op = rng.choice(["max_pool3d", "avg_pool3d"])
+    name, params, call = random_pool3d(rng, k, op)
+    dims = params.split(":")[1].split("x")
+    layout = call.split('layout="')[1][:5]
+    dims[layout.index(rng.choice("DHW"))] = "n"
+    return f"{op}-sym-random{k}", f"x:{'x'.join(dims)}:float32", call
+
+
 def random_adaptive_pool3d(rng: random.Random, k: int) -> tuple[str, str, str]:
     sizes = [rng.randint(1, 8) for _ in range(3)]
     layout = rng.choice(["NCDHW", "NDHWC"])
@@ -170,7 +180,8 @@ def _random_cases() -> list[tuple[str, str, str]]:
     return ([random_conv3d(rng, k) for k in range(30)] + [random_conv3d_transpose(rng, k) for k in range(20)]
             + [random_pool3d(rng, k, "max_pool3d") for k in range(30)]
             + [random_pool3d(rng, k, "avg_pool3d") for k in range(50)]
-            + [random_adaptive_pool3d(rng, k) for k in range(40)])
+            + [random_adaptive_pool3d(rng, k) for k in range(40)]
+            + [random_symbolic_pool3d(rng, k) for k in range(40)])
 
 
 CASES += _random_cases()
