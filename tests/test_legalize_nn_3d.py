@@ -164,6 +164,16 @@ def random_symbolic_pool3d(rng: random.Random, k: int) -> tuple[str, str, str]:
     return f"{op}-sym-random{k}", f"x:{'x'.join(dims)}:float32", call
 
 
+def random_symbolic_conv3d(rng: random.Random, k: int) -> tuple[str, str, str]:
+    """A random conv3d (as random_conv3d) whose batch, depth, height or width is a size variable n."""
+    _, params, call = random_conv3d(rng, k)
+    x, w = params.split()
+    dims = x.split(":")[1].split("x")
+    layout = call.split('data_layout="')[1][:5]
+    dims[layout.index(rng.choice("NDHW"))] = "n"
+    return f"conv3d-sym-random{k}", f"x:{'x'.join(dims)}:float32 {w}", call
+
+
 def random_adaptive_pool3d(rng: random.Random, k: int) -> tuple[str, str, str]:
     sizes = [rng.randint(1, 8) for _ in range(3)]
     layout = rng.choice(["NCDHW", "NDHWC"])
@@ -181,7 +191,8 @@ def _random_cases() -> list[tuple[str, str, str]]:
             + [random_pool3d(rng, k, "max_pool3d") for k in range(30)]
             + [random_pool3d(rng, k, "avg_pool3d") for k in range(50)]
             + [random_adaptive_pool3d(rng, k) for k in range(40)]
-            + [random_symbolic_pool3d(rng, k) for k in range(40)])
+            + [random_symbolic_pool3d(rng, k) for k in range(40)]
+            + [random_symbolic_conv3d(rng, k) for k in range(20)])
 
 
 CASES += _random_cases()
