@@ -7,6 +7,7 @@ applies TVM's RewriteSimplifier rules that change what compute bodies print:
     a >= b  ->  b <= a          a > b  ->  b < a          (TVM keeps only < and <=)
     not (a < b) -> b <= a       not (a <= b) -> b < a     not (a == b) -> a != b
     (x + c1) + c2 -> x + (c1 + c2)   (x - c1) + c2 -> x + (c2 - c1)   (integers)
+    (x + c1) // c2 -> x // c2 + c1 / c2   where c2 > 0 divides c1
     select / if_then_else of a constant condition -> the chosen branch
     cast to the operand's own dtype -> the operand
 
@@ -52,6 +53,13 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
         if e.op == "lt" and tb.is_int(a.dtype) and isinstance(b, tir.BinOp) and b.op == "add" and \
                 isinstance(b.b, tir.IntImm) and b.b.value == 1 and not isinstance(b.a, tir.IntImm):
             return tb.le(a, b.a)  # TVM's rewrite rule `x < y + 1` -> `x <= y` (symbolic pad bounds)
+        if e.op == "floordiv" and tb.is_int(e.dtype) and isinstance(b, tir.IntImm) and b.value > 0 and \
+                isinstance(a, tir.BinOp) and a.op in ("add", "sub") and isinstance(a.b, tir.IntImm) and \
+                not isinstance(a.a, tir.IntImm) and a.b.value % b.value == 0:
+            # TVM's rule `(x + c1) // c2` -> `x // c2 + c1 / c2` where c2 divides c1 (a conv's
+            # pooled size over a size variable: `(n - 3) // 3 + 1` is `n // 3`)
+            shift = (a.b.value if a.op == "add" else -a.b.value) // b.value
+            return simplify(tb.add(tb.floordiv(a.a, b), shift))
         if e.op == "mul" and tb.is_int(e.dtype) and isinstance(a, tir.IntImm) and not isinstance(b, tir.IntImm):
             return simplify(tb.mul(b, a))  # canonical form puts the constant scale last: `2 * n` -> `n * 2`
         if e.op == "mul" and tb.is_int(e.dtype) and isinstance(b, tir.IntImm) and isinstance(a, tir.BinOp) and \

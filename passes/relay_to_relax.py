@@ -177,6 +177,10 @@ DIRECT: dict[str, Direct] = {
     "nn.conv2d_transpose":    Direct("relax.nn.conv2d_transpose",  (), _CONV_IGNORED),
     "nn.max_pool2d":          Direct("relax.nn.max_pool2d"),
     "nn.avg_pool2d":          Direct("relax.nn.avg_pool2d"),
+    "nn.conv3d":              Direct("relax.nn.conv3d",            (), _CONV_IGNORED),
+    "nn.conv3d_transpose":    Direct("relax.nn.conv3d_transpose",  (), _CONV_IGNORED),
+    "nn.max_pool3d":          Direct("relax.nn.max_pool3d"),
+    "nn.avg_pool3d":          Direct("relax.nn.avg_pool3d"),
     "nn.softmax":             Direct("relax.nn.softmax"),
     "nn.log_softmax":         Direct("relax.nn.log_softmax"),
     "nn.leaky_relu":          Direct("relax.nn.leakyrelu"),
@@ -198,16 +202,12 @@ DIRECT: dict[str, Direct] = {
 NO_COUNTERPART = {
     "reinterpret": "TVM 0.27's Relax has no reinterpret operator (R.memory.view changes a tensor's dtype "
                    "only as a VM builtin on its storage, which LegalizeOps leaves alone)",
-    "nn.lrn": "TVM 0.27's Relax has no LRN operator (its ONNX frontend composes it from R.nn.avg_pool3d, "
-              "which irtool's Relax table lacks)",
     **{op: f"TVM 0.27's {relax} takes {what} as an attribute only (its ONNX frontend requires it constant)"
        for op, relax, what in (("dyn.topk", "R.topk", "k"), ("dyn.one_hot", "R.one_hot", "the depth"),
                                ("dyn.nn.pad", "R.nn.pad", "the pad widths"))},
     "unique": "Relay's outputs are as long as the input, the tail past num_unique unspecified; TVM 0.27's "
               "R.unique gives outputs of the unique count's length, known only at run time, and Relax "
               "cannot pad them back to a static length",
-    **{op: f"TVM 0.27's R.{op} is not in irtool's Relax table yet (nor its legalization)"
-       for op in ("nn.conv3d", "nn.conv3d_transpose", "nn.max_pool3d", "nn.avg_pool3d")},
     **{op: "TVM 0.27's Relax has no random-number generator (only R.multinomial_from_uniform, which samples "
            "at given uniform values)" for op in ("random.uniform", "random.normal", "random.multinomial")},
 }
@@ -520,6 +520,39 @@ def _global_pool(t, c, args):
         raise _Unsupported(f'layout "{layout}" has no H and W axes')
     reduce = "relax.mean" if c.op.name == "nn.global_avg_pool2d" else "relax.max"
     return call(reduce, args[0], axis=(layout.index("H"), layout.index("W")), keepdims=True)
+
+
+@special("nn.lrn")
+def _lrn(t, c, args):
+    """TVM 0.27's Relax has no LRN operator; its ONNX frontend composes it from an average pool
+    over the squares: the channel axis made a window axis of its own by expand_dims (D of a
+    5-D NCDHW-like layout for 4-D data, H of a 4-D one for 3-D data), pooled `size` long with
+    the padding counted, then bias + alpha * mean, to the power beta, dividing the data. The
+    window is Relay's, [c - size // 2, c - size // 2 + size) (TVM's frontend pads size // 2 on
+    both sides, one channel too many for an even size)."""
+    data = args[0]
+    ndim, dtype = _ndim(data), _dtype(data)
+    if ndim not in (3, 4):
+        raise _Unsupported(f"LRN of a rank-{ndim} tensor: TVM 0.27 composes it for ranks 3 and 4 only")
+    axis, size = _axis(c.attrs["axis"], ndim), c.attrs["size"]
+    window, others = ("D", "NHW") if ndim == 4 else ("H", "NW")
+    rest = iter(others)
+    layout = "".join("C" if i == axis else window if i == axis + 1 else next(rest) for i in range(ndim + 1))
+    squares = call("relax.expand_dims", call("relax.multiply", data, data), axis=(axis,))
+    before, after = size // 2, size - 1 - size // 2
+    if ndim == 4:
+        mean = call("relax.nn.avg_pool3d", squares, pool_size=(size, 1, 1), padding=(before, 0, 0, after, 0, 0),
+                    count_include_pad=True, layout=layout)
+    else:
+        mean = call("relax.nn.avg_pool2d", squares, pool_size=(size, 1), padding=(before, 0, after, 0),
+                    count_include_pad=True, layout=layout)
+
+    def const(value: float) -> rx.Constant:
+        return rx.Constant(np.array(value, dtype))
+
+    mean = call("relax.squeeze", mean, axis=(axis,))
+    scale = call("relax.add", call("relax.multiply", mean, const(c.attrs["alpha"])), const(c.attrs["bias"]))
+    return call("relax.divide", data, call("relax.power", scale, const(c.attrs["beta"])))
 
 
 @special("nn.adaptive_avg_pool2d")

@@ -198,6 +198,26 @@ for dtype in F:
                           ("nhwc", "1x6x6x2", 'output_size=[3, 2], layout="NHWC"')]:
         case("pool", f"adaptive_avg_pool2d-{dtype}-{tag}", f"x:{x}:{dtype}",
              f"R.nn.adaptive_avg_pool2d(x{', ' if attrs else ''}{attrs})")
+# 3-D windows (5-D buffers through the default CPU schedule)
+for tag, x, w, call in [
+        ("conv3d-pad-groups", "1x4x5x6x5", "4x2x3x3x3", "R.nn.conv3d(x, w, padding=[1, 1, 1], groups=2)"),
+        ("conv3d-stride-dil", "2x2x7x6x9", "3x2x2x3x2", "R.nn.conv3d(x, w, strides=[2, 1, 2], dilation=[1, 2, 2])"),
+        ("conv3d-ndhwc", "1x5x5x6x2", "3x2x3x2x4", 'R.nn.conv3d(x, w, data_layout="NDHWC", kernel_layout="DHWIO")'),
+        ("conv3d_transpose", "1x2x3x4x3", "2x3x3x2x3",
+         "R.nn.conv3d_transpose(x, w, strides=[2, 1, 2], padding=[1, 0, 1, 0, 1, 0], output_padding=[1, 0, 1])"),
+        ("conv3d_transpose-groups-dil", "1x4x3x3x3", "4x1x2x2x2", "R.nn.conv3d_transpose(x, w, groups=2, dilation=[2, 1, 2])")]:
+    case("window3d", tag, f"x:{x}:float32:small w:{w}:float32:small", call)
+for dtype in ["float32", "int32"]:
+    for tag, x, call in [
+            ("max_pool3d-pad-ceil", "1x2x5x6x7", "R.nn.max_pool3d(x, pool_size=[2, 3, 2], strides=[2, 2, 2], "
+             "padding=[1, 0, 1], ceil_mode=True)"),
+            ("avg_pool3d-excl", "1x2x5x5x5", "R.nn.avg_pool3d(x, pool_size=[3, 3, 3], strides=[2, 2, 2], "
+             "padding=[1, 1, 1], count_include_pad=False)"),
+            ("avg_pool3d-ndhwc-dil", "1x7x6x5x2", 'R.nn.avg_pool3d(x, pool_size=[2, 2, 2], dilation=[2, 1, 2], '
+             'layout="NDHWC")'),
+            ("adaptive_avg_pool3d-uneven", "1x2x5x7x4", "R.nn.adaptive_avg_pool3d(x, output_size=[2, 3, 4])")]:
+        if dtype == "float32" or tag.startswith("max"):
+            case("window3d", f"{tag}-{dtype}", f"x:{x}:{dtype}", call)
 
 # data movement: dtypes of every width, 0-size and 1x1 tensors
 MOVE = ["float32", "float16", "float64", "int64", "int8", "uint8", "bool"]

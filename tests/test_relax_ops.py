@@ -105,6 +105,15 @@ SAMPLES = {
     "relax.nn.max_pool2d": ([t((1, 3, 8, 8))], {"pool_size": 3, "strides": 2, "padding": 1}),
     "relax.nn.avg_pool2d": ([t((1, 3, 7, 7))], {"pool_size": 2, "strides": 2, "ceil_mode": True}),
     "relax.nn.adaptive_avg_pool2d": ([t((1, 3, 8, 8))], {"output_size": [2, 3]}),
+    "relax.nn.conv3d": ([t((1, 2, 5, 6, 7)), t((4, 1, 3, 2, 3))],
+                        {"strides": [2, 1, 2], "padding": [1, 0, 1], "dilation": [1, 2, 1], "groups": 2}),
+    "relax.nn.conv3d_transpose": ([t((1, 2, 3, 4, 3)), t((2, 3, 3, 2, 3))],
+                                  {"strides": 2, "padding": [1, 0, 1, 1, 0, 0], "output_padding": [1, 0, 1]}),
+    "relax.nn.max_pool3d": ([t((1, 2, 5, 6, 5))], {"pool_size": 2, "strides": 2, "padding": 1, "ceil_mode": True}),
+    "relax.nn.adaptive_avg_pool3d": ([t((1, 5, 6, 7, 2))], {"output_size": [2, 4, 3], "layout": "NDHWC",
+                                                           "out_layout": "NCDHW"}),
+    "relax.nn.avg_pool3d": ([t((1, 5, 6, 7, 2))], {"pool_size": [3, 2, 2], "strides": [2, 2, 3], "padding": [1, 0, 1],
+                                                   "count_include_pad": False, "layout": "NDHWC"}),
     "relax.nn.batch_norm": ([t((2, 3, 4, 4)), t((3,)), t((3,)), t((3,)), t((3,), fill="positive")], {"axis": 1}),
     "relax.nn.layer_norm": ([t((2, 3, 4)), t((3, 4)), t((3, 4))], {"axes": [1, 2]}),
     "relax.nn.pad": ([t((2, 3))], {"pad_width": [1, 0, 2, 1], "pad_value": 1.5}),
@@ -369,6 +378,13 @@ def test_clip_takes_prim_values_and_arange_infers_its_dtype():
     ("relax.nn.pad", [t((2, 3))], {"pad_width": [1, 1, 1, 1], "pad_mode": "edge"}, "pad_mode"),
     ("relax.expand_dims", [t((2, 3))], {"axis": [0, 0]}, "twice"),
     ("relax.matmul", [t((2, 2, 3)), t((4, 3, 5))], {}, "do not broadcast"),
+    # regression: TVM 0.27's Relax rejects an output padding of a stride or more (Relay did not)
+    ("relax.nn.conv2d_transpose", [t((1, 2, 3, 3)), t((2, 4, 3, 3))], {"strides": [1, 2], "output_padding": 1},
+     "must be less than `strides`"),
+    ("relax.nn.conv3d_transpose", [t((1, 2, 3, 3, 3)), t((2, 4, 3, 3, 3))],
+     {"strides": [2, 2, 2], "output_padding": [0, 2, 0]}, "must be less than `strides`"),
+    ("relax.nn.adaptive_avg_pool3d", [t((1, 2, 3, 3))], {}, "rank 5"),
+    ("relax.nn.adaptive_avg_pool3d", [t((1, 2, 3, 3, 3))], {"layout": "NCHWD4"}, "must order the axes"),
 ])
 def test_relax_only_checks(name, args, given, message):
     with pytest.raises(TypeRelError, match=message):
@@ -571,6 +587,14 @@ SYMBOLIC = [
     ("conv_hw", "relax.nn.conv2d", [t((1, 3, "n", "m")), t((4, 3, 3, 3))], {"strides": 2, "padding": 1}),
     ("pool", "relax.nn.max_pool2d", [t((1, 3, "n", "n"))], {"pool_size": 3, "strides": 2, "padding": 1}),
     ("avg_ceil", "relax.nn.avg_pool2d", [t((1, 3, "n", "m"))], {"pool_size": 2, "strides": 2, "ceil_mode": True}),
+    ("conv3d_batch", "relax.nn.conv3d", [t(("n", 2, 5, 5, 5)), t((4, 2, 3, 3, 3))], {"padding": 1}),
+    ("conv3d_dhw", "relax.nn.conv3d", [t((1, 2, "n", "m", "n")), t((4, 2, 3, 3, 3))], {"strides": 2, "padding": 1}),
+    ("conv3d_t", "relax.nn.conv3d_transpose", [t((1, 2, "n", 4, "m")), t((2, 4, 3, 3, 3))],
+     {"strides": 2, "padding": 1, "output_padding": 1}),
+    ("pool3d", "relax.nn.max_pool3d", [t((1, 3, "n", "m", 4))], {"pool_size": 3, "strides": 2, "padding": 1}),
+    ("avg3d_ceil", "relax.nn.avg_pool3d", [t((1, 3, "n", "m", "n"))], {"pool_size": 2, "strides": 2, "ceil_mode": True}),
+    ("adaptive3d", "relax.nn.adaptive_avg_pool3d", [t(("n", 3, "m", 4, "n"))], {"output_size": [2, 1, 3]}),
+    ("adaptive3d_kept", "relax.nn.adaptive_avg_pool3d", [t((1, 3, "m", 4, "n"))], {"layout": "NCDHW"}),
     ("reshape", "relax.reshape", [t(("n", 4)), shape([-1])], {}),
     ("concat", "relax.concat", [tt(t(("n", 4)), t(("m", 4)))], {"axis": 0}),
     ("split", "relax.split", [t(("n", 4))], {"indices_or_sections": 2}),
@@ -680,18 +704,23 @@ def test_symbolic_struct_info_agrees_with_tvm_numerically():
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d"])
+@pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d", "max_pool3d", "avg_pool3d"])
 def test_ceil_mode_drops_a_window_starting_in_the_tail_padding(op):
     # regression: TVM 0.27's Relax drops the last ceil_mode window when it would start in the
     # tail padding ((out - 1) * stride >= size + pad_head); Relay v0.19 keeps it
     at = {"pool_size": (4, 1), "strides": (3, 1), "padding": (0, 0, 2, 0), "ceil_mode": True, "layout": "NCHW"}
+    in_shape, relay_shape, relax_shape = (1, 1, 9, 5), (1, 1, 4, 5), (1, 1, 3, 5)
+    if op.endswith("3d"):  # the same window along D, and a plain one along H and W
+        at = {"pool_size": (4, 1, 1), "strides": (3, 1, 1), "padding": (0, 0, 0, 2, 0, 0), "ceil_mode": True,
+              "count_include_pad": False, "layout": "NCDHW"}  # (avg_pool3d counts it by default)
+        in_shape, relay_shape, relax_shape = (1, 1, 9, 2, 3), (1, 1, 4, 2, 3), (1, 1, 3, 2, 3)
     relax_op = rx.get(f"relax.nn.{op}")
-    out = relax_op.infer([TensorType((1, 1, 9, 5), "float32")], {**_defaults(relax_op), **at})
-    assert out.shape == (1, 1, 3, 5)
+    out = relax_op.infer([TensorType(in_shape, "float32")], {**_defaults(relax_op), **at})
+    assert out.shape == relax_shape
     relay = registry.get(f"nn.{op}")
     relay_attrs = relay.make_attrs(Attrs({k: v for k, v in at.items() if relay.attrs and k in {a.name for a in relay.attrs}}))
-    assert relay.type_rel([TensorType((1, 1, 9, 5), "float32")], relay_attrs).shape == (1, 1, 4, 5)
-    x = np.random.default_rng(0).standard_normal((1, 1, 9, 5)).astype("float32")
+    assert relay.type_rel([TensorType(in_shape, "float32")], relay_attrs).shape == relay_shape
+    x = np.random.default_rng(0).standard_normal(in_shape).astype("float32")
     got = relax_op.run([x], {**_defaults(relax_op), **at})
     full = relay.ref(x, **dict(relay_attrs.items()))
     np.testing.assert_array_equal(got, full[:, :, :3])

@@ -1,12 +1,14 @@
-"""R.nn.conv2d_transpose: TOPI's python/tvm/topi/nn/conv2d_transpose.py (NCHW data, IOHW kernel)
-and dilate.py, as TVM's legalization calls them.
+"""R.nn.conv2d_transpose and R.nn.conv3d_transpose: TOPI's python/tvm/topi/nn/conv2d_transpose.py
+(NCHW data, IOHW kernel), conv3d_transpose.py (NCDHW, IODHW) and dilate.py, as TVM's
+legalizations call them.
 
     data_dilate       the input spread by the strides (zeros between; a copy for stride 1)
     data_pad          TOPI's Python pad by (kernel - 1 - padding) (+ output_padding after)
     kernel_dilate     only with dilation: the kernel spread the same way
     kernel_transform  the kernel with in/out channels swapped and flipped spatially
                       (axes o, i, h, w; i, o, h, w when grouped)
-    compute           a plain convolution over dc, dh, dw (axes b, c, h, w)
+    compute           a plain convolution over dc, dh, dw (axes b, c, h, w); in 3-D over
+                      dc, dd, dh, dw (axes b, c, d, h, w)
 """
 
 from __future__ import annotations
@@ -99,3 +101,66 @@ def _conv2d_transpose(bb, call):
         return conv2d_transpose_nchw(data, kernel, strides, padding, out_dtype, output_padding, groups)
 
     return bb.call_te(te_conv2d_transpose, call.args[0], call.args[1], primfunc_name_hint="conv2d_transpose")
+
+
+def conv3d_transpose_ncdhw(data: te.Tensor, kernel: te.Tensor, strides: list[int], padding: list[int],
+                           out_dtype: str, output_padding: list[int], groups: int = 1) -> te.Tensor:
+    """TOPI's conv3d_transpose_ncdhw (groups == 1) and group_conv3d_transpose_ncdhw
+    (python/tvm/topi/nn/conv3d_transpose.py). Unlike the 2-D form, the kernel is transformed
+    over axes o, i, d, h, w whether grouped or not, and the grouped channel arithmetic is
+    written with the output channels already multiplied by the groups."""
+    batch, in_c = data.shape[0], data.shape[1]
+    _, out_c, filter_d, filter_h, filter_w = kernel.shape
+    fd, fh, fw = const_int(filter_d), const_int(filter_h), const_int(filter_w)
+    data_dilate = dilate(data, [1, 1, *strides], name="data_dilate")
+    front, top, left, back, bottom, right = padding
+    data_pad = pad(data_dilate, [0, 0, fd - 1 - front, fh - 1 - top, fw - 1 - left],
+                   [0, 0, fd - 1 - back + output_padding[0], fh - 1 - bottom + output_padding[1],
+                    fw - 1 - right + output_padding[2]], name="data_pad")
+    kernel_transform = te.compute(
+        (out_c, in_c, filter_d, filter_h, filter_w),
+        lambda o, i, d, h, w: kernel(i, o, tb.sub(fd - 1, d), tb.sub(fh - 1, h), tb.sub(fw - 1, w)),
+        name="kernel_transform")
+    _, in_c, in_d, in_h, in_w = data_pad.shape
+    out_channels = simplify(tb.mul(out_c, groups)) if groups != 1 else simplify(out_c)
+    out_d, out_h, out_w = (simplify(tb.add(tb.sub(n, k), 1)) for n, k in ((in_d, filter_d), (in_h, filter_h),
+                                                                           (in_w, filter_w)))
+    dc = te.reduce_axis((0, tb.floordiv(in_c, groups) if groups != 1 else in_c), name="dc")
+    dd = te.reduce_axis((0, filter_d), name="dd")
+    dh = te.reduce_axis((0, filter_h), name="dh")
+    dw = te.reduce_axis((0, filter_w), name="dw")
+
+    def element(b, c, d, h, w):
+        window = (tb.add(d, dd.var), tb.add(h, dh.var), tb.add(w, dw.var))
+        if groups == 1:
+            lhs = data_pad(b, dc.var, *window)
+            rhs = kernel_transform(c, dc.var, dd.var, dh.var, dw.var)
+        else:
+            per_group_out = tb.floordiv(out_channels, groups)
+            channel = tb.add(tb.mul(tb.floordiv(c, per_group_out), tb.floordiv(in_c, groups)), dc.var)
+            lhs = data_pad(b, channel, *window)
+            rhs = kernel_transform(tb.floormod(c, per_group_out), channel, dd.var, dh.var, dw.var)
+        return te.sum(tb.mul(tb.cast(out_dtype, lhs), tb.cast(out_dtype, rhs)), axis=[dc, dd, dh, dw])
+
+    tag = "conv3d_transpose_ncdhw" if groups == 1 else "group_conv3d_transpose_ncdhw"
+    return te.compute((batch, out_channels, out_d, out_h, out_w), element, tag=tag)
+
+
+@register_legalize("relax.nn.conv3d_transpose")
+def _conv3d_transpose(bb, call):
+    at = call.attrs
+    if at["out_layout"] != at["data_layout"] or at["data_layout"] != "NCDHW" or at["kernel_layout"] != "IODHW":
+        return call
+    strides = [int(s) for s in at["strides"]]
+    padding = [int(p) for p in at["padding"]]
+    output_padding = [int(o) for o in at["output_padding"]]
+    groups = int(at["groups"])
+    dilation = [int(d) for d in at["dilation"]]
+    out_dtype = call.struct_info.dtype
+
+    def te_conv3d_transpose(data, kernel):
+        if any(d != 1 for d in dilation):
+            kernel = dilate(kernel, [1, 1, *dilation], name="kernel_dilate")
+        return conv3d_transpose_ncdhw(data, kernel, strides, padding, out_dtype, output_padding, groups)
+
+    return bb.call_te(te_conv3d_transpose, call.args[0], call.args[1], primfunc_name_hint="conv3d_transpose")

@@ -3,9 +3,10 @@
     relu(x)     `compute`: T.max(x, 0)
     pad(...)    `pad_temp` (conv's name for it): T.if_then_else(in bounds, x[i - before], value)
                 over the padded dims only; no condition at all without padding
-    conv(...)   any layout given as letters (NCHW/OIHW, NHWC/HWIO, ...): a padded copy of the
-                input, then `conv2d_nchw` (`conv{dim}d_{layout}`, `group_` when grouped) over
-                nn, ff, yy, xx and the reduce axes rc, ry, rx
+    conv(...)   any layout given as letters (NCHW/OIHW, NHWC/HWIO, NCDHW/OIDHW, ...): a padded
+                copy of the input, then `conv2d_nchw` (`conv{dim}d_{layout}`, `group_` when
+                grouped) over nn, ff, yy, xx (zz) and the reduce axes rc, ry, rx (rz); the
+                legalization of R.nn.conv2d and of R.nn.conv3d
 """
 
 from __future__ import annotations
@@ -124,12 +125,18 @@ def conv(inp: te.Tensor, filt: te.Tensor, stride, padding, dilation, groups: int
 register_legalize("relax.nn.relu", call_topi_without_attr(relu, "relu"))
 
 
-@register_legalize("relax.nn.conv2d")
-def _conv2d(bb, call):
+def _legalize_conv(bb, call, dim: int):
+    """TVM's legalization of R.nn.conv2d / R.nn.conv3d: TOPI's generic conv, unless the output
+    layout differs or a layout splits a channel (NCHW4c)."""
     at = call.attrs
-    if at["out_layout"] != at["data_layout"] or len(at["data_layout"]) != 4 or len(at["kernel_layout"]) != 4:
+    rank = dim + 2
+    if at["out_layout"] != at["data_layout"] or len(at["data_layout"]) != rank or len(at["kernel_layout"]) != rank:
         return call
     return bb.call_te(conv, inp=call.args[0], filt=call.args[1], stride=list(at["strides"]),
                       padding=list(at["padding"]), dilation=list(at["dilation"]), groups=at["groups"],
                       data_layout=at["data_layout"], kernel_layout=at["kernel_layout"],
-                      out_dtype=at["out_dtype"] or None, primfunc_name_hint="conv2d")
+                      out_dtype=at["out_dtype"] or None, primfunc_name_hint=f"conv{dim}d")
+
+
+for _dim in (2, 3):
+    register_legalize(f"relax.nn.conv{_dim}d", lambda bb, call, dim=_dim: _legalize_conv(bb, call, dim))

@@ -1,6 +1,8 @@
 """Pooling: TOPI's C++ include/tvm/topi/nn/pooling.h (pool_impl_nd, adaptive_pool_impl) and the
 C++ `pad` of include/tvm/topi/nn.h, as TVM's legalizations of R.nn.max_pool2d and
-R.nn.adaptive_avg_pool2d call them.
+R.nn.adaptive_avg_pool2d call them. TOPI's pool3d is the same pool_impl_nd over the D, H and W
+axes (rv0, rv1, rv2): max_pool3d and avg_pool3d share the code below, per axis (byte-identical
+to TVM on 80 random 3-D pools, tests/test_legalize_nn_3d.py).
 
     max_pool2d           `pad_temp` (only when some padding is nonzero; ceil_mode adds
                          stride - 1 after) filled with the dtype's lowest value, then
@@ -79,11 +81,12 @@ from . import register_legalize
 from .common import const_int
 
 
-def height_width_axes(layout: str) -> list[int] | None:
-    """TOPI's find_height_width: the positions of H and W (neither may be split)."""
-    if "h" in layout or "w" in layout or "H" not in layout or "W" not in layout:
+def height_width_axes(layout: str, axes: str = "HW") -> list[int] | None:
+    """TOPI's find_height_width (find_depth_height_width with axes "DHW"): the positions of
+    the window axes, none of which may be split."""
+    if any(a.lower() in layout or a not in layout for a in axes):
         return None
-    return [layout.index("H"), layout.index("W")]
+    return [layout.index(a) for a in axes]
 
 
 def topi_pad(t: te.Tensor, pad_before: list, pad_after: list, pad_value: tir.PrimExpr,
@@ -618,10 +621,9 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
     return avg
 
 
-@register_legalize("relax.nn.avg_pool2d")
-def _avg_pool2d(bb, call):
+def _avg_pool(bb, call, dim: int):
     at = call.attrs
-    axes = height_width_axes(at["layout"])
+    axes = height_width_axes(at["layout"], "DHW"[3 - dim:])
     if at["out_layout"] != at["layout"] or axes is None:
         return call
     shape = call.args[0].struct_info.shape
@@ -633,24 +635,27 @@ def _avg_pool2d(bb, call):
     return bb.call_te(avg_pool, call.args[0], kernel=kernel, stride=strides,
                       padding=padding, count_include_pad=at["count_include_pad"], axes=axes,
                       ceil_mode=bool(at["ceil_mode"]), dilation=dilation,
-                      primfunc_name_hint="avg_pool2d")
+                      primfunc_name_hint=f"avg_pool{dim}d")
 
 
-@register_legalize("relax.nn.max_pool2d")
-def _max_pool2d(bb, call):
+def _max_pool(bb, call, dim: int):
     at = call.attrs
-    axes = height_width_axes(at["layout"])
+    axes = height_width_axes(at["layout"], "DHW"[3 - dim:])
     if at["out_layout"] != at["layout"] or axes is None:
         return call
     return bb.call_te(max_pool, call.args[0], kernel=list(at["pool_size"]), stride=list(at["strides"]),
                       dilation=list(at["dilation"]), padding=list(at["padding"]), ceil_mode=at["ceil_mode"],
-                      axes=axes, primfunc_name_hint="max_pool2d")
+                      axes=axes, primfunc_name_hint=f"max_pool{dim}d")
 
 
-@register_legalize("relax.nn.adaptive_avg_pool2d")
-def _adaptive_avg_pool2d(bb, call):
+for _dim in (2, 3):  # TOPI's pool2d and pool3d are both pool_impl_nd over the window axes
+    register_legalize(f"relax.nn.avg_pool{_dim}d", lambda bb, call, dim=_dim: _avg_pool(bb, call, dim))
+    register_legalize(f"relax.nn.max_pool{_dim}d", lambda bb, call, dim=_dim: _max_pool(bb, call, dim))
+
+
+def _adaptive_avg_pool(bb, call, dim: int):
     at = call.attrs
-    axes = height_width_axes(at["layout"])
+    axes = height_width_axes(at["layout"], "DHW"[3 - dim:])
     if at["out_layout"] != at["layout"] or axes is None:
         return call
     shape = call.args[0].struct_info.shape
@@ -661,4 +666,9 @@ def _adaptive_avg_pool2d(bb, call):
                                                        (const_int(n) is None and not isinstance(n, tir.Var)))
            for n, o in zip(in_sizes, out_sizes)):
         return call  # a size expression other than a variable (module docstring)
-    return bb.call_te(adaptive_avg_pool, call.args[0], out_sizes, axes, primfunc_name_hint="adaptive_avg_pool2d")
+    return bb.call_te(adaptive_avg_pool, call.args[0], out_sizes, axes, primfunc_name_hint=f"adaptive_avg_pool{dim}d")
+
+
+for _dim in (2, 3):  # TOPI's adaptive_pool and adaptive_pool3d are both adaptive_pool_impl
+    register_legalize(f"relax.nn.adaptive_avg_pool{_dim}d",
+                      lambda bb, call, dim=_dim: _adaptive_avg_pool(bb, call, dim))

@@ -38,7 +38,8 @@ analyzer):
   TVM's clamping expression; TVM's analyzer then simplifies it further (`n - T.min(1, n)`
   here is `T.max(n - 1, 0)` there, the same values);
 - floor forms are printed as fitted: conv2d stride 2 pad 1 on n gives `(n + 1) // 2`, TVM
-  `(n - 1) // 2 + 1` (the same values);
+  `(n - 1) // 2 + 1` (the same values); a constant the divisor divides is taken out of the
+  floor as TVM's simplifier does (`(n + 6) // 3` is `n // 3 + 2`, TVM's form);
 - a symbol is taken as large and distinct from other symbols and constants: where TVM cannot
   prove a shape check either way it accepts the call, here some checks fail instead
   (broadcast_to (2, 3) -> (n, 3), reshape (2, 3) -> (n, 4) are errors here);
@@ -582,11 +583,18 @@ def _build_expr(form, atoms: _Atoms):
         acc, r = _int64(r), 0
     for e, c in neg:
         acc = tir.BinOp("sub", acc, term(e, c))
+    # TVM's simplifier divides a constant the divisor divides out of the floor: `n // 3 + 2`
+    shift, r = (r // q, 0) if q > 1 and pos and r % q == 0 else (0, r)
     if r > 0:
         acc = tir.BinOp("add", acc, _int64(r))
     elif r < 0:
         acc = tir.BinOp("sub", acc, _int64(-r))
-    return acc if q == 1 else tir.BinOp("floordiv", acc, _int64(q))
+    acc = acc if q == 1 else tir.BinOp("floordiv", acc, _int64(q))
+    if shift > 0:
+        acc = tir.BinOp("add", acc, _int64(shift))
+    elif shift < 0:
+        acc = tir.BinOp("sub", acc, _int64(-shift))
+    return acc
 
 
 def _apply(form, env) -> int:

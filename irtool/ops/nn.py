@@ -16,6 +16,7 @@ as TVM's `div` does.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from functools import partial
 
@@ -575,19 +576,26 @@ def _global_pool2d(data, kind, *, layout, out_layout):
     return back(_tdiv(total, x.shape[-2] * x.shape[-1], data.dtype))
 
 
-def _adaptive_avg_pool2d(data, *, output_size, layout, out_layout):
-    x, back = _axes_last(data, layout)
-    h, w = x.shape[-2:]
-    oh, ow = (output_size[0], output_size[-1]) if output_size else (h, w)
+def adaptive_avg_pool(data, output_size, layout: str, axes: str):
+    """Adaptive average pooling over the window `axes` of `layout` ("HW", "DHW"); no output size
+    keeps every axis's size."""
+    x, back = _axes_last(data, layout, axes)
+    nd = len(axes)
+    sizes = x.shape[-nd:]
+    outs = tuple(output_size) if output_size else sizes
     (xa,) = _acc(x)
-    out = np.zeros(x.shape[:-2] + (oh, ow), xa.dtype)
+    out = np.zeros(x.shape[:-nd] + outs, xa.dtype)
     # TVM's window for output i of n over size s: [floor(i*s/n), ceil((i+1)*s/n))
-    for i in range(oh):
-        h0, h1 = i * h // oh, -(-(i + 1) * h // oh)
-        for j in range(ow):
-            w0, w1 = j * w // ow, -(-(j + 1) * w // ow)
-            out[..., i, j] = _tdiv(xa[..., h0:h1, w0:w1].sum(axis=(-2, -1)), (h1 - h0) * (w1 - w0), xa.dtype)
+    for index in itertools.product(*(range(o) for o in outs)):
+        bounds = [(i * s // o, -(-(i + 1) * s // o)) for i, s, o in zip(index, sizes, outs)]
+        window = xa[(...,) + tuple(slice(lo, hi) for lo, hi in bounds)]
+        count = math.prod(hi - lo for lo, hi in bounds)
+        out[(...,) + index] = _tdiv(window.sum(axis=tuple(range(-nd, 0))), count, xa.dtype)
     return back(out.astype(data.dtype))
+
+
+def _adaptive_avg_pool2d(data, *, output_size, layout, out_layout):
+    return adaptive_avg_pool(data, (output_size[0], output_size[-1]) if output_size else None, layout, "HW")
 
 
 def _along(v, axis: int, ndim: int):

@@ -57,9 +57,7 @@ Registry (Relay) operators with no Relax operator of their own, Relay-only:
     nn.global_avg_pool2d, nn.global_max_pool2d, nn.lrn,
     dyn.reshape, dyn.broadcast_to, dyn.full, dyn.zeros, dyn.ones, dyn.strided_slice, dyn.tile,
     dyn.topk, dyn.one_hot, dyn.nn.pad, dyn.image.resize2d,
-    argwhere, unique, random.uniform, random.normal, random.multinomial,
-    nn.conv3d, nn.conv3d_transpose, nn.max_pool3d, nn.avg_pool3d (TVM 0.27 has R.nn.conv3d etc.;
-    not in this table yet)
+    argwhere, unique, random.uniform, random.normal, random.multinomial
 (Relax writes them as R.add + R.expand_dims, R.matmul + R.permute_dims, R.nn.adaptive_avg_pool2d,
 R.max over the spatial axes, argwhere as R.nonzero transposed and cast ...; the dyn.* ops as
 R.tensor_to_shape of the shape tensor, R.match_cast to fresh sizes, and the static op, but
@@ -103,13 +101,15 @@ from . import registry, vision
 from . import relax_scan_sort as scan_sort
 from .common import np, tensor_arg
 from .dynamic import strided_slice_rel as _dyn_strided_slice_rel
-from .nn import _pad4, _pair
+from .nn import _pad4, _pad6, _pair, _triple
 from .registry import REQUIRED, AttrError, AttrSpec, TypeRelError
 from .relax_bridge import (
     TYPES,
     VALUES,
     ShapeResult,
     _adaptive_pool,
+    _adaptive_pool3d_ref,
+    _adaptive_pool3d_rel,
     _arange,
     _arange_call,
     _arg_reduce,
@@ -138,6 +138,7 @@ from .relax_bridge import (
     _nonzero,
     _nonzero_rel,
     _one_hot,
+    _output_padding_below_strides,
     _pad,
     _reduce,
     _repeat,
@@ -176,9 +177,7 @@ RELAY_ONLY = ("reinterpret", "copy", "annotation.stop_fusion", "nn.bias_add", "n
               "nn.batch_matmul", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.lrn",
               "dyn.reshape", "dyn.broadcast_to", "dyn.full", "dyn.zeros", "dyn.ones", "dyn.strided_slice", "dyn.tile",
               "dyn.topk", "dyn.one_hot", "dyn.nn.pad", "dyn.image.resize2d",
-              "argwhere", "unique", "random.uniform", "random.normal", "random.multinomial",
-              # TVM 0.27 has R.nn.conv3d, R.nn.max_pool3d, ...; irtool's table not yet
-              "nn.conv3d", "nn.conv3d_transpose", "nn.max_pool3d", "nn.avg_pool3d")
+              "argwhere", "unique", "random.uniform", "random.normal", "random.multinomial")
 
 
 # ----------------------------------------------------------------------------- the declaration
@@ -311,9 +310,9 @@ def _args(spec: str) -> tuple:
 _OPS: dict[str, RelaxOp] = {}
 
 
-def _ceil_pool(relay_name: str) -> dict:
-    """rel and ref of a Relax 2-D pool: the Relay operator's, except that with ceil_mode
-    TVM 0.27's Relax drops a last window that would start in the tail padding
+def _ceil_pool(relay_name: str, axes: str = "HW") -> dict:
+    """rel and ref of a Relax 2-D (axes "HW") or 3-D ("DHW") pool: the Relay operator's, except
+    that with ceil_mode TVM 0.27's Relax drops a last window that would start in the tail padding
     (`(out - 1) * stride >= size + pad_head`, src/relax/op/nn/pooling.cc), where Relay
     (v0.19) keeps it."""
     def relay_attrs(at: dict):
@@ -323,15 +322,15 @@ def _ceil_pool(relay_name: str) -> dict:
 
     def dropped(in_shape, at) -> list[int]:
         """The spatial axes whose last window is dropped."""
-        layout = at["layout"]
-        if not at["ceil_mode"] or "H" not in layout or "W" not in layout:
+        layout, nd = at["layout"], len(axes)
+        if not at["ceil_mode"] or any(a not in layout for a in axes):
             return []
         out = []
-        for i, axis in enumerate((layout.index("H"), layout.index("W"))):
+        for i, axis in enumerate(layout.index(a) for a in axes):
             n, k, s, d = in_shape[axis], at["pool_size"][i], at["strides"][i], at["dilation"][i]
             if n is ANY:
                 continue
-            raw = (n + at["padding"][i] + at["padding"][i + 2] - (k - 1) * d - 1 + s - 1) // s + 1
+            raw = (n + at["padding"][i] + at["padding"][i + nd] - (k - 1) * d - 1 + s - 1) // s + 1
             if (raw - 1) * s >= n + at["padding"][i]:
                 out.append(axis)
         return out
@@ -416,8 +415,25 @@ POOL2D = (_A("pool_size", "ints", (1, 1), _pair), _A("strides", "ints", (1, 1), 
           _A("dilation", "ints", (1, 1), _pair), _A("padding", "ints", (0, 0, 0, 0), _pad4),
           _A("ceil_mode", "bool", False), _A("count_include_pad", "bool", False), _A("layout", "str", "NCHW"),
           _A("out_layout", "str", ""))
-POOL2D_PYTHON_ORDER = ("pool_size", "strides", "padding", "dilation", "ceil_mode", "count_include_pad", "layout",
+POOL_PYTHON_ORDER = ("pool_size", "strides", "padding", "dilation", "ceil_mode", "count_include_pad", "layout",
                        "out_layout")
+# the 3-D forms (TVM 0.27's Conv3DAttrs, Pool3DAttrs): one value per axis D, H, W; padding
+# (front, top, left, back, bottom, right). avg_pool3d's Python API counts the padding by default.
+_WINDOW3 = (_A("strides", "ints", (1, 1, 1), _triple), _A("padding", "ints", (0,) * 6, _pad6))
+_DILATE3 = (_A("dilation", "ints", (1, 1, 1), _triple), _A("groups", "int", 1))
+CONV3D = _WINDOW3 + _DILATE3 + (_A("data_layout", "str", "NCDHW"), _A("kernel_layout", "str", "OIDHW")) + _OUT
+CONV3D_T = (_WINDOW3 + (_A("output_padding", "ints", (0, 0, 0), _triple),) + _DILATE3
+            + (_A("data_layout", "str", "NCDHW"), _A("kernel_layout", "str", "IODHW")) + _OUT)
+
+
+def _pool3d(count_include_pad: bool) -> tuple:
+    return (_A("pool_size", "ints", (1, 1, 1), _triple), _A("strides", "ints", (1, 1, 1), _triple),
+            _A("dilation", "ints", (1, 1, 1), _triple), _A("padding", "ints", (0,) * 6, _pad6),
+            _A("ceil_mode", "bool", False), _A("count_include_pad", "bool", count_include_pad),
+            _A("layout", "str", "NCDHW"), _A("out_layout", "str", ""))
+
+
+ADAPTIVE_POOL3D = (_A("output_size", "ints?", None, _triple), _A("layout", "str", "NCDHW"), _A("out_layout", "str", ""))
 ADAPTIVE_POOL2D = (_A("output_size", "ints?", None, _pair), _A("layout", "str", "NCHW"), _A("out_layout", "str", ""))
 BATCH_NORM = (_A("axis", "int"), _A("epsilon", "float", 1e-5), _A("center", "bool", True),
               _A("scale", "bool", True), _A("momentum", "float", 0.1), _A("training", "bool", True))
@@ -498,13 +514,22 @@ _op("relax.matmul",             "x1 x2",                         OUT_DTYPE,    N
     ref=_matmul, sym_rel=_matmul_sym)
 _op("relax.nn.conv2d",          "data weight",                   CONV2D,       "nn.conv2d",        derived=OUT_LAYOUT)
 _op("relax.nn.conv2d_transpose", "data weight",                  CONV2D_T,     "nn.conv2d_transpose",
-    derived=OUT_LAYOUT)
+    derived=OUT_LAYOUT, post=_output_padding_below_strides)
 _op("relax.nn.max_pool2d",      "data",                          POOL2D,       "nn.max_pool2d",    derived=POOL_OUT,
-    positional_attrs=POOL2D_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.max_pool2d"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.max_pool2d"))
 _op("relax.nn.avg_pool2d",      "data",                          POOL2D,       "nn.avg_pool2d",    derived=POOL_OUT,
-    positional_attrs=POOL2D_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.avg_pool2d"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.avg_pool2d"))
+_op("relax.nn.conv3d",          "data weight",                   CONV3D,       "nn.conv3d",        derived=OUT_LAYOUT)
+_op("relax.nn.conv3d_transpose", "data weight",                  CONV3D_T,     "nn.conv3d_transpose",
+    derived=OUT_LAYOUT, post=_output_padding_below_strides)
+_op("relax.nn.max_pool3d",      "data",                          _pool3d(False), "nn.max_pool3d",  derived=POOL_OUT,
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.max_pool3d", "DHW"))
+_op("relax.nn.avg_pool3d",      "data",                          _pool3d(True), "nn.avg_pool3d",   derived=POOL_OUT,
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.avg_pool3d", "DHW"))
 _op("relax.nn.adaptive_avg_pool2d", "data",                      ADAPTIVE_POOL2D, "nn.adaptive_avg_pool2d",
     convert=_adaptive_pool, derived=POOL_OUT, post=_to_out_layout)
+_op("relax.nn.adaptive_avg_pool3d", "data",                      ADAPTIVE_POOL3D, None,
+    rel=_adaptive_pool3d_rel, ref=_adaptive_pool3d_ref, derived=POOL_OUT)
 _op("relax.nn.batch_norm",      "data gamma beta moving_mean moving_var", BATCH_NORM, "nn.batch_norm",
     ref=_batch_norm)
 _op("relax.nn.layer_norm",      "data gamma beta",               LAYER_NORM,   "nn.layer_norm",    rel=_layer_norm_rel,

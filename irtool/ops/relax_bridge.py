@@ -122,6 +122,15 @@ def _cast_to_attr(out, at, ctx):
     return ctx.cast(out, at["dtype"]) if at["dtype"] else out
 
 
+def _output_padding_below_strides(out, at, ctx):
+    """TVM 0.27's Relax conv transposes reject an output padding of a stride or more on any
+    axis (src/relax/op/nn/convolution.cc); Relay's relation did not check it."""
+    if any(p >= s for p, s in zip(at["output_padding"], at["strides"])):
+        raise TypeRelError(f"`output_padding` {list(at['output_padding'])} must be less than `strides` "
+                           f"{list(at['strides'])} on every axis")
+    return out
+
+
 def _first(args, at, ctx):
     return [args[0]], {}
 
@@ -837,3 +846,30 @@ def _gather_elements(data, indices, axis=0):
     index = list(np.indices(indices.shape, sparse=True))
     index[axis] = indices.astype(np.int64)
     return data[tuple(index)]
+
+
+def _adaptive_pool3d_rel(args, at):
+    """R.nn.adaptive_avg_pool3d (no Relay counterpart): the D, H and W sizes become the output
+    size (none given: kept), in out_layout's order (TVM 0.27's InferTypeAdaptiveAvgPool3D)."""
+    data = tensor_arg(args, 0, "data")
+    layout, out_layout = at["layout"], at["out_layout"] or at["layout"]
+    for name, value in (("layout", layout), ("out_layout", out_layout)):
+        if sorted(value) != sorted("NCDHW"):
+            raise TypeRelError(f"`{name}` must order the axes N, C, D, H and W, got {value!r}")
+    if len(data.shape) != 5:
+        raise TypeRelError(f"`data` must have rank 5 (layout {layout}), got {fmt_type(data)}")
+    size = at["output_size"]
+    if size is not None and len(size) != 3:
+        raise TypeRelError(f"`output_size` must have 3 values (depth, height, width), got {list(size)}")
+    dims = dict(zip(layout, data.shape))
+    if size is not None:
+        dims.update(zip("DHW", size))
+    return TensorType(tuple(dims[a] for a in out_layout), data.dtype)
+
+
+def _adaptive_pool3d_ref(data, *, output_size, layout, out_layout):
+    from .nn import adaptive_avg_pool
+
+    out = adaptive_avg_pool(data, output_size, layout, "DHW")
+    out_layout = out_layout or layout
+    return out.transpose([layout.index(a) for a in out_layout])
