@@ -108,6 +108,12 @@ CASES: list[tuple[str, str, str]] = [
     *[(f"conv2d-s{s}-d{d}", "x:1x2x9x9:float32 w:3x2x3x3:float32",
        f"R.nn.conv2d(x, w, strides=[{s[0]}, {s[1]}], dilation=[{d[0]}, {d[1]}])")
       for s, d in (((1, 1), (2, 3)), ((2, 1), (2, 2)), ((2, 3), (3, 2)), ((3, 1), (1, 3)))],
+    # regression (random run 8): an argmax/argmin over all of three or more axes ravels its index
+    # expanded, `v_k0 * 144 + v_k1 * 36 + v_k2 * 6 + v_k3`, as CreatePrimFunc's Simplify leaves it
+    ("argmin-all-4d",     "x:1x4x6x6:float32", "R.argmin(x)"),
+    ("argmin-all-4d-sym", "x:nx4x6x6:float32", "R.argmin(x, keepdims=True)"),
+    ("argmax-all-3d",     "x:2x3x5:float32",   "R.argmax(x)"),
+    ("argmax-all-sym-inner", "x:2xnx3:float32", "R.argmax(x)"),
     ("conv2d-dilated-sym", "x:nx2x6x6:float32 w:2x2x3x3:float32",
      "R.nn.conv2d(x, w, padding=[2, 2, 2, 2], dilation=[2, 2])"),
     ("conv2d-dilated-groups-nhwc", "x:1x6x6x4:float32 w:3x3x2x4:float32",
