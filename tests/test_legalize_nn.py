@@ -68,6 +68,10 @@ CASES: list[tuple[str, str, str]] = [
     ("prelu",             "x:2x3x4:float32 a:3:float32", "R.nn.prelu(x, a)"),
     ("prelu-axis",        "x:2x3x4:float32 a:4:float32", "R.nn.prelu(x, a, axis=2)"),
     ("dropout",           "x:2x3:float32",   "R.nn.dropout(x, rate=0.3)"),
+    # R.nn.gelu / gelu_tanh / silu (added after random run 8: transformer layers use them)
+    *[(f"{op}-{dt}", f"x:2x3:{dt}", f"R.nn.{op}(x)") for op in ("gelu", "gelu_tanh", "silu")
+      for dt in ("float32", "float16")],
+    *[(f"{op}-sym", "x:nx4:float32", f"R.nn.{op}(x)") for op in ("gelu", "gelu_tanh", "silu")],
     ("max_pool2d",        "x:1x2x6x6:float32", "R.nn.max_pool2d(x, pool_size=[2, 2], strides=[2, 2])"),
     ("max_pool2d-pad",    "x:1x2x5x5:float32",
      "R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])"),

@@ -53,6 +53,7 @@ KINDS = {
     "slice_forms": 1, "split_forms": 1, "concat_forms": 1, "permute_forms": 1, "reshape_forms": 1,
     "squeeze_forms": 1, "matmul_forms": 2, "layout_nhwc": 2, "norm_more": 1, "index_ops": 1, "einsum": 1,
     "const_more": 2, "unary_all": 1, "pad_forms": 1, "tuple_forms": 1, "sort_forms": 1, "power_scalar": 1,
+    "activation_ops": 1,
 }
 
 
@@ -592,6 +593,8 @@ def random_module(seed):
                             tk = bb.emit(R.topk(a, k=2, axis=-1, ret_type="both", largest=rng.random() < 0.5))
                             other.append(bb.emit(relax.TupleGetItem(tk, 0)))
                             continue
+                    elif kind == "activation_ops":
+                        v = rng.choice([R.nn.gelu, R.nn.gelu_tanh, R.nn.silu])(a)
                     elif kind == "power_scalar":
                         v = rng.choice([lambda x: R.power(R.abs(x), relax.const(rng.choice([0.5, 2.0, 3.0]), "float32")),
                                         lambda x: R.floor_mod(x, relax.const(0.75, "float32")),
@@ -618,7 +621,7 @@ def random_module(seed):
 
 
 SEQ_KINDS = {
-    "linear": 4, "gelu_erf": 2, "silu": 1, "layer_norm": 2, "rms_norm": 1, "attention": 2, "residual": 2,
+    "linear": 4, "gelu_op": 2, "gelu_erf": 2, "silu": 1, "layer_norm": 2, "rms_norm": 1, "attention": 2, "residual": 2,
     "embed": 1, "first_token": 1, "scan": 1, "concat_seq": 1, "split_last": 1, "f16": 1, "softmax": 1,
     "mean_pool": 1, "clip_where": 1,
 }
@@ -658,6 +661,8 @@ def random_sequence_module(seed):
                 a = rng.choice(pool)
                 if kind == "linear":
                     v = linear(a)
+                elif kind == "gelu_op":  # the activations as ops (PyTorch's F.gelu / F.silu)
+                    v = bb.emit(rng.choice([R.nn.gelu, R.nn.gelu_tanh, R.nn.silu])(a))
                 elif kind == "gelu_erf":
                     e_ = bb.emit(R.erf(R.multiply(a, scalar(0.7071067811865476))))
                     v = bb.emit(R.multiply(R.multiply(a, scalar(0.5)), R.add(scalar(1.0), e_)))

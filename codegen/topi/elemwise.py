@@ -124,13 +124,16 @@ def sign(x: te.Tensor) -> te.Tensor:
     return te.compute_ax(x.shape, lambda i: _sign(x(i)), name="T_sign")
 
 
+def erf_compute(x: te.Tensor) -> te.Tensor:
+    """topi.erf: one `compute` block in x's dtype."""
+    return te.compute(x.shape, lambda *i: tb.call("erf", x(*i)))
+
+
 def erf(x: te.Tensor) -> te.Tensor:
     """TVM's te_erf: float16 is computed in float32."""
     if x.dtype == "float16":
-        x32 = te.compute(x.shape, lambda *i: tb.cast("float32", x(*i)))
-        e = te.compute(x.shape, lambda *i: tb.call("erf", x32(*i)))
-        return te.compute(e.shape, lambda *i: tb.cast("float16", e(*i)))
-    return te.compute(x.shape, lambda *i: tb.call("erf", x(*i)))
+        return cast(erf_compute(cast(x, "float32")), "float16")
+    return erf_compute(x)
 
 
 def clip(x: te.Tensor, a_min, a_max) -> te.Tensor:

@@ -7,6 +7,7 @@ their struct info follows TVM 0.27's
 FInferType (src/relax/op/tensor/{unary,create,statistical,sorting}.cc):
 
     square(x)                                  x's shape and dtype
+    nn.gelu / nn.gelu_tanh / nn.silu (data)    data's shape and dtype (float only)
     full_like(x, fill_value, dtype)            x's shape; dtype, or x's; fill_value must be 0-d
     cumsum/cumprod(data, axis, dtype, exclusive)
                                                axis None: the flattened (prod(shape),); else
@@ -22,7 +23,7 @@ FInferType (src/relax/op/tensor/{unary,create,statistical,sorting}.cc):
 The references sort stably, as TOPI's CPU sort (std::stable_sort): equal elements keep their
 order, also in descending order; topk is argsort's first k. Scans accumulate in the result
 dtype, in order, as TOPI's cumsum/cumprod (casting first); `exclusive` shifts by one.
-TVM 0.27's LegalizeOps lowers square and full_like only; the others stay as Relax calls.
+TVM 0.27's LegalizeOps lowers square, full_like, gelu, gelu_tanh and silu only; the others stay as Relax calls.
 """
 
 from __future__ import annotations
@@ -40,6 +41,25 @@ def _same(args, attrs):
 
 def _square(x):
     return np.multiply(x, x)
+
+
+# TVM 0.27's R.nn.gelu, gelu_tanh and silu (nn.cc's unary nn ops: float only, x's struct info),
+# computed in float64 and rounded to x's dtype
+def _gelu(x):
+    import math
+
+    erf = np.vectorize(math.erf, otypes=[np.float64])(np.asarray(x, np.float64) * 0.5 ** 0.5)
+    return (np.asarray(x, np.float64) * (0.5 + erf * 0.5)).astype(x.dtype)
+
+
+def _gelu_tanh(x):
+    x64 = np.asarray(x, np.float64)
+    return (0.5 * x64 * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * x64 * (1.0 + 0.044715 * x64 * x64)))).astype(x.dtype)
+
+
+def _silu(x):
+    x64 = np.asarray(x, np.float64)
+    return (x64 / (1.0 + np.exp(-x64))).astype(x.dtype)
 
 
 def _full_like_rel(args, attrs):
