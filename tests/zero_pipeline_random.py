@@ -670,6 +670,8 @@ def random_sequence_module(seed):
                     v = bb.emit(R.multiply(a, R.sigmoid(a)))
                 elif kind == "layer_norm":
                     v = bb.emit(R.nn.layer_norm(a, const((D,)), const((D,)), axes=[-1], epsilon=1e-5))
+                elif kind == "rms_norm" and rng.random() < 0.5:  # the op, as PyTorch's RMSNorm imports
+                    v = bb.emit(R.nn.rms_norm(a, const((D,)), axes=[-1], epsilon=rng.choice([1e-5, 1e-6])))
                 elif kind == "rms_norm":
                     ms = bb.emit(R.mean(R.multiply(a, a), axis=[-1], keepdims=True))
                     r_ = bb.emit(R.rsqrt(R.add(ms, scalar(1e-6))))

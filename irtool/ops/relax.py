@@ -134,6 +134,8 @@ from .relax_bridge import (
     _reshape,
     _reshape_sym,
     _resize2d,
+    _rms_norm,
+    _rms_norm_rel,
     _roi_pool_rel,
     _scatter_nd,
     _shape_of,
@@ -486,6 +488,9 @@ _op("relax.nn.batch_norm",      "data gamma beta moving_mean moving_var", BATCH_
     ref=_batch_norm)
 _op("relax.nn.layer_norm",      "data gamma beta",               LAYER_NORM,   "nn.layer_norm",    rel=_layer_norm_rel,
     ref=_layer_norm)
+RMS_NORM = (_A("axes", "ints", (-1,)), _A("epsilon", "float", 1e-5))
+_op("relax.nn.rms_norm",        "data weight",                   RMS_NORM,     None,               rel=_rms_norm_rel,
+    ref=_rms_norm)
 _op("relax.nn.softmax",         "data",                          (_A("axis", "int", -1),), "nn.softmax",
     float_only=True)
 _op("relax.nn.log_softmax",     "data",                          (_A("axis", "int", -1),), "nn.log_softmax",
