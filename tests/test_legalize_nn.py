@@ -76,7 +76,9 @@ CASES: list[tuple[str, str, str]] = [
     ("rms_norm-sym-axis", "x:2xn:float32 w:n:float32", "R.nn.rms_norm(x, w, axes=[1])"),
     *[(f"{op}-{dt}", f"x:2x3:{dt}", f"R.nn.{op}(x)") for op in ("gelu", "gelu_tanh", "silu")
       for dt in ("float32", "float16")],
-    *[(f"{op}-sym", "x:nx4:float32", f"R.nn.{op}(x)") for op in ("gelu", "gelu_tanh", "silu")],
+    *[(f"{op}-sym", "x:nx4:float32", f"R.nn.{op}(x)") for op in ("gelu", "gelu_tanh", "silu", "selu")],
+    ("selu", "x:2x3:float32", "R.nn.selu(x)"),
+    ("selu-f16", "x:2x3:float16", "R.nn.selu(x)"),
     ("max_pool2d",        "x:1x2x6x6:float32", "R.nn.max_pool2d(x, pool_size=[2, 2], strides=[2, 2])"),
     ("max_pool2d-pad",    "x:1x2x5x5:float32",
      "R.nn.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])"),

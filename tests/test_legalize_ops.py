@@ -65,7 +65,7 @@ CASES += [(f"{op}-u8", "x:2x3:uint8 y:2x3:uint8", f"R.{op}(x, R.const(3, \"uint8
 CASES += [("bitwise_not-i32", "x:2x3:int32", "R.bitwise_not(x)")]
 # regression (random run 8): TVM's tirx.isinf is `T.fabs(x) == T.float32("inf") and not T.isnan(x)`,
 # isnan tests float16 in float32, and both are constant False on integers
-CASES += [(f"{op}-{dt}", f"x:2x3:{dt}", f"R.{op}(x)") for op in ("isinf", "isnan")
+CASES += [(f"{op}-{dt}", f"x:2x3:{dt}", f"R.{op}(x)") for op in ("isinf", "isnan", "isfinite")
           for dt in ("float32", "float16", "float64", "int32")]
 CASES += [(f"{op}-sym", "x:nx3:float32 y:nx3:float32", f"R.{op}(x, y)") for op in ("add", "less")]
 CASES += [("add-sym-bcast", "x:nx3:float32 y:3:float32", "R.add(x, y)"),
@@ -138,10 +138,10 @@ def test_legalized_matches_reference(case):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
-def test_isinf_and_isnan_legalized_on_special_values(dtype):
+def test_isinf_isnan_isfinite_legalized_on_special_values(dtype):
     """inf, -inf and nan through the legalized PrimFuncs, run by the TIR interpreter, equal NumPy."""
     x = np.array([[np.inf, -np.inf, np.nan], [0.0, -1.5, 65504.0]], dtype)
-    for op, expected in (("isinf", np.isinf(x)), ("isnan", np.isnan(x))):
+    for op, expected in (("isinf", np.isinf(x)), ("isnan", np.isnan(x)), ("isfinite", np.isfinite(x))):
         out = legalize(parse(case_text(f"x:2x3:{dtype}", f"R.{op}(x)")))
         assert run_relax(out, [x]).tolist() == expected.tolist(), op
 

@@ -12,6 +12,7 @@ legalizations of dropout (inference: the input unchanged and an all-ones mask) a
     gelu_tanh(x)          0.5 * x * (1 + tanh(sqrt(2 / pi) * x * (1 + 0.044715 * x * x))), in
                           Python's evaluation order (left operand first)
     silu(x)               x * sigmoid(x): `compute` (sigmoid), `T_multiply`
+    selu(x)               scale * (max(x, 0) + min(0, alpha * (exp(x) - 1))), TVM's te_selu
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from .common import const_int
 from .elemwise import cast, erf_compute
 from .norm import float_const
 
-_multiply, _add = topi_binary("multiply"), topi_binary("add")
+_multiply, _add, _subtract = topi_binary("multiply"), topi_binary("add"), topi_binary("subtract")
+_maximum, _minimum = topi_binary("maximum"), topi_binary("minimum")
 
 
 def leaky_relu(x: te.Tensor, alpha: float) -> te.Tensor:
@@ -97,6 +99,16 @@ def silu(x: te.Tensor) -> te.Tensor:
     return _multiply(x, te.compute(x.shape, lambda *i: tb.call("sigmoid", x(*i))))
 
 
-for _name, _fn in (("gelu", gelu), ("gelu_tanh", gelu_tanh), ("silu", silu)):
+def selu(x: te.Tensor) -> te.Tensor:
+    dtype = x.dtype
+    alpha, scale = float_const(1.6732632423543772848170429916717, dtype), float_const(1.0507009873554804934193349852946,
+                                                                                     dtype)
+    positive = _maximum(x, float_const(0.0, dtype))
+    exp = te.compute(x.shape, lambda *i: tb.call("exp", x(*i)))
+    negative = _minimum(float_const(0.0, dtype), _multiply(alpha, _subtract(exp, float_const(1.0, dtype))))
+    return _multiply(scale, _add(positive, negative))
+
+
+for _name, _fn in (("gelu", gelu), ("gelu_tanh", gelu_tanh), ("silu", silu), ("selu", selu)):
     register_legalize(f"relax.nn.{_name}", lambda bb, call, fn=_fn, name=_name: bb.call_te(fn, call.args[0],
                                                                                         primfunc_name_hint=name))

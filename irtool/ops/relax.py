@@ -519,9 +519,12 @@ TOPK = (_A("k", "int", 1), _A("axis", "int", -1), _A("ret_type", "str", "both"),
         _A("dtype", "dtype", "int32"))
 _op("relax.square",             "x",                             (),           None,  rel=scan_sort._same,
     ref=scan_sort._square)
-for _name, _ref in (("gelu", scan_sort._gelu), ("gelu_tanh", scan_sort._gelu_tanh), ("silu", scan_sort._silu)):
+for _name, _ref in (("gelu", scan_sort._gelu), ("gelu_tanh", scan_sort._gelu_tanh), ("silu", scan_sort._silu),
+                    ("selu", scan_sort._selu)):
     _op(f"relax.nn.{_name}",    "data",                          (),           None,  rel=scan_sort._same, ref=_ref,
         float_only=True)
+_op("relax.isfinite",           "x",                             (),           None,  rel=scan_sort._bool_same_shape,
+    ref=scan_sort._isfinite)
 _op("relax.full_like",          "x fill_value",                  DTYPE_OPT,    None,  rel=scan_sort._full_like_rel,
     ref=scan_sort._full_like, positional_attrs=("dtype",))
 _op("relax.cumsum",             "data",                          SCAN,         "cumsum",  rel=scan_sort._scan_rel,
