@@ -594,7 +594,8 @@ def random_module(seed):
                             other.append(bb.emit(relax.TupleGetItem(tk, 0)))
                             continue
                     elif kind == "activation_ops":
-                        v = rng.choice([R.nn.gelu, R.nn.gelu_tanh, R.nn.silu])(a)
+                        v = rng.choice([R.nn.gelu, R.nn.gelu_tanh, R.nn.silu, R.nn.selu,
+                                        lambda x: R.where(R.isfinite(x), x, relax.const(0.0, "float32"))])(a)
                     elif kind == "power_scalar":
                         v = rng.choice([lambda x: R.power(R.abs(x), relax.const(rng.choice([0.5, 2.0, 3.0]), "float32")),
                                         lambda x: R.floor_mod(x, relax.const(0.75, "float32")),
