@@ -7,6 +7,7 @@ applies TVM's RewriteSimplifier rules that change what compute bodies print:
     a >= b  ->  b <= a          a > b  ->  b < a          (TVM keeps only < and <=)
     not (a < b) -> b <= a       not (a <= b) -> b < a     not (a == b) -> a != b
     (x + c1) + c2 -> x + (c1 + c2)   (x - c1) + c2 -> x + (c2 - c1)   (integers)
+    truncmod(x, -c) -> truncmod(x, c)                               (int32/int64, c > 0)
     select / if_then_else of a constant condition -> the chosen branch
     cast to the operand's own dtype -> the operand
 
@@ -52,6 +53,9 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
         if e.op == "lt" and tb.is_int(a.dtype) and isinstance(b, tir.BinOp) and b.op == "add" and \
                 isinstance(b.b, tir.IntImm) and b.b.value == 1 and not isinstance(b.a, tir.IntImm):
             return tb.le(a, b.a)  # TVM's rewrite rule `x < y + 1` -> `x <= y` (symbolic pad bounds)
+        if e.op == "truncmod" and e.dtype in _INDEX_DTYPES and isinstance(b, tir.IntImm) and \
+                -(2 ** (tb.bits(e.dtype) - 1)) < b.value < 0:
+            return _FOLD["truncmod"](a, tb.const(-b.value, e.dtype))  # the sign of a truncmod is the dividend's
         if e.op == "mul" and tb.is_int(e.dtype) and isinstance(a, tir.IntImm) and not isinstance(b, tir.IntImm):
             return simplify(tb.mul(b, a))  # canonical form puts the constant scale last: `2 * n` -> `n * 2`
         if e.op == "mul" and tb.is_int(e.dtype) and isinstance(b, tir.IntImm) and isinstance(a, tir.BinOp) and \

@@ -63,6 +63,9 @@ CASES += [(f"{op}-bool", "x:2x3:bool y:3:bool", f"R.{op}(x, y)") for op in ("log
 CASES += [(f"{op}-i32", "x:2x3:int32 y:3:int32", f"R.{op}(x, y)") for op in ("bitwise_and", "bitwise_or", "bitwise_xor")]
 CASES += [(f"{op}-u8", "x:2x3:uint8 y:2x3:uint8", f"R.{op}(x, R.const(3, \"uint8\"))") for op in ("left_shift", "right_shift")]
 CASES += [("bitwise_not-i32", "x:2x3:int32", "R.bitwise_not(x)")]
+# regression (random run 8): an integer truncmod by a negative constant is simplified to the positive one
+CASES += [(f"{op}-neg-{dt}", f"x:2x3:{dt}", f'R.{op}(x, R.const(-3, "{dt}"))')
+          for op in ("mod", "divide", "floor_divide", "floor_mod") for dt in ("int64", "int32", "int8")]
 # regression (random run 8): TVM's tirx.isinf is `T.fabs(x) == T.float32("inf") and not T.isnan(x)`,
 # isnan tests float16 in float32, and both are constant False on integers
 CASES += [(f"{op}-{dt}", f"x:2x3:{dt}", f"R.{op}(x)") for op in ("isinf", "isnan", "isfinite")
