@@ -11,7 +11,11 @@ several ranks, reshape, transpose, split/concat, stack, expand_dims/squeeze, til
 take, gather_elements, strided_slice, pad (all modes), resize2d, one_hot, grid_sample,
 creation ops and *_like, dropout, batch_flatten, metadata and R.const constants, constant
 subexpressions, tuple outputs, symbolic batch for one module in four, a second function
-sometimes) and prints it; both sides run LegalizeOps, AnnotateTIROpPattern,
+sometimes; since run 8 also float16/int/bool branches, reductions over any axes, scans, sorts,
+flips, negative-stride slices, NHWC conv/pools, 1-D and batch-broadcast matmul, index ops,
+einsum, bindings after the dataflow block, other channel counts and odd sizes, and one module
+in five a (batch, sequence, features) transformer-like layer with symbolic n, m) and prints it;
+both sides run LegalizeOps, AnnotateTIROpPattern,
 FoldConstant, FuseOps, FuseTIR on that text. For each module the report gives the first
 stage whose printout differs from TVM's (or fails), whether that stage alone on TVM's
 previous printout differs too ("isolated"), and groups modules by stage and first

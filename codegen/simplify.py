@@ -8,6 +8,7 @@ applies TVM's RewriteSimplifier rules that change what compute bodies print:
     not (a < b) -> b <= a       not (a <= b) -> b < a     not (a == b) -> a != b
     (x + c1) + c2 -> x + (c1 + c2)   (x - c1) + c2 -> x + (c2 - c1)   (integers)
     (x + c1) // c2 -> x // c2 + c1 / c2   where c2 > 0 divides c1
+    truncmod(x, -c) -> truncmod(x, c)                               (int32/int64, c > 0)
     select / if_then_else of a constant condition -> the chosen branch
     cast to the operand's own dtype -> the operand
 
@@ -60,6 +61,9 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
             # pooled size over a size variable: `(n - 3) // 3 + 1` is `n // 3`)
             shift = (a.b.value if a.op == "add" else -a.b.value) // b.value
             return simplify(tb.add(tb.floordiv(a.a, b), shift))
+        if e.op == "truncmod" and e.dtype in _INDEX_DTYPES and isinstance(b, tir.IntImm) and \
+                -(2 ** (tb.bits(e.dtype) - 1)) < b.value < 0:
+            return _FOLD["truncmod"](a, tb.const(-b.value, e.dtype))  # the sign of a truncmod is the dividend's
         if e.op == "mul" and tb.is_int(e.dtype) and isinstance(a, tir.IntImm) and not isinstance(b, tir.IntImm):
             return simplify(tb.mul(b, a))  # canonical form puts the constant scale last: `2 * n` -> `n * 2`
         if e.op == "mul" and tb.is_int(e.dtype) and isinstance(b, tir.IntImm) and isinstance(a, tir.BinOp) and \

@@ -200,6 +200,8 @@ def _try_fold(op: str, a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr | None:
     elif op in ("min", "max"):
         if ca and cb:
             return const(min(va, vb) if op == "min" else max(va, vb), dtype)
+        if a is b:  # TryConstFold's `a.same_as(b)`: einsum's extent of a label two operands share
+            return a
     elif op in ("eq", "ne", "lt", "le", "gt", "ge"):
         if ca and cb:
             result = {"eq": va == vb, "ne": va != vb, "lt": va < vb, "le": va <= vb, "gt": va > vb,

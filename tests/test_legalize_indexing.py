@@ -78,6 +78,10 @@ EINSUM = [
     ("einsum-f16", "x:2x3:float16 y:3:float16", 'R.einsum((x, y), subscripts="ij,j->i")'),
     ("einsum-size1", "x:1x3:float32 y:3x1:float32", 'R.einsum((x, y), subscripts="ij,jk->ik")'),
     ("einsum-sym", "x:nx3:float32 y:3x4:float32", 'R.einsum((x, y), subscripts="ij,jk->ik")'),
+    # regression (random run 8): a label whose symbolic extent both operands share is that extent,
+    # not max(n, n) (TVM's max() folds a.same_as(b))
+    ("einsum-sym-shared", "x:nx3x4:float32 y:nx4x2:float32", 'R.einsum((x, y), subscripts="bij,bjk->bik")'),
+    ("einsum-sym-mul", "x:nx3:float32 y:nx3:float32", 'R.einsum((x, y), subscripts="ij,ij->ij")'),
 ]
 
 SCATTER = [(f"scatter_elements-{r}", "x:2x3:float32 i:2x2:int64 u:2x2:float32",

@@ -63,6 +63,13 @@ CASES += [(f"{op}-bool", "x:2x3:bool y:3:bool", f"R.{op}(x, y)") for op in ("log
 CASES += [(f"{op}-i32", "x:2x3:int32 y:3:int32", f"R.{op}(x, y)") for op in ("bitwise_and", "bitwise_or", "bitwise_xor")]
 CASES += [(f"{op}-u8", "x:2x3:uint8 y:2x3:uint8", f"R.{op}(x, R.const(3, \"uint8\"))") for op in ("left_shift", "right_shift")]
 CASES += [("bitwise_not-i32", "x:2x3:int32", "R.bitwise_not(x)")]
+# regression (random run 8): an integer truncmod by a negative constant is simplified to the positive one
+CASES += [(f"{op}-neg-{dt}", f"x:2x3:{dt}", f'R.{op}(x, R.const(-3, "{dt}"))')
+          for op in ("mod", "divide", "floor_divide", "floor_mod") for dt in ("int64", "int32", "int8")]
+# regression (random run 8): TVM's tirx.isinf is `T.fabs(x) == T.float32("inf") and not T.isnan(x)`,
+# isnan tests float16 in float32, and both are constant False on integers
+CASES += [(f"{op}-{dt}", f"x:2x3:{dt}", f"R.{op}(x)") for op in ("isinf", "isnan", "isfinite")
+          for dt in ("float32", "float16", "float64", "int32")]
 CASES += [(f"{op}-sym", "x:nx3:float32 y:nx3:float32", f"R.{op}(x, y)") for op in ("add", "less")]
 CASES += [("add-sym-bcast", "x:nx3:float32 y:3:float32", "R.add(x, y)"),
           ("add-same", "x:2x3:float32", "R.add(x, x)")]
@@ -131,6 +138,15 @@ def test_legalized_matches_reference(case):
     np.testing.assert_allclose(got.astype("float64"), expected.astype("float64"), rtol=tol, atol=tol)
     # printing and parsing back gives the same module
     assert structural_equal(parse(to_text(out)), out)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_isinf_isnan_isfinite_legalized_on_special_values(dtype):
+    """inf, -inf and nan through the legalized PrimFuncs, run by the TIR interpreter, equal NumPy."""
+    x = np.array([[np.inf, -np.inf, np.nan], [0.0, -1.5, 65504.0]], dtype)
+    for op, expected in (("isinf", np.isinf(x)), ("isnan", np.isnan(x)), ("isfinite", np.isfinite(x))):
+        out = legalize(parse(case_text(f"x:2x3:{dtype}", f"R.{op}(x)")))
+        assert run_relax(out, [x]).tolist() == expected.tolist(), op
 
 
 # ----------------------------------------------------------------------------- whole modules

@@ -116,6 +116,7 @@ SAMPLES = {
                                                    "count_include_pad": False, "layout": "NDHWC"}),
     "relax.nn.batch_norm": ([t((2, 3, 4, 4)), t((3,)), t((3,)), t((3,)), t((3,), fill="positive")], {"axis": 1}),
     "relax.nn.layer_norm": ([t((2, 3, 4)), t((3, 4)), t((3, 4))], {"axes": [1, 2]}),
+    "relax.nn.rms_norm": ([t((2, 3, 4)), t((3, 4))], {"axes": [1, 2]}),
     "relax.nn.pad": ([t((2, 3))], {"pad_width": [1, 0, 2, 1], "pad_value": 1.5}),
     "relax.nn.prelu": ([t((1, 3, 4, 4)), t((3,))], {}),
     "relax.nn.leakyrelu": ([t((2, 3))], {"alpha": 0.2}),

@@ -30,6 +30,31 @@ def _abs(v):
     return v
 
 
+def _isnan(v):
+    """TVM's `tirx.isnan`: false for integers, float16 tested in float32."""
+    if not tb.is_float(v.dtype):
+        return tb.const(False, "bool")
+    if tb.bits(v.dtype) == 16:
+        v = tb.cast("float32", v)
+    return tb.call("isnan", v, dtype="bool")
+
+
+def _isinf(v):
+    """TVM's `tirx.isinf`: `abs(x) == inf and not isnan(x)` (false for integers)."""
+    if not tb.is_float(v.dtype):
+        return tb.const(False, "bool")
+    return tb.logical_and(tb.eq(_abs(v), tb.const(float("inf"), v.dtype)), tb.logical_not(_isnan(v)))
+
+
+def _isfinite(v):
+    """TVM's `tirx.isfinite`, `not isinf(x) and not isnan(x)`, as Simplify leaves it: the
+    negated conjunction becomes `abs(x) != inf or isnan(x)` (true for integers)."""
+    if not tb.is_float(v.dtype):
+        return tb.const(True, "bool")
+    nan = _isnan(v)
+    return tb.logical_and(tb.logical_or(tb.ne(_abs(v), tb.const(float("inf"), v.dtype)), nan), tb.logical_not(nan))
+
+
 def _negative(v):
     """Python's `-x` on a TIR expression: `x * -1` of its dtype."""
     return tb.mul(v, tb.const(-1, v.dtype))
@@ -55,9 +80,9 @@ UNARY: dict[str, tuple[str, Callable]] = {
     "relax.cosh":        ("tir_cosh",        _intrin("cosh")),
     "relax.exp":         ("tir_exp",         _intrin("exp")),
     "relax.floor":       ("tir_floor",       _intrin("floor")),
-    "relax.isfinite":    ("tir_isfinite",    lambda v: tb.call("isfinite", v, dtype="bool")),
-    "relax.isinf":       ("tir_isinf",       lambda v: tb.call("isinf", v, dtype="bool")),
-    "relax.isnan":       ("tir_isnan",       lambda v: tb.call("isnan", v, dtype="bool")),
+    "relax.isfinite":    ("tir_isfinite",    _isfinite),
+    "relax.isinf":       ("tir_isinf",       _isinf),
+    "relax.isnan":       ("tir_isnan",       _isnan),
     "relax.logical_not": ("tir_logical_not", tb.logical_not),
     "relax.negative":    ("tir_negative",    _negative),
     "relax.round":       ("tir_round",       _intrin("nearbyint")),
@@ -99,13 +124,16 @@ def sign(x: te.Tensor) -> te.Tensor:
     return te.compute_ax(x.shape, lambda i: _sign(x(i)), name="T_sign")
 
 
+def erf_compute(x: te.Tensor) -> te.Tensor:
+    """topi.erf: one `compute` block in x's dtype."""
+    return te.compute(x.shape, lambda *i: tb.call("erf", x(*i)))
+
+
 def erf(x: te.Tensor) -> te.Tensor:
     """TVM's te_erf: float16 is computed in float32."""
     if x.dtype == "float16":
-        x32 = te.compute(x.shape, lambda *i: tb.cast("float32", x(*i)))
-        e = te.compute(x.shape, lambda *i: tb.call("erf", x32(*i)))
-        return te.compute(e.shape, lambda *i: tb.cast("float16", e(*i)))
-    return te.compute(x.shape, lambda *i: tb.call("erf", x(*i)))
+        return cast(erf_compute(cast(x, "float32")), "float16")
+    return erf_compute(x)
 
 
 def clip(x: te.Tensor, a_min, a_max) -> te.Tensor:

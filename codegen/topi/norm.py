@@ -6,6 +6,9 @@ include/tvm/topi/nn/layer_norm.h.
     log_softmax  T_softmax_maxelem, `compute` (sum of exp(x - max)), `compute` (x - max - log sum)
     layer_norm   <x>_sum, <x>_mean, <x>_var_sum over k<i> / ax<j>, then T_layer_norm
                  (two passes: mean, then the mean of squared deviations)
+    rms_norm     T_cast (data, weight to float32), T_multiply, T_multiply_red, rsqrt, T_rms_norm,
+                 T_cast back (over trailing axes only, not all: on others TOPI's rsqrt step
+                 indexes the sum wrongly and TVM 0.27 fails, so the call stays)
     batch_norm   TOPI's batch_norm with Relax's attributes: training uses the batch statistics
                  (sum / count, reshaped to broadcast) and returns the momentum-updated moving
                  statistics; otherwise the moving ones and `moving * 1`
@@ -122,6 +125,33 @@ def layer_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, axis, epsilon
     return te.compute_ax(data.shape, element, name="T_layer_norm", tag="injective")
 
 
+def _cpp_cast(x: te.Tensor, dtype: str) -> te.Tensor:
+    """TOPI's C++ cast: a `T_cast` block, also to x's own dtype (a copy)."""
+    return te.compute_ax(x.shape, lambda i: tb.cast(dtype, x(*i)), name="T_cast", tag="elemwise")
+
+
+def rms_norm(data: te.Tensor, weight: te.Tensor, axis, epsilon: float) -> te.Tensor:
+    """TOPI's C++ rms_norm: in float32 (data and weight cast, T_cast), the sum of squares
+    (T_multiply, T_multiply_red), `rsqrt` of its mean plus epsilon, `T_rms_norm`, cast back."""
+    axes = real_axis(len(data.shape), axis)
+    data32, weight32 = _cpp_cast(data, "float32"), _cpp_cast(weight, "float32")
+    square_sum = topi_sum(multiply(data32, data32), axes)
+    reduce_extent = tb.const(1, "float32")
+    for i in axes:
+        reduce_extent = tb.mul(reduce_extent, data.shape[i])
+    rsqrt = te.compute_ax([d for i, d in enumerate(data.shape) if i not in axes],
+                          lambda i: tb.call("rsqrt", tb.add(tb.div(square_sum(*i), reduce_extent),
+                                                            float_const(epsilon, "float32"))),
+                          name="rsqrt", tag="injective")
+
+    def element(indices):
+        red = [v for i, v in enumerate(indices) if i in axes]
+        non_red = [v for i, v in enumerate(indices) if i not in axes]
+        return tb.mul(tb.mul(rsqrt(*non_red), data32(*indices)), weight32(*red))
+
+    return _cpp_cast(te.compute_ax(data.shape, element, name="T_rms_norm", tag="injective"), data.dtype)
+
+
 def _reshape(x: te.Tensor, shape: list) -> te.Tensor:
     from .transform import reshape  # the shape/transform family (TOPI's T_reshape)
 
@@ -183,3 +213,14 @@ def _batch_norm(bb, call):
                       moving_mean=call.args[3], moving_var=call.args[4], axis=at["axis"], epsilon=at["epsilon"],
                       center=at["center"], scale=at["scale"], training=at["training"], momentum=at["momentum"],
                       primfunc_name_hint="batch_norm")
+
+
+@register_legalize("relax.nn.rms_norm")
+def _rms_norm(bb, call):
+    ndim = call.struct_info.ndim
+    if sorted(a % ndim for a in call.attrs["axes"]) != list(range(ndim - len(call.attrs["axes"]), ndim)) or \
+            len(call.attrs["axes"]) == ndim:
+        # TOPI's rsqrt step indexes the sum correctly only when the axes are the trailing ones
+        # and not all of them: TVM 0.27's LegalizeOps fails on the others; the call stays
+        return call
+    return bb.call_te(rms_norm, call.args[0], call.args[1], axis=call.attrs["axes"], epsilon=call.attrs["epsilon"])

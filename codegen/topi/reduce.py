@@ -25,6 +25,7 @@ from .. import tir_build as tb
 from ..simplify import normalize_index_dtype, simplify
 from . import register_legalize
 from .broadcast import topi_binary
+from .canonical import simplify_index
 
 prod_reducer = te.comm_reducer("prod", tb.mul, lambda dtype: tb.const(1, dtype))
 any_reducer = te.comm_reducer("any", tb.logical_or, lambda dtype: tb.const(False, "bool"))
@@ -149,7 +150,10 @@ class _ArgReduceOp(te.ComputeOp):
                 store.append(block_var)
             vmap[iv.var] = block_var
         lhs = [tir.BufferLoad(b, store) for b in out_bufs]
-        rhs = [simplify(te._substitute(s, vmap, buffers)) for s in self.sources]
+        # CreatePrimFunc simplifies each source with the full analyzer: the raveled index of a
+        # reduction over several axes prints expanded, `v_k0 * 144 + v_k1 * 36 + v_k2 * 6 + v_k3`
+        index, value = (te._substitute(s, vmap, buffers) for s in self.sources)
+        rhs = [simplify_index(index), simplify(value)]
         temps = [tir.Var("v_" + b.name, b.dtype) for b in out_bufs]
         body: tir.Stmt = tir.seq([tir.BufferStore(b, t, store) for b, t in zip(out_bufs, temps)])
         for t, value in reversed(list(zip(temps, self.combine(lhs, rhs)))):

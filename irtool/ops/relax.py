@@ -147,6 +147,8 @@ from .relax_bridge import (
     _reshape_sym,
     _resize2d,
     _resize2d_call,
+    _rms_norm,
+    _rms_norm_rel,
     _roi_pool_rel,
     _scatter_nd,
     _shape_of,
@@ -534,6 +536,9 @@ _op("relax.nn.batch_norm",      "data gamma beta moving_mean moving_var", BATCH_
     ref=_batch_norm)
 _op("relax.nn.layer_norm",      "data gamma beta",               LAYER_NORM,   "nn.layer_norm",    rel=_layer_norm_rel,
     ref=_layer_norm)
+RMS_NORM = (_A("axes", "ints", (-1,)), _A("epsilon", "float", 1e-5))
+_op("relax.nn.rms_norm",        "data weight",                   RMS_NORM,     None,               rel=_rms_norm_rel,
+    ref=_rms_norm)
 _op("relax.nn.softmax",         "data",                          (_A("axis", "int", -1),), "nn.softmax",
     float_only=True)
 _op("relax.nn.log_softmax",     "data",                          (_A("axis", "int", -1),), "nn.log_softmax",
@@ -563,6 +568,12 @@ TOPK = (_A("k", "int", 1), _A("axis", "int", -1), _A("ret_type", "str", "both"),
         _A("dtype", "dtype", "int32"))
 _op("relax.square",             "x",                             (),           None,  rel=scan_sort._same,
     ref=scan_sort._square)
+for _name, _ref in (("gelu", scan_sort._gelu), ("gelu_tanh", scan_sort._gelu_tanh), ("silu", scan_sort._silu),
+                    ("selu", scan_sort._selu)):
+    _op(f"relax.nn.{_name}",    "data",                          (),           None,  rel=scan_sort._same, ref=_ref,
+        float_only=True)
+_op("relax.isfinite",           "x",                             (),           None,  rel=scan_sort._bool_same_shape,
+    ref=scan_sort._isfinite)
 _op("relax.full_like",          "x fill_value",                  DTYPE_OPT,    None,  rel=scan_sort._full_like_rel,
     ref=scan_sort._full_like)
 _op("relax.cumsum",             "data",                          SCAN,         "cumsum",  rel=scan_sort._scan_rel,

@@ -591,17 +591,31 @@ def _layer_norm_axes(ndim: int, axes) -> tuple:
     return _distinct_axes(axes, ndim, "layer_norm", "a tensor")
 
 
-def _layer_norm_rel(args, attrs):
+def _layer_norm_rel(args, attrs, params=((1, "gamma"), (2, "beta")), op="layer_norm"):
     data = tensor_arg(args, 0, "data")
     axes = _layer_norm_axes(len(data.shape), attrs["axes"])
     want = tuple(data.shape[a] for a in axes)
-    for i, name in ((1, "gamma"), (2, "beta")):
+    for i, name in params:
         t = tensor_arg(args, i, name)
         if len(t.shape) != len(want) or any(a is not ANY and b is not ANY and a != b for a, b in zip(t.shape, want)):
-            raise TypeRelError(f"layer_norm `{name}` must have shape {fmt_shape(want)} (the data's axes "
+            raise TypeRelError(f"{op} `{name}` must have shape {fmt_shape(want)} (the data's axes "
                                f"{list(axes)}), got {fmt_type(t)}")
-        same_dtype("layer_norm", data, t)
+        same_dtype(op, data, t)
     return data
+
+
+def _rms_norm_rel(args, attrs):
+    """TVM 0.27's R.nn.rms_norm(data, weight, axes, epsilon): weight has the data's `axes` dims."""
+    return _layer_norm_rel(args, attrs, ((1, "weight"),), "rms_norm")
+
+
+def _rms_norm(data, weight, axes, epsilon=1e-5):
+    """x / sqrt(mean(x^2 over axes) + epsilon) * weight, in float64 (TOPI computes in float32)."""
+    axes = _layer_norm_axes(data.ndim, axes)
+    x = data.astype(np.float64)
+    shape = [data.shape[i] if i in axes else 1 for i in range(data.ndim)]
+    out = x / np.sqrt((x * x).mean(axis=axes, keepdims=True) + epsilon)
+    return (out * weight.astype(np.float64).reshape(shape)).astype(data.dtype)
 
 
 def _layer_norm(data, gamma, beta, axes, epsilon=1e-5, center=True, scale=True):

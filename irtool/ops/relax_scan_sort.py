@@ -7,6 +7,9 @@ their struct info follows TVM 0.27's
 FInferType (src/relax/op/tensor/{unary,create,statistical,sorting}.cc):
 
     square(x)                                  x's shape and dtype
+    nn.gelu / nn.gelu_tanh / nn.silu / nn.selu (data)
+                                               data's shape and dtype (float only)
+    isfinite(x)                                x's shape, bool (integers: all true)
     full_like(x, fill_value, dtype)            x's shape; dtype, or x's; fill_value must be 0-d
     cumsum/cumprod(data, axis, dtype, exclusive)
                                                axis None: the flattened (prod(shape),); else
@@ -22,7 +25,8 @@ FInferType (src/relax/op/tensor/{unary,create,statistical,sorting}.cc):
 The references sort stably, as TOPI's CPU sort (std::stable_sort): equal elements keep their
 order, also in descending order; topk is argsort's first k. Scans accumulate in the result
 dtype, in order, as TOPI's cumsum/cumprod (casting first); `exclusive` shifts by one.
-TVM 0.27's LegalizeOps lowers square and full_like only; the others stay as Relax calls.
+TVM 0.27's LegalizeOps lowers square, full_like, isfinite, gelu, gelu_tanh, silu and selu only;
+the others stay as Relax calls.
 """
 
 from __future__ import annotations
@@ -40,6 +44,39 @@ def _same(args, attrs):
 
 def _square(x):
     return np.multiply(x, x)
+
+
+# TVM 0.27's R.nn.gelu, gelu_tanh and silu (nn.cc's unary nn ops: float only, x's struct info),
+# computed in float64 and rounded to x's dtype
+def _gelu(x):
+    import math
+
+    erf = np.vectorize(math.erf, otypes=[np.float64])(np.asarray(x, np.float64) * 0.5 ** 0.5)
+    return (np.asarray(x, np.float64) * (0.5 + erf * 0.5)).astype(x.dtype)
+
+
+def _gelu_tanh(x):
+    x64 = np.asarray(x, np.float64)
+    return (0.5 * x64 * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * x64 * (1.0 + 0.044715 * x64 * x64)))).astype(x.dtype)
+
+
+def _selu(x):
+    x64 = np.asarray(x, np.float64)
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return (scale * (np.maximum(x64, 0.0) + np.minimum(0.0, alpha * (np.exp(x64) - 1.0)))).astype(x.dtype)
+
+
+def _bool_same_shape(args, attrs):
+    return TensorType(tensor_arg(args, 0, "x").shape, "bool")
+
+
+def _isfinite(x):
+    return np.isfinite(x) if np.asarray(x).dtype.kind == "f" else np.ones(np.shape(x), bool)
+
+
+def _silu(x):
+    x64 = np.asarray(x, np.float64)
+    return (x64 / (1.0 + np.exp(-x64))).astype(x.dtype)
 
 
 def _full_like_rel(args, attrs):
