@@ -75,6 +75,7 @@ from irtool.ops.transform import reshape_like_shape
 from irtool.transform import ModulePass, register
 
 from . import _relay_to_relax_dynamic as dynamic
+from . import _relay_to_relax_windows as windows
 from ._relax_block_builder import _LEAVES, BlockBuilder, _Unsupported
 from ._relay_lift_functions import lift_local_functions
 from ._symbolic_reshape import new_shape
@@ -213,8 +214,9 @@ NO_COUNTERPART = {
 }
 
 Converter = Callable[["_Translator", relay.Call, list], object]
-# shapes known at run time (dyn.*, shape_of of symbolic sizes): R.tensor_to_shape + match_cast
-SPECIAL: dict[str, Converter] = dict(dynamic.CONVERTERS)
+# shapes known at run time (dyn.*, shape_of of symbolic sizes): R.tensor_to_shape + match_cast;
+# the global and adaptive pools and LRN (composed from an average pool)
+SPECIAL: dict[str, Converter] = {**dynamic.CONVERTERS, **windows.CONVERTERS}
 
 
 def special(*names: str) -> Callable[[Converter], Converter]:
@@ -509,56 +511,6 @@ def _batch_matmul(t, c, args):
     a = call("relax.permute_dims", a, axes=(0, 2, 1)) if c.attrs["transpose_a"] else a
     b = call("relax.permute_dims", b, axes=(0, 2, 1)) if c.attrs["transpose_b"] else b
     return call("relax.matmul", a, b, out_dtype=c.attrs["out_dtype"])
-
-
-@special("nn.global_avg_pool2d", "nn.global_max_pool2d")
-def _global_pool(t, c, args):
-    layout, out_layout = c.attrs["layout"], c.attrs["out_layout"]
-    if out_layout and out_layout != layout:
-        raise _Unsupported(f'out_layout="{out_layout}" differs from the layout "{layout}"')
-    if "H" not in layout or "W" not in layout:
-        raise _Unsupported(f'layout "{layout}" has no H and W axes')
-    reduce = "relax.mean" if c.op.name == "nn.global_avg_pool2d" else "relax.max"
-    return call(reduce, args[0], axis=(layout.index("H"), layout.index("W")), keepdims=True)
-
-
-@special("nn.lrn")
-def _lrn(t, c, args):
-    """TVM 0.27's Relax has no LRN operator; its ONNX frontend composes it from an average pool
-    over the squares: the channel axis made a window axis of its own by expand_dims (D of a
-    5-D NCDHW-like layout for 4-D data, H of a 4-D one for 3-D data), pooled `size` long with
-    the padding counted, then bias + alpha * mean, to the power beta, dividing the data. The
-    window is Relay's, [c - size // 2, c - size // 2 + size) (TVM's frontend pads size // 2 on
-    both sides, one channel too many for an even size)."""
-    data = args[0]
-    ndim, dtype = _ndim(data), _dtype(data)
-    if ndim not in (3, 4):
-        raise _Unsupported(f"LRN of a rank-{ndim} tensor: TVM 0.27 composes it for ranks 3 and 4 only")
-    axis, size = _axis(c.attrs["axis"], ndim), c.attrs["size"]
-    window, others = ("D", "NHW") if ndim == 4 else ("H", "NW")
-    rest = iter(others)
-    layout = "".join("C" if i == axis else window if i == axis + 1 else next(rest) for i in range(ndim + 1))
-    squares = call("relax.expand_dims", call("relax.multiply", data, data), axis=(axis,))
-    before, after = size // 2, size - 1 - size // 2
-    if ndim == 4:
-        mean = call("relax.nn.avg_pool3d", squares, pool_size=(size, 1, 1), padding=(before, 0, 0, after, 0, 0),
-                    count_include_pad=True, layout=layout)
-    else:
-        mean = call("relax.nn.avg_pool2d", squares, pool_size=(size, 1), padding=(before, 0, after, 0),
-                    count_include_pad=True, layout=layout)
-
-    def const(value: float) -> rx.Constant:
-        return rx.Constant(np.array(value, dtype))
-
-    mean = call("relax.squeeze", mean, axis=(axis,))
-    scale = call("relax.add", call("relax.multiply", mean, const(c.attrs["alpha"])), const(c.attrs["bias"]))
-    return call("relax.divide", data, call("relax.power", scale, const(c.attrs["beta"])))
-
-
-@special("nn.adaptive_avg_pool2d")
-def _adaptive_avg_pool2d(t, c, args):
-    return call("relax.nn.adaptive_avg_pool2d", args[0], output_size=tuple(c.attrs["output_size"]) or None,
-                layout=c.attrs["layout"], out_layout=c.attrs["out_layout"])
 
 
 @special("image.resize2d")

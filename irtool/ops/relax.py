@@ -144,7 +144,6 @@ from .relax_bridge import (
     _repeat,
     _reshape,
     _reshape_settle,
-    _reshape_sym,
     _resize2d,
     _resize2d_call,
     _rms_norm,
@@ -159,7 +158,6 @@ from .relax_bridge import (
     _split_rel,
     _squeeze_deduce,
     _strided_slice,
-    _strided_slice_sym,
     _take,
     _tensor_to_shape,
     _tensor_to_shape_deduce,
@@ -171,6 +169,7 @@ from .relax_bridge import (
     _variance_rel,
     _where,
 )
+from .relax_symbolic import _reshape_sym, _strided_slice_sym
 
 ARG_KINDS = ("tensor", "tensors", "shape", "prim", "prims")
 
