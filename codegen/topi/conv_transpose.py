@@ -83,26 +83,6 @@ def conv2d_transpose_nchw(data: te.Tensor, kernel: te.Tensor, strides: list[int]
     return te.compute((batch, out_channels, out_h, out_w), element, tag=tag)
 
 
-@register_legalize("relax.nn.conv2d_transpose")
-def _conv2d_transpose(bb, call):
-    at = call.attrs
-    if at["out_layout"] != at["data_layout"] or at["data_layout"] != "NCHW" or at["kernel_layout"] != "IOHW":
-        return call
-    strides = [int(s) for s in at["strides"]]
-    padding = [int(p) for p in at["padding"]]
-    output_padding = [int(o) for o in at["output_padding"]]
-    groups = int(at["groups"])
-    dilation = [int(d) for d in at["dilation"]]
-    out_dtype = call.struct_info.dtype
-
-    def te_conv2d_transpose(data, kernel):
-        if any(d != 1 for d in dilation):
-            kernel = dilate(kernel, [1, 1, dilation[0], dilation[1]], name="kernel_dilate")
-        return conv2d_transpose_nchw(data, kernel, strides, padding, out_dtype, output_padding, groups)
-
-    return bb.call_te(te_conv2d_transpose, call.args[0], call.args[1], primfunc_name_hint="conv2d_transpose")
-
-
 def conv3d_transpose_ncdhw(data: te.Tensor, kernel: te.Tensor, strides: list[int], padding: list[int],
                            out_dtype: str, output_padding: list[int], groups: int = 1) -> te.Tensor:
     """TOPI's conv3d_transpose_ncdhw (groups == 1) and group_conv3d_transpose_ncdhw
@@ -146,21 +126,28 @@ def conv3d_transpose_ncdhw(data: te.Tensor, kernel: te.Tensor, strides: list[int
     return te.compute((batch, out_channels, out_d, out_h, out_w), element, tag=tag)
 
 
-@register_legalize("relax.nn.conv3d_transpose")
-def _conv3d_transpose(bb, call):
-    at = call.attrs
-    if at["out_layout"] != at["data_layout"] or at["data_layout"] != "NCDHW" or at["kernel_layout"] != "IODHW":
-        return call
-    strides = [int(s) for s in at["strides"]]
-    padding = [int(p) for p in at["padding"]]
-    output_padding = [int(o) for o in at["output_padding"]]
-    groups = int(at["groups"])
-    dilation = [int(d) for d in at["dilation"]]
-    out_dtype = call.struct_info.dtype
+def _conv_transpose_legalization(data_layout: str, kernel_layout: str, compute, name: str):
+    """The legalization of R.nn.conv{2,3}d_transpose in TVM's one layout (others stay calls):
+    the kernel dilated first, then TOPI's compute."""
+    def legalize(bb, call):
+        at = call.attrs
+        if at["out_layout"] != at["data_layout"] or at["data_layout"] != data_layout \
+                or at["kernel_layout"] != kernel_layout:
+            return call
+        strides, padding, output_padding, dilation = (
+            [int(v) for v in at[key]] for key in ("strides", "padding", "output_padding", "dilation"))
+        groups, out_dtype = int(at["groups"]), call.struct_info.dtype
 
-    def te_conv3d_transpose(data, kernel):
-        if any(d != 1 for d in dilation):
-            kernel = dilate(kernel, [1, 1, *dilation], name="kernel_dilate")
-        return conv3d_transpose_ncdhw(data, kernel, strides, padding, out_dtype, output_padding, groups)
+        def te_conv_transpose(data, kernel):
+            if any(d != 1 for d in dilation):
+                kernel = dilate(kernel, [1, 1, *dilation], name="kernel_dilate")
+            return compute(data, kernel, strides, padding, out_dtype, output_padding, groups)
 
-    return bb.call_te(te_conv3d_transpose, call.args[0], call.args[1], primfunc_name_hint="conv3d_transpose")
+        return bb.call_te(te_conv_transpose, call.args[0], call.args[1], primfunc_name_hint=name)
+    return legalize
+
+
+register_legalize("relax.nn.conv2d_transpose",
+                  _conv_transpose_legalization("NCHW", "IOHW", conv2d_transpose_nchw, "conv2d_transpose"))
+register_legalize("relax.nn.conv3d_transpose",
+                  _conv_transpose_legalization("NCDHW", "IODHW", conv3d_transpose_ncdhw, "conv3d_transpose"))
