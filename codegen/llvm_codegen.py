@@ -445,10 +445,7 @@ class _FunctionBuilder(ExprCodegen):
         b.cbranch(b.icmp_signed("<", i, stop), loop, end)
         b.position_at_end(loop)
         self.vars[var] = i
-        calls_before = self.libm_calls
         body()
-        if kind == "vectorized" and self.libm_calls > calls_before:
-            kind = "serial"  # LLVM would not vectorise it and says so on stderr for every such loop
         if not b.block.is_terminated:
             nxt = b.add(i, ir.Constant(t, 1))
             i.add_incoming(nxt, b.block)

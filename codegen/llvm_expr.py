@@ -54,8 +54,6 @@ def element_bytes(t: ir.Type) -> int:
 class ExprCodegen:
     """The `e_<Node>` methods and their helpers."""
 
-    libm_calls = 0  # libm calls emitted so far (a loop calling one cannot vectorise)
-
     def broadcast_to(self, v: ir.Value, dtype: str, lanes: int) -> ir.Value:
         if _split(dtype)[1] == lanes:
             return v
@@ -366,7 +364,6 @@ class ExprCodegen:
             return b.fptrunc(self.call_libm(names, wide, "float32" if lanes == 1 else f"float32x{lanes}"),
                              llvm_type(dtype))
         name = names[0] if base == "float32" else names[1]
-        self.libm_calls += 1
         st = scalar_type(base)
         fn = self.mb.declare(name, st, [st] * len(args))
         if lanes == 1:

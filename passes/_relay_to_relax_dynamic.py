@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from irtool.analysis.struct_info_fit import prim_equal
 from irtool.ir import relax as rx
 from irtool.ir import tir
 from irtool.ir.expr import Op
@@ -64,18 +65,6 @@ def _int64(t, e):
     return e if e.struct_info.dtype == "int64" else t.bb.emit(r2r.call("relax.astype", e, dtype="int64"))
 
 
-def _same_size(a, b) -> bool:
-    fa, sa = _factors(a)
-    fb, sb = _factors(b)
-    rest = list(sb)
-    for s in sa:
-        match = next((j for j, r in enumerate(rest) if r is s), None)
-        if match is None:
-            return False
-        del rest[match]
-    return fa == fb and not rest
-
-
 def _arith(name: str, a, b):
     """One element of an elementwise integer op on sizes; None when it is not a size we track."""
     if isinstance(a, int) and isinstance(b, int):
@@ -85,7 +74,7 @@ def _arith(name: str, a, b):
                 "relax.maximum": max(a, b), "relax.minimum": min(a, b)}[name]
     if name == "relax.multiply":
         return _product([a, b])
-    if name in ("relax.maximum", "relax.minimum") and _same_size(a, b):
+    if name in ("relax.maximum", "relax.minimum") and prim_equal(a, b):
         return a
     if name == "relax.floor_divide" and isinstance(b, int) and b > 0:
         factor, syms = _factors(a)

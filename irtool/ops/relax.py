@@ -530,7 +530,7 @@ _op("relax.nn.avg_pool3d",      "data",                          _pool3d(True), 
 _op("relax.nn.adaptive_avg_pool2d", "data",                      ADAPTIVE_POOL2D, "nn.adaptive_avg_pool2d",
     convert=_adaptive_pool, derived=POOL_OUT, post=_to_out_layout)
 _op("relax.nn.adaptive_avg_pool3d", "data",                      ADAPTIVE_POOL3D, None,
-    rel=_adaptive_pool3d_rel, ref=_adaptive_pool3d_ref, derived=POOL_OUT)
+    rel=_adaptive_pool3d_rel, ref=_adaptive_pool3d_ref, derived=POOL_OUT, post=_to_out_layout)
 _op("relax.nn.batch_norm",      "data gamma beta moving_mean moving_var", BATCH_NORM, "nn.batch_norm",
     ref=_batch_norm)
 _op("relax.nn.layer_norm",      "data gamma beta",               LAYER_NORM,   "nn.layer_norm",    rel=_layer_norm_rel,

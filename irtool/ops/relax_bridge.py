@@ -734,7 +734,8 @@ def _gather_elements(data, indices, axis=0):
 
 def _adaptive_pool3d_rel(args, at):
     """R.nn.adaptive_avg_pool3d (no Relay counterpart): the D, H and W sizes become the output
-    size (none given: kept), in out_layout's order (TVM 0.27's InferTypeAdaptiveAvgPool3D)."""
+    size (none given: kept), in `layout`'s order; `_to_out_layout` then permutes it (TVM 0.27's
+    InferTypeAdaptiveAvgPool3D)."""
     data = tensor_arg(args, 0, "data")
     layout, out_layout = at["layout"], at["out_layout"] or at["layout"]
     for name, value in (("layout", layout), ("out_layout", out_layout)):
@@ -748,12 +749,10 @@ def _adaptive_pool3d_rel(args, at):
     dims = dict(zip(layout, data.shape))
     if size is not None:
         dims.update(zip("DHW", size))
-    return TensorType(tuple(dims[a] for a in out_layout), data.dtype)
+    return TensorType(tuple(dims[a] for a in layout), data.dtype)
 
 
 def _adaptive_pool3d_ref(data, *, output_size, layout, out_layout):
     from .nn import adaptive_avg_pool
 
-    out = adaptive_avg_pool(data, output_size, layout, "DHW")
-    out_layout = out_layout or layout
-    return out.transpose([layout.index(a) for a in out_layout])
+    return adaptive_avg_pool(data, output_size, layout, "DHW")
