@@ -78,6 +78,7 @@ def _load() -> None:
             indexing,
             linalg,
             nms,
+            nms_classic,
             nn,
             norm,
             pool,
