@@ -229,3 +229,168 @@ def test_references_equal_tvm_compiled_modules(tvm_python, tmp_path):
     for name, ours, path in expected:
         theirs = np.load(path)
         _assert_same(ours, tuple(theirs[f"arr_{i}"] for i in range(len(theirs.files))), name)
+
+
+# ----------------------------------------------------------------------------- struct info
+
+D6 = T((2, 5, 6))
+VC, IX = T((2,), "int32"), T((2, 5), "int32")
+MB_ARGS = f"c: {T((1, 3, 5))}, l: {T((1, 20))}, a: {T((1, 5, 4))}"
+# (case, parameters, call, TVM's message, up to a dtype it writes `T.int64`): TVM 0.27 rejects each
+# call; ours is a located diagnostic
+BAD = [
+    ("gvc-rank", f"d: {T((5, 6))}", "R.vision.get_valid_counts(d)", "get_valid_counts expects 3-D input, got ndim 2"),
+    ("gvc-score", f"d: {D6}", "R.vision.get_valid_counts(d, score_index=6)",
+     "get_valid_counts expects score_index to be in range [0, 6), but got 6"),
+    ("gvc-id", f"d: {D6}", "R.vision.get_valid_counts(d, id_index=-2)",
+     "get_valid_counts expects id_index to be in range [-1, 6), but got -2"),
+    ("nms-rank", f"d: {T((5, 6))}, vc: {VC}, ix: {IX}", "R.vision.non_max_suppression(d, vc, ix)",
+     "non_max_suppression expects 3-D input, got ndim 2"),
+    ("nms-count-rank", f"d: {D6}, vc: {T((2, 1), 'int32')}, ix: {IX}", "R.vision.non_max_suppression(d, vc, ix)",
+     "non_max_suppression expects valid_count to be 1-D, got ndim 2"),
+    ("nms-count-dtype", f"d: {D6}, vc: {T((2,), 'int64')}, ix: {IX}", "R.vision.non_max_suppression(d, vc, ix)",
+     "non_max_suppression expects valid_count to have dtype int32, got"),
+    ("nms-indices-dtype", f"d: {D6}, vc: {VC}, ix: {T((2, 5), 'float32')}", "R.vision.non_max_suppression(d, vc, ix)",
+     "non_max_suppression expects indices to have dtype int32, got"),
+    ("nms-count-batch", f"d: {D6}, vc: {T((3,), 'int32')}, ix: {IX}", "R.vision.non_max_suppression(d, vc, ix)",
+     "non_max_suppression expects valid_count to have shape [batch_size]"),
+    ("nms-indices-shape", f"d: {D6}, vc: {VC}, ix: {T((2, 4), 'int32')}", "R.vision.non_max_suppression(d, vc, ix)",
+     "non_max_suppression expects indices to have shape [batch_size, num_anchors]"),
+    ("nms-sym-batch", f"d: {T(('b', 5, 6))}, vc: {T(('c',), 'int32')}, ix: {T(('b', 5), 'int32')}",
+     "R.vision.non_max_suppression(d, vc, ix)", "non_max_suppression expects valid_count to have shape [batch_size]"),
+    ("nms-coord", f"d: {D6}, vc: {VC}, ix: {IX}", "R.vision.non_max_suppression(d, vc, ix, coord_start=3)",
+     "non_max_suppression expects coord_start to reference four consecutive box coordinates within elem_length 6"),
+    ("nms-score", f"d: {D6}, vc: {VC}, ix: {IX}", "R.vision.non_max_suppression(d, vc, ix, score_index=-1)",
+     "non_max_suppression expects score_index to be in range [0, 6), but got -1"),
+    ("mb-loc-4", f"c: {T((1, 3, 5))}, l: {T((1, 19))}, a: {T((1, 5, 4))}", "R.vision.multibox_transform_loc(c, l, a)",
+     "multibox_transform_loc: loc_pred.shape[1] must be divisible by 4, got 19"),
+    ("mb-loc-n", f"c: {T((1, 3, 5))}, l: {T((1, 24))}, a: {T((1, 5, 4))}", "R.vision.multibox_transform_loc(c, l, a)",
+     "multibox_transform_loc: loc_pred.shape[1] must equal 4*N with N=cls_pred.shape[2], got loc_dim=24, N=5"),
+    ("mb-anchor-batch", f"c: {T((1, 3, 5))}, l: {T((1, 20))}, a: {T((2, 5, 4))}",
+     "R.vision.multibox_transform_loc(c, l, a)", "multibox_transform_loc: anchor.shape[0] must be 1, got 2"),
+    ("mb-anchor-n", f"c: {T((1, 3, 5))}, l: {T((1, 20))}, a: {T((1, 6, 4))}",
+     "R.vision.multibox_transform_loc(c, l, a)",
+     "multibox_transform_loc: anchor.shape[1] must equal N=cls_pred.shape[2], got anchor_N=6, N=5"),
+    ("mb-batch", f"c: {T((2, 3, 5))}, l: {T((1, 20))}, a: {T((1, 5, 4))}", "R.vision.multibox_transform_loc(c, l, a)",
+     "multibox_transform_loc: cls_pred.shape[0] must match loc_pred.shape[0], got B=2 vs 1"),
+    ("mb-dtype", f"c: {T((1, 3, 5))}, l: {T((1, 20), 'float16')}, a: {T((1, 5, 4))}",
+     "R.vision.multibox_transform_loc(c, l, a)",
+     "multibox_transform_loc: cls_pred and loc_pred dtype must match, got"),
+    ("mb-variances", MB_ARGS, "R.vision.multibox_transform_loc(c, l, a, variances=[1.0, 1.0, 1.0])",
+     "variances must be length 4"),
+]
+
+
+def _bad_module(params: str, call: str) -> str:
+    sym = "b = T.int64()\n        c = T.int64()" if '"b"' in params else ""
+    return module(params, call, sym)
+
+
+@pytest.mark.parametrize("case", BAD, ids=lambda c: c[0])
+def test_bad_calls_are_located_diagnostics(case):
+    _, params, call, message = case
+    with pytest.raises(irtool.DiagnosticError) as err:
+        parse(_bad_module(params, call), "bad.py")
+    rendered = err.value.render()
+    assert message in rendered and "bad.py:" in rendered and "^" in rendered, rendered
+
+
+_STRUCT_RUNNER = r"""
+import sys, tvm
+for path in sys.argv[1:]:
+    try:
+        text = tvm.script.from_source(open(path).read()).script()
+    except Exception as err:
+        text = "ERROR: " + str(err).strip()
+    open(path + ".tvm", "w").write(text)
+"""
+
+
+def _run_tvm(tvm_python, tmp_path, texts: dict) -> dict:
+    paths = {}
+    for name, text in texts.items():
+        paths[name] = tmp_path / f"{name}.py"
+        paths[name].write_text(text)
+    runner = tmp_path / "runner.py"
+    runner.write_text(_STRUCT_RUNNER)
+    proc = subprocess.run([tvm_python, str(runner), *map(str, paths.values())], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {name: open(f"{path}.tvm").read() for name, path in paths.items()}
+
+
+@pytest.mark.tvm
+def test_tvm_rejects_the_bad_calls_with_the_same_message(tvm_python, tmp_path):
+    printed = _run_tvm(tvm_python, tmp_path, {name: _bad_module(params, call) for name, params, call, _ in BAD})
+    for name, _, _, message in BAD:
+        assert printed[name].startswith("ERROR: ") and message in printed[name], (name, printed[name])
+
+
+def _sig(params: str, call: str, sym: str = "") -> str:
+    decl = f"        {sym}\n" if sym else ""
+    return (HEADER_TEXT + f"@I.ir_module\nclass Module:\n    @R.function\n    def main({params}):\n{decl}"
+            f"        gv = {call}\n        return gv\n")
+
+
+HEADER_TEXT = "# from tvm.script import ir as I\n# from tvm.script import relax as R\n# from tvm.script import tirx as T\n\n"
+SYM = "b = T.int64()\n        n = T.int64()\n        k = T.int64()"
+NDIM = 'R.Tensor(ndim=3, dtype="float32")'
+# struct info beyond static shapes: symbolic sizes, unknown shapes (ndim only), unknown dtypes
+STRUCT = {
+    "gvc-sym": _sig(f"d: {T(('b', 'n', 'k'))}", "R.vision.get_valid_counts(d, score_index=7)", SYM),
+    "gvc-ndim": _sig(f"d: {NDIM}", "R.vision.get_valid_counts(d)"),
+    "nms-sym": _sig(f"d: {T(('b', 'n', 6))}, vc: {T(('b',), 'int32')}, ix: {T(('b', 'n'), 'int32')}",
+                    "R.vision.non_max_suppression(d, vc, ix)", SYM),
+    "nms-sym-soft": _sig(f"d: {T(('b', 'n', 'k'))}, vc: {T(('b',), 'int32')}, ix: {T(('b', 'n'), 'int32')}",
+                         "R.vision.non_max_suppression(d, vc, ix, soft_nms_sigma=0.5)", SYM),
+    "nms-ndim": _sig(f'd: {NDIM}, vc: R.Tensor(ndim=1, dtype="int32"), ix: R.Tensor(ndim=2, dtype="int32")',
+                     "R.vision.non_max_suppression(d, vc, ix)"),
+    "nms-ndim-soft": _sig(f'd: {NDIM}, vc: {VC}, ix: {IX}', "R.vision.non_max_suppression(d, vc, ix, soft_nms_sigma=0.5)"),
+    "nms-ndim-data": _sig(f'd: {NDIM}, vc: {VC}, ix: {IX}', "R.vision.non_max_suppression(d, vc, ix, return_indices=False)"),
+    "nms-unknown-count": _sig(f'd: {D6}, vc: R.Tensor(dtype="int32", ndim=1), ix: R.Tensor(ndim=-1)',
+                              "R.vision.non_max_suppression(d, vc, ix, return_indices=False)"),
+    "mb-sym": _sig(f"c: {T(('b', 3, 'n'))}, l: {T(('b', 'k'))}, a: {T((1, 'n', 4))}",
+                   "R.vision.multibox_transform_loc(c, l, a)", SYM),
+    "mb-ndim": _sig(f'c: {NDIM}, l: {T((1, 20))}, a: {T((1, 7, 4))}', "R.vision.multibox_transform_loc(c, l, a)"),
+    "mb-unknown-dtype": _sig(f'c: {T((1, 3, 5))}, l: R.Tensor((1, 20)), a: {T((1, 5, 4))}',
+                             "R.vision.multibox_transform_loc(c, l, a)"),
+}
+
+
+@pytest.mark.tvm
+def test_struct_info_prints_as_tvm(tvm_python, tmp_path):
+    printed = _run_tvm(tvm_python, tmp_path, STRUCT)
+    for name, text in STRUCT.items():
+        assert not printed[name].startswith("ERROR"), (name, printed[name])
+        assert to_text(parse(text)).strip() == printed[name].strip(), name
+
+
+_ZERO_RUNNER = r"""
+import sys, tvm
+from tvm import relax
+for path in sys.argv[1:]:
+    mod = tvm.script.from_source(open(path).read())
+    open(path + ".tvm", "w").write(relax.get_pipeline("zero")(mod).script(show_meta=True))
+"""
+
+
+@pytest.mark.tvm
+def test_zero_pipeline_matches_tvm(tvm_python, tmp_path):
+    """TVM's whole zero pipeline: the extern PrimFuncs kOpaque, multibox_transform_loc's
+    kOutEWiseFusable (with its softmax) or kInjective; nothing to fuse."""
+    cases = [c for c in CASES if c[0] in ("gvc-default", "nms-default", "nms-to-bottom", "nms-soft", "mb-default",
+                                          "mb-all", "mb-sym")]
+    paths = []
+    for name, text in cases:
+        paths.append(tmp_path / f"{name}.py")
+        paths[-1].write_text(text)
+    runner = tmp_path / "runner.py"
+    runner.write_text(_ZERO_RUNNER)
+    proc = subprocess.run([tvm_python, str(runner), *map(str, paths)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from irtool.transform import get_pass
+
+    for (name, text), path in zip(cases, paths, strict=True):
+        ours = to_text(get_pass("zero-pipeline")()(parse(text)), show_meta_data=True)
+        assert ours.rstrip("\n") == open(f"{path}.tvm").read().rstrip("\n"), name

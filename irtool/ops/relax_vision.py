@@ -50,7 +50,7 @@ NMS_ATTRS = (AttrSpec("max_output_size", "int", -1), AttrSpec("iou_threshold", "
              AttrSpec("return_indices", "bool", True), AttrSpec("invalid_to_bottom", "bool", False),
              AttrSpec("soft_nms_sigma", "float", 0.0), AttrSpec("score_threshold", "float", 0.0))
 MULTIBOX_ATTRS = (AttrSpec("clip", "bool", False), AttrSpec("threshold", "float", 0.0),
-                  AttrSpec("variances", "floats", (1.0, 1.0, 1.0, 1.0)), AttrSpec("keep_background", "bool", True),
+                  AttrSpec("variances", "doubles", (1.0, 1.0, 1.0, 1.0)), AttrSpec("keep_background", "bool", True),
                   AttrSpec("apply_softmax", "bool", True))
 
 # ----------------------------------------------------------------------------- struct info
@@ -88,14 +88,16 @@ def _tuple(fields, relay: bool):
     return TupleType(fields) if relay else TupleStructInfo(fields)
 
 
-def _check_rank(op: str, what: str, ndim: int, want: int, shape_hint: str = "") -> None:
+def _check_rank(op: str, what: str, ndim: int, want: int) -> None:
+    """TVM's messages: "expects 3-D input" for data, "expects indices to be 2-D" for the others."""
     if ndim not in (-1, want):
-        raise TypeRelError(f"{op} expects {what} to be {want}-D{shape_hint}, got ndim {ndim}")
+        expects = f"{want}-D input" if what == "input" else f"{what} to be {want}-D"
+        raise TypeRelError(f"{op} expects {expects}, got ndim {ndim}")
 
 
 def _get_valid_counts(args, attrs, relay: bool):
     dims, ndim, dtype = _operand(args[0])
-    _check_rank("get_valid_counts", "input data", ndim, 3)
+    _check_rank("get_valid_counts", "input", ndim, 3)
     if dims is None:
         return _tuple([_tensor(None, "int32", 1, relay), _tensor(None, dtype, 3, relay),
                        _tensor(None, "int32", 2, relay)], relay)
