@@ -1,4 +1,5 @@
-"""Vision operators as TOPI's python/tvm/topi/vision/roi_align.py and roi_pool.py build them.
+"""Vision operators as TOPI's python/tvm/topi/vision/roi_align.py, roi_pool.py and
+multibox_transform_loc.py build them (the last: see its function).
 
 roi_align: one `compute` over (roi, c, ph, pw) (NHWC: roi, ph, pw, c) reducing over a grid of
 rh x rw bilinear samples per output bin (`te.sum` of sample / count for "avg", `te.max` for
@@ -18,7 +19,8 @@ elsewhere, into an intermediate `compute`, then a second `compute` giving 0 for 
 Both are legalized for float32 data and rois, constant or symbolic sizes (the forms checked
 byte-identical with TVM 0.27, tests/test_legalize_roi.py); float16 and mixed dtypes stay Relax
 calls (TVM's roi_align PrimFunc then writes float32 where the call says float16).
-all_class_non_max_suppression is legalized in nms.py (TE computes and IR-builder externs).
+all_class_non_max_suppression is legalized in nms.py (TE computes and IR-builder externs),
+get_valid_counts and non_max_suppression in nms_classic.py.
 """
 
 from __future__ import annotations
