@@ -40,6 +40,12 @@ from .scatter import _loop
 I32 = "int32"
 
 
+def topi_const(value: float, dtype: str) -> tir.PrimExpr:
+    """`tirx.const(value, dtype)` of a Python float: a float keeps the double, an integer type
+    truncates it (`tirx.const(0.25, "int32")` is 0)."""
+    return float_const(value, dtype) if tb.is_float(dtype) else tb.const(int(value), dtype)
+
+
 def _minus_one(dtype: str) -> tir.PrimExpr:
     """TOPI's `tvm.tirx.Cast(data.dtype, T.float32(-1.0))`: a Cast node even on float32."""
     return tir.Cast(dtype, tb.const(-1.0, "float32"))
@@ -56,7 +62,7 @@ def get_valid_counts(data: te.Tensor, score_threshold: float, id_index: int, sco
     """TOPI's get_valid_counts with a constant score_threshold: [valid_count (B,) int32,
     out_tensor (B, N, K), out_indices (B, N) int32]."""
     batch, num_anchors, length = data.shape
-    threshold = float_const(score_threshold, data.dtype)
+    threshold = topi_const(score_threshold, data.dtype)
     outs = [tir.Buffer("valid_count", [batch], I32), tir.Buffer("out_tensor", list(data.shape), data.dtype),
             tir.Buffer("out_indices", [batch, num_anchors], I32)]
 
@@ -157,7 +163,7 @@ class _ClassicNms:
         self.out_count = outs[2] if len(outs) > 2 else None
         self.soft = at["soft_nms_sigma"] > 0.0
         self.max_out = tb.const(at["max_output_size"], I32)
-        self.iou_threshold = float_const(at["iou_threshold"], dtype)
+        self.iou_threshold = topi_const(at["iou_threshold"], dtype)
         self.thresh = tir.Cast(dtype, float_const(at["score_threshold"] if self.soft else 0.0, "float32"))
         self.boxes = _Boxes(self.out_data, i, at["coord_start"], tir.Cast(dtype, float_const(0.0, "float32")))
 
@@ -370,4 +376,10 @@ def non_max_suppression(data: te.Tensor, valid_count: te.Tensor, indices: te.Ten
 
 @register_legalize("relax.vision.non_max_suppression")
 def _non_max_suppression(bb, call):
+    """Left as a call where TVM 0.27's legalization raises: signed integer data (TOPI's IoU
+    `intersection / union` of two ints: "TVM supports multiple types of integer divisions"),
+    valid_count or indices of unknown dtype."""
+    data, valid_count, indices = (a.struct_info for a in call.args)
+    if data.dtype.startswith("int") or not valid_count.dtype or not indices.dtype:
+        return call
     return bb.call_te(non_max_suppression, *call.args, dict(call.attrs.items()))

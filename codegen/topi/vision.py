@@ -263,17 +263,18 @@ def multibox_transform_loc(cls_pred: te.Tensor, loc_pred: te.Tensor, anchor: te.
     """TOPI's vision/multibox_transform_loc.py: `multibox_boxes` (B, N, 4) decoded as a Select
     over the four corners, the scores a softmax (or cls_pred) times its `>= threshold` mask,
     `multibox_scores_bg` zeroing class 0 without keep_background. TOPI's constants keep the
-    double (`float_const`); `x * 1.0` folds, as TVM's operators fold it."""
+    double (`topi_const`); `x * 1.0` folds, as TVM's operators fold it."""
     from .broadcast import topi_binary
     from .elemwise import cast
-    from .norm import float_const, softmax
+    from .nms_classic import topi_const
+    from .norm import softmax
     from .transform import reshape
 
     dtype = cls_pred.dtype
     batch, _, num_anchors = cls_pred.shape
     loc = reshape(loc_pred, [batch, num_anchors, 4])
-    vx, vy, vw, vh = (float_const(v, dtype) for v in variances)
-    half, zero, one = float_const(0.5, dtype), float_const(0.0, dtype), float_const(1.0, dtype)
+    vx, vy, vw, vh = (topi_const(v, dtype) for v in variances)
+    half, zero, one = topi_const(0.5, dtype), topi_const(0.0, dtype), topi_const(1.0, dtype)
 
     def decode_bbox(b, a, k):
         left, top, right, bottom = (anchor(0, a, c) for c in range(4))
@@ -292,7 +293,7 @@ def multibox_transform_loc(cls_pred: te.Tensor, loc_pred: te.Tensor, anchor: te.
 
     boxes = te.compute((batch, num_anchors, 4), decode_bbox, name="multibox_boxes")
     scores = softmax(cls_pred, axis=1) if apply_softmax else cls_pred
-    mask = cast(topi_binary("greater_equal")(scores, float_const(threshold, dtype)), dtype)
+    mask = cast(topi_binary("greater_equal")(scores, topi_const(threshold, dtype)), dtype)
     scores = topi_binary("multiply")(scores, mask)
     if not keep_background:
         masked = scores
@@ -303,7 +304,11 @@ def multibox_transform_loc(cls_pred: te.Tensor, loc_pred: te.Tensor, anchor: te.
 
 @register_legalize("relax.vision.multibox_transform_loc")
 def _multibox_transform_loc(bb, call):
+    """Left as a call where TVM 0.27's legalization raises: the softmax of signed integers
+    (`exp / expsum` of two ints)."""
     at = call.attrs
+    if at["apply_softmax"] and call.args[0].struct_info.dtype.startswith("int"):
+        return call
     return bb.call_te(multibox_transform_loc, *call.args, tuple(float(v) for v in at["variances"]), at["clip"],
                       at["threshold"], at["keep_background"], at["apply_softmax"],
                       primfunc_name_hint="multibox_transform_loc")
