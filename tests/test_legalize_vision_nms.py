@@ -460,3 +460,23 @@ def test_zero_pipeline_matches_tvm(tvm_python, tmp_path):
     for (name, text), path in zip(cases, paths, strict=True):
         ours = to_text(get_pass("zero-pipeline")()(parse(text)), show_meta_data=True)
         assert ours.rstrip("\n") == open(f"{path}.tvm").read().rstrip("\n"), name
+
+
+# bfloat16's lowest and highest values in reductions' inits and pads are float32's, as TVM prints
+# them (tir_build.min_value / max_value raised on bfloat16 before multibox_transform_loc's softmax)
+BF16_LIMITS = [(f"bf16-{name}", module(f"x: {T(shape, 'bfloat16')}", call)) for name, shape, call in [
+    ("softmax", (2, 5), "R.nn.softmax(x, axis=0)"), ("max", (2, 5), "R.max(x, axis=[1])"),
+    ("argmin", (2, 5), "R.argmin(x, axis=1)"),
+    ("max_pool2d", (1, 1, 4, 4), "R.nn.max_pool2d(x, pool_size=[2, 2], padding=[1, 1, 1, 1])")]]
+
+
+@pytest.mark.parametrize("case", BF16_LIMITS, ids=lambda c: c[0])
+def test_bfloat16_limits_are_float32s(case):
+    text = to_text(legalize(parse(case[1])))
+    float32_max = "340282346638528859811704183484516925440.0"  # bfloat16's own is 3389531389...
+    assert "call_tir" in text and f"T.bfloat16({float32_max})" in text.replace("-" + float32_max, float32_max)
+
+
+@pytest.mark.tvm
+def test_bfloat16_limits_print_as_tvm(tvm_python, tmp_path):
+    assert_legalized_like_tvm(tvm_python, tmp_path, BF16_LIMITS)
