@@ -81,6 +81,40 @@ MB = [_mb("default"), _mb("batch", b=2, c=4, n=6),
       _mb("sym", b="b", n="n", sym="b = T.int64()\n        n = T.int64()\n        n4 = T.int64()")]
 
 CASES = GVC + NMS + MB
+
+
+def _random_cases(seed: int, count: int) -> list:
+    """Seeded random attribute combinations of the three ops (shapes, indices, thresholds, limits,
+    both NMS kinds and outputs, dtypes)."""
+    rng = np.random.default_rng(seed)
+    pick = lambda values: values[int(rng.integers(len(values)))]  # noqa: E731
+    out = []
+    for k in range(count):
+        op, dtype = k % 3, pick(["float32", "float32", "float16", "float64"])
+        if op == 0:
+            shape = (int(rng.integers(1, 4)), int(rng.integers(0, 8)), int(rng.integers(2, 9)))
+            attrs = (f"score_threshold={pick([-0.5, 0.0, 0.1, 0.25, 0.3333, 0.7])}, "
+                     f"id_index={int(rng.integers(-1, shape[2]))}, score_index={int(rng.integers(0, shape[2]))}")
+            out.append(_gvc(f"random{k}", shape, dtype, attrs))
+        elif op == 1:
+            shape = (int(rng.integers(1, 4)), int(rng.integers(1, 9)), int(rng.integers(5, 9)))
+            attrs = ", ".join([f"max_output_size={pick([-1, 0, 1, 2, 5])}", f"iou_threshold={pick([0.0, 0.3, 0.5, 0.7, 1.0])}",
+                               f"force_suppress={pick([True, False])}", f"top_k={pick([-1, 0, 1, 3, 10])}",
+                               f"coord_start={int(rng.integers(0, shape[2] - 3))}",
+                               f"score_index={int(rng.integers(0, shape[2]))}", f"id_index={int(rng.integers(-1, shape[2]))}",
+                               f"return_indices={pick([True, False])}", f"invalid_to_bottom={pick([True, False])}",
+                               f"soft_nms_sigma={pick([0.0, 0.0, 0.5, 1.0])}", f"score_threshold={pick([0.0, 0.1, 0.3])}"])
+            out.append(_nms(f"random{k}", shape, "float32" if dtype == "float64" else dtype, attrs))
+        else:
+            variances = [pick([0.1, 0.2, 1.0, 2.0]) for _ in range(4)]
+            attrs = (f"clip={pick([True, False])}, threshold={pick([0.0, 0.05, 0.3])}, variances={variances}, "
+                     f"keep_background={pick([True, False])}, apply_softmax={pick([True, False])}")
+            out.append(_mb(f"random{k}", int(rng.integers(1, 3)), int(rng.integers(1, 5)), int(rng.integers(1, 7)),
+                           dtype, attrs))
+    return out
+
+
+RANDOM = _random_cases(2026, 45)
 N3 = 'R.Tensor(ndim=3, dtype="float32")'
 # the other forms TVM 0.27 legalizes: integer, bool and bfloat16 data (TOPI's float constants
 # truncated to the integer type: `tirx.const(0.25, "int32")` is 0; its -1 a Cast node; bfloat16's
@@ -111,7 +145,7 @@ LEFT = ([_nms(d, dtype=d) for d in ("int8", "int32", "int64")] + [_nms("int32-so
 
 @pytest.mark.tvm
 def test_legalized_text_matches_tvm(tvm_python, tmp_path):
-    assert_legalized_like_tvm(tvm_python, tmp_path, CASES + FORMS)
+    assert_legalized_like_tvm(tvm_python, tmp_path, CASES + FORMS + RANDOM)
 
 
 _RAISES_RUNNER = """
@@ -208,7 +242,7 @@ RUN_FORMS = [c for c in FORMS if c[0] in ("gvc-int32", "gvc-int16-negative", "gv
                                           "mb-float64", "mb-int32-no-softmax", "mb-empty", "mb-bfloat16")]
 
 
-@pytest.mark.parametrize("case", CASES + RUN_FORMS, ids=lambda c: c[0])
+@pytest.mark.parametrize("case", CASES + RUN_FORMS + RANDOM, ids=lambda c: c[0])
 def test_legalized_module_runs_as_the_reference(case):
     """The legalized module (its PrimFunc in the TIR interpreter, the packed argsort_nms in
     NumPy) gives the op's reference outputs, on 6 random inputs each."""
@@ -267,7 +301,7 @@ for source, inputs, outputs in zip(*[iter(sys.argv[1:])] * 3):
 """
 
 # TVM's runtime argsort_nms sorts float32 only; symbolic sizes would need shapes at compile time
-RUN_BY_TVM = [c for c in CASES if "f16" not in c[0] and "sym" not in c[0]] + \
+RUN_BY_TVM = [c for c in CASES + RANDOM[:24] if "float16" not in c[1] and "sym" not in c[0]] + \
     [c for c in FORMS if c[0] in ("gvc-int32", "gvc-int16-negative", "gvc-empty", "nms-empty", "nms-k4", "mb-float64",
                                   "mb-int32-no-softmax", "mb-empty")]
 
