@@ -114,7 +114,8 @@ NMS_LEFT = (_both_formats("f64", boxes_dtype="float64", scores_dtype="float64", 
             _both_formats("sym-boxes", shape=(1, "n", 2), sym="n = T.int64()") +  # int(num_boxes) of a size
             _both_formats("st-1", st_shape=(1,)) +  # TOPI's `score_threshold[()]` of a 1-D tensor
             _both_formats("st-1x1", st_shape=(1, 1), iou_shape=(1, 1)) +
-            _both_formats("const-limit-1", max_out='R.const([3], "int64")'))  # int() of a 1-D array
+            _both_formats("const-limit-1", max_out='R.const([3], "int64")') +  # int() of a 1-D array
+            _both_formats("const-limit-empty", max_out='R.const([], "int64")'))
 
 
 def _dss_case(shape, sym=""):
@@ -522,3 +523,18 @@ def test_reference_of_unreadable_operands_is_a_located_diagnostic(case):
         run_relax(mod, args)
     assert "boxes of shape (1, 5, 2)" in str(err.value) or "`score_threshold` has no elements" in str(err.value)
     assert err.value.span is not None and err.value.span.line == 10
+
+
+def test_limit_of_no_elements_keeps_n_per_class():
+    """A max_output_boxes_per_class of shape (0,): TVM 0.27's struct info takes it, its legalized
+    code never reads a limit that is not a constant (N per class) and it cannot legalize a
+    constant one of no elements; the reference keeps N per class, for a parameter and a constant."""
+    empty_param = _nms_form("limit-0", m_shape=(0,))[1]
+    empty_const = _nms_form("const-limit-empty", max_out='R.const([], "int64")')[1]
+    boxes, scores = _form_inputs(np.random.default_rng(4), parse(empty_param), {})
+    thresholds = [np.array(0.5, "float32"), np.array(0.0, "float32")]
+    want = run_relax(parse(_nms_form("limit-n")[1]), [boxes, scores, np.array(5, "int64"), *thresholds])
+    for text, m in ((empty_param, np.zeros((0,), "int64")), (empty_const, np.array(1, "int64"))):  # m unused
+        got = run_relax(parse(text), [boxes, scores, m, *thresholds])
+        for w, g in zip(want, got, strict=True):
+            np.testing.assert_array_equal(g, w)
