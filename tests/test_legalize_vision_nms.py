@@ -237,7 +237,8 @@ def _assert_same(want, got, name: str) -> None:
             np.testing.assert_array_equal(g, w)
 
 
-RUN_FORMS = [c for c in FORMS if c[0] in ("gvc-int32", "gvc-int16-negative", "gvc-empty", "gvc-bfloat16", "nms-float64",
+RUN_FORMS = [c for c in FORMS if c[0] in ("gvc-int32", "gvc-int16-negative", "gvc-uint8", "gvc-bool", "nms-uint8",
+                                          "gvc-empty", "gvc-bfloat16", "nms-float64",
                                           "nms-float64-soft", "nms-bfloat16", "nms-empty", "nms-k4", "nms-sym-all",
                                           "mb-float64", "mb-int32-no-softmax", "mb-empty", "mb-bfloat16")]
 

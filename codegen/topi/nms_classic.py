@@ -119,13 +119,11 @@ def argsort_nms(data: te.Tensor, valid_count: te.Tensor, axis: int = 1, is_ascen
     return te.extern(out_buf, [data, valid_count], body, name="argsort_nms_cpu", in_buffers=[data_buf, count_buf])
 
 
-def _all(*conds) -> tir.PrimExpr:
-    """tvm.tirx.all: the conditions and-ed left to right (Python bools as constants, folded)."""
-    out = None
-    for c in conds:
-        c = tb.const(c, "bool") if isinstance(c, bool) else c
-        out = c if out is None else tb.logical_and(out, c)
-    return out
+def _all(first, *rest) -> tir.PrimExpr:
+    """tvm.tirx.all: the conditions and-ed left to right."""
+    for c in rest:
+        first = tb.logical_and(first, c)
+    return first
 
 
 class _Boxes:

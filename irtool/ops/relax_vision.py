@@ -230,11 +230,24 @@ def multibox_transform_loc_deduce(args_sinfo, attrs):
 # ----------------------------------------------------------------------------- references
 
 
+def _const(value: float, dtype):
+    """TOPI's `tirx.const(value, dtype)`: an integer type truncates the float (0.25 is 0)."""
+    dtype = np.dtype(dtype)
+    return np.asarray(value if dtype.kind == "f" or dtype.name == "bfloat16" else int(value)).astype(dtype)[()]
+
+
+def _cast_f32(value: float, dtype):
+    """TOPI's `tvm.tirx.Cast(dtype, T.float32(value))`: the float32 value converted (-1.0 to an
+    unsigned type wraps as the x86 conversion does)."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(value, np.float32).astype(dtype)[()]
+
+
 def _get_valid_counts_ref(data, score_threshold=0.0, id_index=0, score_index=1):
     batch, anchors, _ = data.shape
-    threshold = np.asarray(score_threshold).astype(data.dtype)
+    threshold = _const(score_threshold, data.dtype)
     counts = np.zeros((batch,), np.int32)
-    out = np.full(data.shape, -1, data.dtype)
+    out = np.full(data.shape, _cast_f32(-1.0, data.dtype), data.dtype)
     out_indices = np.full((batch, anchors), -1, np.int32)
     for b in range(batch):
         for j in range(anchors):
@@ -268,10 +281,10 @@ def _sorted_rows(scores, count: int):
 def _non_max_suppression_ref(data, valid_count, indices, max_output_size=-1, iou_threshold=0.5,
                              force_suppress=False, top_k=-1, coord_start=2, score_index=1, id_index=0,
                              return_indices=True, invalid_to_bottom=False, soft_nms_sigma=0.0, score_threshold=0.0):
-    dt = data.dtype.type
     batch, anchors, _ = data.shape
     soft = soft_nms_sigma > 0.0
-    thresh, zero, iou_t = dt(score_threshold if soft else 0.0), dt(0.0), dt(iou_threshold)
+    thresh, zero = _cast_f32(score_threshold if soft else 0.0, data.dtype), _cast_f32(0.0, data.dtype)
+    iou_t, minus_one = _const(iou_threshold, data.dtype), _cast_f32(-1.0, data.dtype)
     out = np.empty_like(data)
     box_indices = np.empty((batch, anchors), np.int32)
     counts = np.zeros((batch, 1), np.int32)
@@ -294,10 +307,10 @@ def _non_max_suppression_ref(data, valid_count, indices, max_output_size=-1, iou
             if j < nkeep:
                 out[b, j], box_indices[b, j] = data[b, order[j]], order[j]
             else:
-                out[b, j], box_indices[b, j] = dt(-1.0), -1
+                out[b, j], box_indices[b, j] = minus_one, -1
         kept = 0
         if soft:
-            scale = dt(-0.5 / soft_nms_sigma)
+            scale = _cast_f32(-0.5 / soft_nms_sigma, data.dtype)
             for _ in range(nkeep):
                 if not below_limit(kept):
                     continue
@@ -326,18 +339,18 @@ def _non_max_suppression_ref(data, valid_count, indices, max_output_size=-1, iou
                     if j < kept:
                         box_indices[b, j] = indices[b, box_indices[b, j]]
                     else:
-                        out[b, j], box_indices[b, j] = dt(-1.0), -1
+                        out[b, j], box_indices[b, j] = minus_one, -1
             else:
-                out[b, kept:] = dt(-1.0)
+                out[b, kept:] = minus_one
             continue
         for j in range(max(nkeep, 0)):
             if out[b, j, score_index] > thresh and below_limit(kept):
                 kept += 1
                 for k in range(j + 1, nkeep):
                     if out[b, k, score_index] > thresh and same_class(j, k) and iou(j, k) >= iou_t:
-                        out[b, k, score_index], box_indices[b, k] = dt(-1.0), -1
+                        out[b, k, score_index], box_indices[b, k] = minus_one, -1
             else:
-                out[b, j], box_indices[b, j] = dt(-1.0), -1
+                out[b, j], box_indices[b, j] = minus_one, -1
         if return_indices:
             valid = 0
             for j in range(anchors):
@@ -349,7 +362,7 @@ def _non_max_suppression_ref(data, valid_count, indices, max_output_size=-1, iou
     if return_indices:
         return (out, box_indices, counts) if soft else (box_indices, counts)
     if invalid_to_bottom:
-        moved = np.full_like(out, -1)
+        moved = np.full_like(out, minus_one)
         for b in range(batch):
             rows = out[b][out[b, :, score_index] >= zero]
             moved[b, :len(rows)] = rows
@@ -359,11 +372,11 @@ def _non_max_suppression_ref(data, valid_count, indices, max_output_size=-1, iou
 
 def _multibox_transform_loc_ref(cls_pred, loc_pred, anchor, clip=False, threshold=0.0,
                                 variances=(1.0, 1.0, 1.0, 1.0), keep_background=True, apply_softmax=True):
-    dt = cls_pred.dtype.type
+    dtype = cls_pred.dtype
     batch, _, anchors = cls_pred.shape
     loc = loc_pred.reshape(batch, anchors, 4)
-    vx, vy, vw, vh = (dt(v) for v in variances)
-    half = dt(0.5)
+    vx, vy, vw, vh = (_const(v, dtype) for v in variances)
+    half = _const(0.5, dtype)
     left, top, right, bottom = (anchor[0, :, k] for k in range(4))
     ay, ax, ah, aw = (top + bottom) * half, (left + right) * half, bottom - top, right - left
     ycenter = loc[..., 1] * vy * ah + ay
@@ -372,12 +385,12 @@ def _multibox_transform_loc_ref(cls_pred, loc_pred, anchor, clip=False, threshol
     half_w = half * np.exp(loc[..., 2] * vw) * aw
     boxes = np.stack([ycenter - half_h, xcenter - half_w, ycenter + half_h, xcenter + half_w], axis=-1)
     if clip:
-        boxes = np.maximum(dt(0.0), np.minimum(dt(1.0), boxes))
+        boxes = np.maximum(_const(0.0, dtype), np.minimum(_const(1.0, dtype), boxes))
     scores = cls_pred
     if apply_softmax:
         exp = np.exp(cls_pred - cls_pred.max(axis=1, keepdims=True))
         scores = exp / exp.sum(axis=1, keepdims=True)
-    scores = scores * (scores >= dt(threshold)).astype(cls_pred.dtype)
+    scores = scores * (scores >= _const(threshold, dtype)).astype(dtype)
     if not keep_background:
         scores = scores.copy()
         scores[:, 0, :] = 0
