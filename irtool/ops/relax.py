@@ -608,8 +608,7 @@ _op("relax.vision.all_class_non_max_suppression",
     rel=vision.nms_relax_rel, sym_rel=vision.nms_relax_sym,
     ref=lambda *args, **at: vision._all_class_nms(*args, topi_027=True, **at))
 # TVM 0.27's Relax-only vision ops: struct info straight from the arguments' (relax_vision)
-_op("relax.vision.get_valid_counts", "data", (_A("score_threshold", "float", 0.0), _A("id_index", "int", 0),
-                                               _A("score_index", "int", 1)), None,
+_op("relax.vision.get_valid_counts", "data", rv.GET_VALID_COUNTS_ATTRS, None,
     rel=rv.get_valid_counts_rel, deduce=rv.get_valid_counts_deduce, ref=rv._get_valid_counts_ref)
 _op("relax.vision.non_max_suppression", "data valid_count indices", rv.NMS_ATTRS, None,
     rel=rv.non_max_suppression_rel, deduce=rv.non_max_suppression_deduce, ref=rv._non_max_suppression_ref)

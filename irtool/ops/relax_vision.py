@@ -44,6 +44,8 @@ from .common import np
 from .registry import AttrSpec, TypeRelError
 
 # TVM 0.27's attributes in print order, with the Python API's defaults
+GET_VALID_COUNTS_ATTRS = (AttrSpec("score_threshold", "float", 0.0), AttrSpec("id_index", "int", 0),
+                          AttrSpec("score_index", "int", 1))
 NMS_ATTRS = (AttrSpec("max_output_size", "int", -1), AttrSpec("iou_threshold", "float", 0.5),
              AttrSpec("force_suppress", "bool", False), AttrSpec("top_k", "int", -1),
              AttrSpec("coord_start", "int", 2), AttrSpec("score_index", "int", 1), AttrSpec("id_index", "int", 0),
