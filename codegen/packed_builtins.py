@@ -6,6 +6,9 @@ irtool/exec/tir_packed.py).
         src/runtime/extra/contrib/sort/sort.cc): each line of `data` along `axis` sorted stably
         by value, its indices written to `out`; descending compares with `>`, so equal values
         keep their order. Here an insertion sort per line (the lines are NMS's few boxes).
+    tvm.contrib.sort.argsort_nms(data, valid_count, out, axis, is_ascend)   (TOPI's argsort
+        with a valid count): the same over the first valid_count[line] elements of each line,
+        the others' indices themselves.
 
 `lower_packed_call(call)` gives the statement for a `tirx.tvm_call_packed` call, or None when the
 function is not one of ours. Its DLTensor arguments are `T.tvm_stack_make_array(data, shape, 0,
@@ -40,7 +43,9 @@ def _local(name: str) -> tir.Buffer:
     return tir.Buffer(name, [_c(1)], I64, scope="local")
 
 
-def _argsort(data: tir.Buffer, out: tir.Buffer, shape: list, axis: int, ascending: bool) -> tir.Stmt:
+def _argsort(data: tir.Buffer, out: tir.Buffer, shape: list, axis: int, ascending: bool,
+             counts: tir.Buffer | None = None) -> tir.Stmt:
+    """With `counts` (argsort_nms): only the first counts[line] (clamped to the line) sorted."""
     axis = axis + len(shape) if axis < 0 else axis
     outer, length, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
     line = tir.Var("line", I64)
@@ -70,7 +75,12 @@ def _argsort(data: tir.Buffer, out: tir.Buffer, shape: list, axis: int, ascendin
                       tir.BufferStore(j, k, [_c(0)]),
                       tir.While(tir.BinOp("and", tir.BinOp("gt", j0, _c(0)), before), shift),
                       tir.BufferStore(out, tir.Cast(out.dtype, key0) if out.dtype != I64 else key0, [at(j0)])])
-    sort = tir.For(k, _c(1), _c(length - 1), "serial", tir.DeclBuffer(key, tir.DeclBuffer(j, insert)))
+    extent = _c(length - 1)
+    if counts is not None:
+        count = tir.BufferLoad(counts, [line])
+        count = count if count.dtype == I64 else tir.Cast(I64, count)
+        extent = tir.BinOp("max", tir.BinOp("sub", tir.BinOp("min", count, _c(length)), _c(1)), _c(0))
+    sort = tir.For(k, _c(1), extent, "serial", tir.DeclBuffer(key, tir.DeclBuffer(j, insert)))
     return tir.For(line, _c(0), _c(outer * inner), "serial", tir.seq([fill, sort]))
 
 
@@ -85,4 +95,11 @@ def lower_packed_call(call: tir.Call) -> tir.Stmt | None:
         (data_buffer, shape), (out_buffer, _) = data, out
         axis, ascending = call.args[3], call.args[4]
         return _argsort(data_buffer, out_buffer, shape, int(axis.value), bool(ascending.value))
+    if call.args[0].value == "tvm.contrib.sort.argsort_nms" and len(call.args) == 6:
+        data, counts, out = (_array(a, n) for a, n in zip(call.args[1:4], ("argsort_data", "argsort_counts",
+                                                                             "argsort_out")))
+        if data is None or counts is None or out is None:
+            return None
+        axis, ascending = call.args[4], call.args[5]
+        return _argsort(data[0], out[0], data[1], int(axis.value), bool(ascending.value), counts[0])
     return None

@@ -346,9 +346,14 @@ def call(name: str, *args: Operand, dtype: str | None = None) -> tir.PrimExpr:
     return tir.Call(dtype or exprs[0].dtype, f"tirx.{name}", exprs)
 
 
+def _finfo(dtype: str):
+    """NumPy's float limits; bfloat16's are float32's, as TVM's min_value/max_value give them."""
+    return np.finfo("float32" if dtype == "bfloat16" else dtype)
+
+
 def min_value(dtype: str) -> tir.PrimExpr:
     if is_float(dtype):
-        return const(float(np.finfo(dtype).min), dtype)
+        return const(float(_finfo(dtype).min), dtype)
     if dtype == "bool":
         return const(False, "bool")
     return const(int(np.iinfo(dtype).min), dtype)
@@ -356,7 +361,7 @@ def min_value(dtype: str) -> tir.PrimExpr:
 
 def max_value(dtype: str) -> tir.PrimExpr:
     if is_float(dtype):
-        return const(float(np.finfo(dtype).max), dtype)
+        return const(float(_finfo(dtype).max), dtype)
     if dtype == "bool":
         return const(True, "bool")
     return const(int(np.iinfo(dtype).max), dtype)

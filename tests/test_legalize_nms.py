@@ -45,11 +45,11 @@ NMS_TF = [_nms_case(1, 6, 2, fmt="tensorflow"), _nms_case(2, 5, 3, fmt="tensorfl
 
 
 def _nms_form(name, boxes_dtype="float32", scores_dtype="float32", iou_dtype="float32", st_dtype="float32",
-              shape=(1, 5, 2), max_out="m", fmt="onnx", sym="", iou_shape=(), st_shape=(), m_shape=()):
+              shape=(1, 5, 2), max_out="m", fmt="onnx", sym="", iou_shape=(), st_shape=(), m_shape=(), box_width=4):
     """main(b, s, m, iou, st) = the NMS on (batch, boxes, classes) `shape`, a name in it a size
     declared in `sym`, of the given dtypes and threshold shapes; `max_out` a parameter or an R.const."""
     batch, boxes, classes = shape
-    params = (f"b: {T((batch, boxes, 4), boxes_dtype)}, s: {T((batch, classes, boxes), scores_dtype)}, "
+    params = (f"b: {T((batch, boxes, box_width), boxes_dtype)}, s: {T((batch, classes, boxes), scores_dtype)}, "
               f"m: {T(m_shape, 'int64')}, iou: {T(iou_shape, iou_dtype)}, st: {T(st_shape, st_dtype)}")
     call = f'R.vision.all_class_non_max_suppression(b, s, {max_out}, iou, st, output_format="{fmt}")'
     return f"nms-{fmt}-{name}", module(params, call, sym)
@@ -98,6 +98,14 @@ NMS_SHAPES = [case for name, form in [
     ("iou-0", dict(iou_shape=(0,))),
     ("i64-iou-1", dict(iou_shape=(1,), iou_dtype="int64", st_dtype="int64")),
     ("limit-1", dict(m_shape=(1,))),
+    ("limit-0", dict(m_shape=(0,))),  # not read: N per class
+] for case in _both_formats(name, **form)]
+# TVM 0.27's Relax takes boxes (B, N, K) of any K; TOPI reads box j of batch b at flat offset
+# (b * N + j) * 4 (past the buffer's end where K < 4)
+NMS_BOX_WIDTHS = [case for name, form in [
+    ("k5", dict(box_width=5, shape=(2, 4, 2))),
+    ("k6-sym-batch", dict(box_width=6, shape=("nb", 5, 2), sym="nb = T.int64()")),
+    ("k2", dict(box_width=2)),
 ] for case in _both_formats(name, **form)]
 # TVM 0.27's legalization raises on these (LegalizeOps fails): ours leaves the call
 NMS_LEFT = (_both_formats("f64", boxes_dtype="float64", scores_dtype="float64", iou_dtype="float64",
@@ -106,7 +114,8 @@ NMS_LEFT = (_both_formats("f64", boxes_dtype="float64", scores_dtype="float64", 
             _both_formats("sym-boxes", shape=(1, "n", 2), sym="n = T.int64()") +  # int(num_boxes) of a size
             _both_formats("st-1", st_shape=(1,)) +  # TOPI's `score_threshold[()]` of a 1-D tensor
             _both_formats("st-1x1", st_shape=(1, 1), iou_shape=(1, 1)) +
-            _both_formats("const-limit-1", max_out='R.const([3], "int64")'))  # int() of a 1-D array
+            _both_formats("const-limit-1", max_out='R.const([3], "int64")') +  # int() of a 1-D array
+            _both_formats("const-limit-empty", max_out='R.const([], "int64")'))
 
 
 def _dss_case(shape, sym=""):
@@ -137,8 +146,8 @@ def test_legalized_dtype_symbolic_and_limit_forms_match_tvm(tvm_python, tmp_path
     """float16, bfloat16, mixed and int dtypes, symbolic batch, classes and boxes, int32 and zero
     limits, thresholds and limits of other shapes, both output formats: TVM's LegalizeOps prints
     what ours prints."""
-    assert_legalized_like_tvm(tvm_python, tmp_path, NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS + NMS_SHAPES,
-                              normalize=_canonical)
+    assert_legalized_like_tvm(tvm_python, tmp_path, NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS + NMS_SHAPES +
+                              NMS_BOX_WIDTHS, normalize=_canonical)
 
 
 _RAISES_RUNNER = """
@@ -429,6 +438,8 @@ def _form_inputs(rng, mod, sizes):
     flip = rng.random((b, n, 1)) < 0.3
     boxes = np.where(flip, np.concatenate([corners + extents, corners], -1),
                      np.concatenate([corners, corners + extents], -1))
+    if params[0].struct_info.shape[2] > 4:  # boxes (B, N, K): K - 4 more integer columns
+        boxes = np.concatenate([boxes, rng.integers(0, 8, size=(b, n, params[0].struct_info.shape[2] - 4))], -1)
     scores = rng.integers(0, 8, size=(b, c, n)) / 8
     if params[1].struct_info.dtype.startswith("int"):
         scores = rng.integers(0, 4, size=(b, c, n))
@@ -437,7 +448,7 @@ def _form_inputs(rng, mod, sizes):
 
 _THRESHOLDS = {"float": [(0.5, 0.25), (0.3, 0.0), (0.0, 0.5), (1.0, 0.75)], "int": [(1, 0), (0, 1), (1, 2)],
                "uint": [(1, 0), (1, 2)], "bool": [(True, False), (False, True)]}
-RUN_FORMS = NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS + NMS_SHAPES
+RUN_FORMS = NMS_DTYPES + NMS_SYMBOLIC + NMS_LIMITS + NMS_SHAPES + [c for c in NMS_BOX_WIDTHS if "k2" not in c[0]]
 
 
 @pytest.mark.parametrize("case", RUN_FORMS, ids=lambda c: c[0])
@@ -495,3 +506,35 @@ def test_nms_forms_prim_funcs_run_natively_as_interpreted(case):
     assert interpreted[-1].sum() > 0  # boxes were kept
     for a, b in zip(interpreted, native, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("case", _both_formats("k2", box_width=2) + _both_formats("st-0", st_shape=(0,)),
+                         ids=lambda c: c[0])
+def test_reference_of_unreadable_operands_is_a_located_diagnostic(case):
+    """Boxes (B, N, K < 4), whose 4 values per box TVM's legalized code reads past the buffer's
+    end, and a score_threshold of no elements (TVM cannot legalize a non-0-d one): the struct
+    info is TVM's, the reference stops with a located diagnostic naming the operand."""
+    mod = parse(case[1])
+    params = mod.functions["main"].params
+    boxes = np.zeros([d for d in params[0].struct_info.shape], "float32")
+    args = [boxes, np.ones([d for d in params[1].struct_info.shape], "float32"), np.array(5, "int64"),
+            np.array(0.5, "float32"), np.zeros([d for d in params[4].struct_info.shape], "float32")]
+    with pytest.raises(irtool.DiagnosticError) as err:
+        run_relax(mod, args)
+    assert "boxes of shape (1, 5, 2)" in str(err.value) or "`score_threshold` has no elements" in str(err.value)
+    assert err.value.span is not None and err.value.span.line == 10
+
+
+def test_limit_of_no_elements_keeps_n_per_class():
+    """A max_output_boxes_per_class of shape (0,): TVM 0.27's struct info takes it, its legalized
+    code never reads a limit that is not a constant (N per class) and it cannot legalize a
+    constant one of no elements; the reference keeps N per class, for a parameter and a constant."""
+    empty_param = _nms_form("limit-0", m_shape=(0,))[1]
+    empty_const = _nms_form("const-limit-empty", max_out='R.const([], "int64")')[1]
+    boxes, scores = _form_inputs(np.random.default_rng(4), parse(empty_param), {})
+    thresholds = [np.array(0.5, "float32"), np.array(0.0, "float32")]
+    want = run_relax(parse(_nms_form("limit-n")[1]), [boxes, scores, np.array(5, "int64"), *thresholds])
+    for text, m in ((empty_param, np.zeros((0,), "int64")), (empty_const, np.array(1, "int64"))):  # m unused
+        got = run_relax(parse(text), [boxes, scores, m, *thresholds])
+        for w, g in zip(want, got, strict=True):
+            np.testing.assert_array_equal(g, w)

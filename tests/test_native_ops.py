@@ -326,6 +326,13 @@ for tag, x, call in [("avg", "1x2x6x6", "R.vision.roi_align(x, r, pooled_size=[2
 for tag, x, call in [("2x2", "1x2x6x6", "R.vision.roi_pool(x, r, pooled_size=[2, 2], spatial_scale=1.0)"),
                      ("scaled", "1x3x5x7", "R.vision.roi_pool(x, r, pooled_size=[3, 2], spatial_scale=0.5)")]:
     case("vision", f"roi_pool-{tag}", f"x:{x}:float32 r:4x5:float32:rois", call)
+# rows [class id, score, x1, y1, x2, y2] in exact quarters; valid counts 0..6 (the runtime's argsort_nms)
+case("vision", "get_valid_counts", "d:2x6x6:float32:small", "R.vision.get_valid_counts(d, score_threshold=0.5)")
+for tag, attrs in [("hard", "iou_threshold=0.3"), ("soft-data", "soft_nms_sigma=0.5, return_indices=False, top_k=4")]:
+    case("vision", f"non_max_suppression-{tag}", "d:2x6x6:float32:small v:2:int32:idx7 i:2x6:int32:byte",
+         f"R.vision.non_max_suppression(d, v, i, {attrs})")
+case("vision", "multibox_transform_loc", "c:1x3x5:float32 l:1x20:float32:small a:1x5x4:float32:unit",
+     "R.vision.multibox_transform_loc(c, l, a, clip=True, threshold=0.2)")
 case("image", "resize2d-int32-nearest", "x:1x1x3x3:int32", 'R.image.resize2d(x, R.shape([6, 6]), method="nearest_neighbor")')
 case("image", "resize2d-uint8-linear", "x:1x1x3x3:uint8", 'R.image.resize2d(x, R.shape([5, 4]))')
 

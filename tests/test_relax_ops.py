@@ -131,6 +131,10 @@ SAMPLES = {
                               {"pooled_size": 2, "spatial_scale": 1.0}),
     "relax.vision.all_class_non_max_suppression": (
         [t((1, 5, 4)), t((1, 2, 5)), t((), "int64", "index:3"), t((), "float32", "positive"), t((), "float32")], {}),
+    "relax.vision.get_valid_counts": ([t((2, 5, 6))], {"score_threshold": 0.1}),
+    "relax.vision.non_max_suppression": ([t((2, 5, 6)), t((2,), "int32", "index:6"), t((2, 5), "int32", "index:9")],
+                                         {"soft_nms_sigma": 0.5}),
+    "relax.vision.multibox_transform_loc": ([t((1, 3, 5)), t((1, 20)), t((1, 5, 4), fill="positive")], {"clip": True}),
 }
 
 

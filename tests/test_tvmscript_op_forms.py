@@ -159,6 +159,17 @@ CASES: dict[str, list[tuple[list, dict]]] = {
     "relax.vision.all_class_non_max_suppression": [
         ([t(1, 5, 4), t(1, 2, 5), t(dtype="int64"), t(dtype="float32"), t(dtype="float32")],
          {"output_format": "tensorflow"})],
+    "relax.vision.get_valid_counts": [([t(2, 5, 6)], {"score_threshold": 0.25, "id_index": -1, "score_index": 2})],
+    "relax.vision.non_max_suppression": [
+        ([t(2, 5, 6), t(2, dtype="int32"), t(2, 5, dtype="int32")],
+         {"max_output_size": 3, "iou_threshold": 0.3, "force_suppress": True, "top_k": 4, "coord_start": 1,
+          "score_index": 0, "id_index": -1, "return_indices": False, "invalid_to_bottom": True,
+          "soft_nms_sigma": 0.5, "score_threshold": 0.1}),
+        ([t(2, 5, 6), t(2, dtype="int32"), t(2, 5, dtype="int32")], {"soft_nms_sigma": 0.25})],
+    "relax.vision.multibox_transform_loc": [
+        ([t(1, 3, 5), t(1, 20), t(1, 5, 4)],
+         {"clip": True, "threshold": 0.1, "variances": [0.1, 0.1, 0.2, 0.2], "keep_background": False,
+          "apply_softmax": False})],
 }
 H16, I32, I8, B = t(2, 3, 4, dtype="float16"), t(2, 3, 4, dtype="int32"), t(2, 3, 4, dtype="int8"), \
     t(2, 3, 4, dtype="bool")

@@ -13,8 +13,9 @@ One module per family, each a table where the family allows:
     linalg     matmul                           (`matmul`, reduce axis k)
     indexing   flip, gather_nd, einsum          (`T_reverse_sequence`, `T_gather_nd`, `T_einsum`)
     scatter    scatter_elements, scatter_nd     (te.extern: one opaque `*_generic` sblock)
-    vision     roi_align, roi_pool              (`compute`; a data-dependent sample grid nests)
+    vision     roi_align, roi_pool, multibox_transform_loc  (`compute`; a data-dependent sample grid nests)
     nms        all_class_non_max_suppression    (computes and te.extern IR-builder programs)
+    nms_classic  get_valid_counts, non_max_suppression  (te.extern IR-builder programs)
     dynamic    dynamic_strided_slice            (a shape function, R.match_cast of its sizes)
 
 Adding an op:
@@ -78,6 +79,7 @@ def _load() -> None:
             indexing,
             linalg,
             nms,
+            nms_classic,
             nn,
             norm,
             pool,

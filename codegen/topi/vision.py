@@ -1,4 +1,5 @@
-"""Vision operators as TOPI's python/tvm/topi/vision/roi_align.py and roi_pool.py build them.
+"""Vision operators as TOPI's python/tvm/topi/vision/roi_align.py, roi_pool.py and
+multibox_transform_loc.py build them (the last: see its function).
 
 roi_align: one `compute` over (roi, c, ph, pw) (NHWC: roi, ph, pw, c) reducing over a grid of
 rh x rw bilinear samples per output bin (`te.sum` of sample / count for "avg", `te.max` for
@@ -18,7 +19,8 @@ elsewhere, into an intermediate `compute`, then a second `compute` giving 0 for 
 Both are legalized for float32 data and rois, constant or symbolic sizes (the forms checked
 byte-identical with TVM 0.27, tests/test_legalize_roi.py); float16 and mixed dtypes stay Relax
 calls (TVM's roi_align PrimFunc then writes float32 where the call says float16).
-all_class_non_max_suppression is legalized in nms.py (TE computes and IR-builder externs).
+all_class_non_max_suppression is legalized in nms.py (TE computes and IR-builder externs),
+get_valid_counts and non_max_suppression in nms_classic.py.
 """
 
 from __future__ import annotations
@@ -251,3 +253,62 @@ def _roi_pool(bb, call):
         return call
     return bb.call_te(roi_pool, call.args[0], call.args[1], pooled_size=[int(p) for p in at["pooled_size"]],
                       spatial_scale=float(at["spatial_scale"]), layout=at["layout"])
+
+
+# ----------------------------------------------------------------------------- multibox_transform_loc
+
+
+def multibox_transform_loc(cls_pred: te.Tensor, loc_pred: te.Tensor, anchor: te.Tensor, variances, clip: bool,
+                           threshold: float, keep_background: bool, apply_softmax: bool) -> list:
+    """TOPI's vision/multibox_transform_loc.py: `multibox_boxes` (B, N, 4) decoded as a Select
+    over the four corners, the scores a softmax (or cls_pred) times its `>= threshold` mask,
+    `multibox_scores_bg` zeroing class 0 without keep_background. TOPI's constants keep the
+    double (`topi_const`); `x * 1.0` folds, as TVM's operators fold it."""
+    from .broadcast import topi_binary
+    from .elemwise import cast
+    from .nms_classic import topi_const
+    from .norm import softmax
+    from .transform import reshape
+
+    dtype = cls_pred.dtype
+    batch, _, num_anchors = cls_pred.shape
+    loc = reshape(loc_pred, [batch, num_anchors, 4])
+    vx, vy, vw, vh = (topi_const(v, dtype) for v in variances)
+    half, zero, one = topi_const(0.5, dtype), topi_const(0.0, dtype), topi_const(1.0, dtype)
+
+    def decode_bbox(b, a, k):
+        left, top, right, bottom = (anchor(0, a, c) for c in range(4))
+        ay, ax = tb.mul(tb.add(top, bottom), half), tb.mul(tb.add(left, right), half)
+        ah, aw = tb.sub(bottom, top), tb.sub(right, left)
+        ex, ey, ew, eh = (loc(b, a, c) for c in range(4))
+        ycenter = tb.add(tb.mul(tb.mul(ey, vy), ah), ay)
+        xcenter = tb.add(tb.mul(tb.mul(ex, vx), aw), ax)
+        half_h = tb.mul(tb.mul(half, tb.call("exp", tb.mul(eh, vh))), ah)
+        half_w = tb.mul(tb.mul(half, tb.call("exp", tb.mul(ew, vw))), aw)
+        corners = [tb.sub(ycenter, half_h), tb.sub(xcenter, half_w), tb.add(ycenter, half_h), tb.add(xcenter, half_w)]
+        if clip:
+            corners = [tb.max_(zero, tb.min_(one, c)) for c in corners]
+        ymin, xmin, ymax, xmax = corners
+        return tir.Select(tb.eq(k, 0), ymin, tir.Select(tb.eq(k, 1), xmin, tir.Select(tb.eq(k, 2), ymax, xmax)))
+
+    boxes = te.compute((batch, num_anchors, 4), decode_bbox, name="multibox_boxes")
+    scores = softmax(cls_pred, axis=1) if apply_softmax else cls_pred
+    mask = cast(topi_binary("greater_equal")(scores, topi_const(threshold, dtype)), dtype)
+    scores = topi_binary("multiply")(scores, mask)
+    if not keep_background:
+        masked = scores
+        scores = te.compute(masked.shape, lambda b, c, n: tb.if_then_else(tb.eq(c, 0), zero, masked(b, c, n)),
+                            name="multibox_scores_bg")
+    return [boxes, scores]
+
+
+@register_legalize("relax.vision.multibox_transform_loc")
+def _multibox_transform_loc(bb, call):
+    """Left as a call where TVM 0.27's legalization raises: the softmax of signed integers
+    (`exp / expsum` of two ints)."""
+    at = call.attrs
+    if at["apply_softmax"] and call.args[0].struct_info.dtype.startswith("int"):
+        return call
+    return bb.call_te(multibox_transform_loc, *call.args, tuple(float(v) for v in at["variances"]), at["clip"],
+                      at["threshold"], at["keep_background"], at["apply_softmax"],
+                      primfunc_name_hint="multibox_transform_loc")

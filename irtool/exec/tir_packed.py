@@ -5,6 +5,8 @@ TIR instead: codegen/packed_builtins.py).
     tvm.contrib.sort.argsort(data, out, axis, is_ascend)   TVM's src/runtime/extra/contrib/sort/
         sort.cc: each line along `axis` sorted stably by value, descending with `>`, ties in
         index order
+    tvm.contrib.sort.argsort_nms(data, valid_count, out, axis, is_ascend)   the same over each
+        line's first valid_count elements (clamped to the line), the others' indices themselves
 
 A `T.tvm_stack_make_array(data, T.tvm_stack_make_shape(dims...), strides, ndim, zero of the
 dtype, offset)` argument becomes an array viewing that buffer's storage; the others are scalars.
@@ -24,7 +26,20 @@ def _argsort(data, out, axis: int, is_ascend: bool) -> None:
     out[...] = np.argsort(keys, axis=axis, kind="stable").astype(out.dtype)
 
 
-PACKED_FUNCS = {"tvm.contrib.sort.argsort": _argsort}
+def _argsort_nms(data, valid_count, out, axis: int, is_ascend: bool) -> None:
+    """Each line's first valid_count elements sorted, the other positions their own indices."""
+    axis = axis + data.ndim if axis < 0 else axis
+    lines, moved_out = np.moveaxis(data, axis, -1), np.moveaxis(out, axis, -1)
+    length = lines.shape[-1]
+    counts = valid_count.reshape(lines.shape[:-1])
+    for at in np.ndindex(*lines.shape[:-1]):
+        count = min(max(int(counts[at]), 0), length)
+        head = lines[at][:count]
+        keys = head if is_ascend else (-head if head.dtype.kind == "f" else -head.astype(object))
+        moved_out[at] = np.concatenate([np.argsort(keys, kind="stable"), np.arange(count, length)]).astype(out.dtype)
+
+
+PACKED_FUNCS = {"tvm.contrib.sort.argsort": _argsort, "tvm.contrib.sort.argsort_nms": _argsort_nms}
 
 
 def packed(name: str, args: list) -> int:

@@ -112,7 +112,7 @@ def _convert(kind: str, value, what: str):
         if isinstance(value, str) and (value == "" or is_valid_dtype(value)):
             return value
         raise AttrError(f"{what} must be a data type such as \"float32\", got {_show(value)}")
-    if kind in ("ints", "floats"):
+    if kind in ("ints", "floats", "doubles"):  # doubles: TVM's Array<double>, printed as plain floats
         items = value if isinstance(value, tuple) else (value,)
         one = _as_int if kind == "ints" else _as_float
         return tuple(one(v, f"each element of {what}") for v in items)

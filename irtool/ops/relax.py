@@ -99,6 +99,7 @@ from ..ir.expr import Attrs, TypedScalar
 from ..ir.types import ANY, TensorType
 from . import registry, vision
 from . import relax_scan_sort as scan_sort
+from . import relax_vision as rv
 from .common import np, tensor_arg
 from .dynamic import strided_slice_rel as _dyn_strided_slice_rel
 from .nn import _pad4, _pad6, _pair, _triple
@@ -606,6 +607,13 @@ _op("relax.vision.all_class_non_max_suppression",
     (_A("output_format", "str", "onnx"),),                     "vision.all_class_non_max_suppression",
     rel=vision.nms_relax_rel, sym_rel=vision.nms_relax_sym,
     ref=lambda *args, **at: vision._all_class_nms(*args, topi_027=True, **at))
+# TVM 0.27's Relax-only vision ops: struct info straight from the arguments' (relax_vision)
+_op("relax.vision.get_valid_counts", "data", rv.GET_VALID_COUNTS_ATTRS, None,
+    rel=rv.get_valid_counts_rel, deduce=rv.get_valid_counts_deduce, ref=rv._get_valid_counts_ref)
+_op("relax.vision.non_max_suppression", "data valid_count indices", rv.NMS_ATTRS, None,
+    rel=rv.non_max_suppression_rel, deduce=rv.non_max_suppression_deduce, ref=rv._non_max_suppression_ref)
+_op("relax.vision.multibox_transform_loc", "cls_pred loc_pred anchor", rv.MULTIBOX_ATTRS, None,
+    rel=rv.multibox_transform_loc_rel, deduce=rv.multibox_transform_loc_deduce, ref=rv._multibox_transform_loc_ref)
 
 
 # ----------------------------------------------------------------------------- API

@@ -22,7 +22,8 @@ v0.19 defines them (src/relay/op/vision/rcnn_op.cc, nms.cc) and TOPI computes th
         only the first `count` rows are meaningful. TOPI selects nothing when
         iou_threshold <= 0, and only a box of positive score can be suppressed. Relax (TVM
         0.27) also has output_format="tensorflow": per batch the kept boxes' [class, box]
-        rows (B, C*N, 2), their scores (B, C*N) and counts (B,), zeros after the count.
+        rows (B, C*N, 2), their scores (B, C*N) and counts (B,), zeros after the count; its boxes
+        may be (B, N, K) of any K (`_topi_boxes`).
 
 legalize-ops lowers the Relax roi_align and roi_pool with TOPI 0.27's computes
 (codegen/topi/vision.py); all_class_non_max_suppression with TOPI 0.27's IR-builder programs (codegen/topi/nms.py).
@@ -135,13 +136,14 @@ def _roi_pool(data, rois, pooled_size, spatial_scale, layout="NCHW", round_half_
 
 def _nms_operands(args, scalars: bool) -> None:
     """The operands' checks: boxes (B, N, 4), scores (B, C, N); the limit and thresholds scalars
-    for Relay (`scalars`); TVM 0.27's Relax op checks only the ranks of boxes and scores."""
+    for Relay (`scalars`); TVM 0.27's Relax op checks only the ranks of boxes and scores (boxes
+    (B, N, K) of any K)."""
     boxes, scores = tensor_arg(args, 0, "boxes"), tensor_arg(args, 1, "scores")
     for i, name in ((2, "max_output_boxes_per_class"), (3, "iou_threshold"), (4, "score_threshold")):
         if tensor_arg(args, i, name).shape and scalars:
             raise TypeRelError(f"all_class_non_max_suppression `{name}` must be a scalar, got shape "
                                f"{fmt_shape(args[i].shape)}")
-    if len(boxes.shape) != 3 or boxes.shape[2] not in (4, ANY):
+    if len(boxes.shape) != 3 or scalars and boxes.shape[2] not in (4, ANY):
         raise TypeRelError(f"all_class_non_max_suppression needs boxes of shape (B, N, 4), got "
                            f"{fmt_shape(boxes.shape)}")
     if len(scores.shape) != 3:
@@ -206,8 +208,24 @@ def _iou(a, b) -> float:
     return 0.0 if union <= 0 else area / union
 
 
-def _first(x):
-    return np.asarray(x).reshape(-1)[0]
+def _first(x, name: str):
+    flat = np.asarray(x).reshape(-1)
+    if flat.size == 0:
+        raise ValueError(f"all_class_non_max_suppression `{name}` has no elements")
+    return flat[0]
+
+
+def _topi_boxes(boxes):
+    """The boxes TVM 0.27's legalized code reads: box j of batch b the four values at flat offset
+    (b * N + j) * 4, whatever the last dimension K (its struct info accepts any); K < 4 reads past
+    the buffer's end."""
+    batch, n, width = boxes.shape
+    if width == 4:
+        return boxes
+    if width < 4:
+        raise ValueError(f"all_class_non_max_suppression boxes of shape {boxes.shape}: TVM's legalized code reads "
+                         "4 values per box, past the end of boxes with fewer")
+    return boxes.reshape(-1)[:batch * n * 4].reshape(batch, n, 4)
 
 
 def _all_class_nms(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold,
@@ -215,12 +233,17 @@ def _all_class_nms(boxes, scores, max_output_boxes_per_class, iou_threshold, sco
     """The op's reference: Relay's scalar operands, a limit <= 0 no limit. With `topi_027` (the
     Relax op, as TVM 0.27's TOPI legalizes it): a limit <= 0 selects nothing (a box is kept while
     `count < max_output_size`); an iou_threshold of shape (1,) is its element, of another non-0-d
-    shape TOPI's 0.5 (not read); a 1-element limit or score_threshold its element."""
+    shape TOPI's 0.5 (not read); a 1-element limit or score_threshold its element; a limit of no
+    elements is N (TVM legalizes a limit that is not a constant as N per class; a constant one of
+    no elements it cannot legalize); boxes (B, N, K) read as `_topi_boxes` does."""
     batch, classes, n = scores.shape
     if topi_027:
         iou = np.asarray(iou_threshold)
         iou_t = float(iou) if iou.ndim == 0 else float(iou[0]) if iou.shape == (1,) else 0.5
-        limit, score_t = int(_first(max_output_boxes_per_class)), float(_first(score_threshold))
+        limit = (n if np.size(max_output_boxes_per_class) == 0 else
+                 int(_first(max_output_boxes_per_class, "max_output_boxes_per_class")))
+        score_t = float(_first(score_threshold, "score_threshold"))
+        boxes = _topi_boxes(boxes)
     else:
         limit, iou_t, score_t = int(max_output_boxes_per_class), float(iou_threshold), float(score_threshold)
     rows = []
