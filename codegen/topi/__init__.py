@@ -80,6 +80,7 @@ def _load() -> None:
             nms,
             nn,
             norm,
+            norms_losses,
             pool,
             reduce,
             scatter,

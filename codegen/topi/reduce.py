@@ -138,7 +138,15 @@ class _ArgReduceOp(te.ComputeOp):
         worst = tb.min_value(dtypes[1]) if self.is_argmax else tb.max_value(dtypes[1])
         return [tb.const(-1, dtypes[0]), worst]
 
+    def simplified_sources(self, sources: list) -> list:
+        # CreatePrimFunc simplifies each source with the full analyzer: the raveled index of a
+        # reduction over several axes prints expanded, `v_k0 * 144 + v_k1 * 36 + v_k2 * 6 + v_k3`
+        index, value = sources
+        return [simplify_index(index), simplify(value)]
+
     def make_stmt(self, out_bufs: list, buffers: dict, names, index_dtype: str) -> tir.Stmt:
+        """CreatePrimFunc's sblock of a tuple reduction (`combine`, `identity`, `sources` given
+        by the subclass)."""
         vmap: dict = {}
         loops, block_iters, store = [], [], []
         for iv in list(self.axis) + list(self.reduce_axis):
@@ -150,10 +158,7 @@ class _ArgReduceOp(te.ComputeOp):
                 store.append(block_var)
             vmap[iv.var] = block_var
         lhs = [tir.BufferLoad(b, store) for b in out_bufs]
-        # CreatePrimFunc simplifies each source with the full analyzer: the raveled index of a
-        # reduction over several axes prints expanded, `v_k0 * 144 + v_k1 * 36 + v_k2 * 6 + v_k3`
-        index, value = (te._substitute(s, vmap, buffers) for s in self.sources)
-        rhs = [simplify_index(index), simplify(value)]
+        rhs = self.simplified_sources([te._substitute(s, vmap, buffers) for s in self.sources])
         temps = [tir.Var("v_" + b.name, b.dtype) for b in out_bufs]
         body: tir.Stmt = tir.seq([tir.BufferStore(b, t, store) for b, t in zip(out_bufs, temps)])
         for t, value in reversed(list(zip(temps, self.combine(lhs, rhs)))):
