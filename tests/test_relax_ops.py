@@ -117,6 +117,9 @@ SAMPLES = {
     "relax.nn.batch_norm": ([t((2, 3, 4, 4)), t((3,)), t((3,)), t((3,)), t((3,), fill="positive")], {"axis": 1}),
     "relax.nn.layer_norm": ([t((2, 3, 4)), t((3, 4)), t((3, 4))], {"axes": [1, 2]}),
     "relax.nn.rms_norm": ([t((2, 3, 4)), t((3, 4))], {"axes": [1, 2]}),
+    "relax.nn.group_norm": ([t((2, 6, 3)), t((6,)), t((6,))], {"num_groups": 3, "channel_axis": 1, "axes": [2]}),
+    "relax.nn.instance_norm": ([t((2, 3, 4)), t((3,)), t((3,))], {"channel_axis": 1, "axes": [2]}),
+    "relax.std": ([t((2, 3, 4))], {"axis": [0, 2], "keepdims": True}),
     "relax.nn.pad": ([t((2, 3))], {"pad_width": [1, 0, 2, 1], "pad_value": 1.5}),
     "relax.nn.prelu": ([t((1, 3, 4, 4)), t((3,))], {}),
     "relax.nn.leakyrelu": ([t((2, 3))], {"alpha": 0.2}),
@@ -386,6 +389,19 @@ def test_clip_takes_prim_values_and_arange_infers_its_dtype():
      {"strides": [2, 2, 2], "output_padding": [0, 2, 0]}, "must be less than `strides`"),
     ("relax.nn.adaptive_avg_pool3d", [t((1, 2, 3, 3))], {}, "rank 5"),
     ("relax.nn.adaptive_avg_pool3d", [t((1, 2, 3, 3, 3))], {"layout": "NCHWD4"}, "must order the axes"),
+    # TVM 0.27's group_norm / instance_norm checks (nn.cc)
+    ("relax.nn.group_norm", [t((2, 4, 3)), t((4,)), t((4,))], {"num_groups": 3, "channel_axis": 1, "axes": [2]},
+     "divisible by 3"),
+    ("relax.nn.group_norm", [t((2, 4, 3), "int32"), t((4,), "int32"), t((4,), "int32")],
+     {"num_groups": 2, "channel_axis": 1, "axes": [2]}, "data must be float"),
+    ("relax.nn.instance_norm", [t((2, 4, 3)), t((4,)), t((4,))], {"channel_axis": 1, "axes": [1, 2]},
+     "channel_axis must not be in axes"),
+    ("relax.nn.instance_norm", [t((2, 4, 3)), t((4,)), t((3,))], {"channel_axis": 1, "axes": [2]},
+     "size of input 2 must be equal"),
+    ("relax.nn.group_norm", [t((2, 4, 3)), t((4,), "float16"), t((4,))], {"num_groups": 2, "channel_axis": 1,
+                                                                         "axes": [2]}, "same dtype"),
+    ("relax.nn.softplus", [t((2,), "int32")], {}, "must be floating-point"),
+    ("relax.atan2", [t((2,)), t((2,), "int32")], {}, "do not match"),
 ])
 def test_relax_only_checks(name, args, given, message):
     with pytest.raises(TypeRelError, match=message):
@@ -641,6 +657,11 @@ SYMBOLIC = [
     ("tensor_to_shape_n", "relax.tensor_to_shape", [t(("n",), "int32")], {}),
     ("shape_to_tensor", "relax.shape_to_tensor", [shape(["n", 3, "n*m"])], {}),
     ("full_prod", "relax.full", [shape(["n*m", 3]), t(())], {}),
+    ("group_norm", "relax.nn.group_norm", [t(("n", 4, "m")), t((4,)), t((4,))],
+     {"num_groups": 2, "channel_axis": 1, "axes": [2]}),
+    ("instance_norm", "relax.nn.instance_norm", [t(("n", 4, "m")), t((4,)), t((4,))], {"channel_axis": 1, "axes": [2]}),
+    ("std", "relax.std", [t(("n", 3, "m"))], {"axis": [1], "keepdims": True}),
+    ("log_add_exp", "relax.log_add_exp", [t(("n", 1)), t((1, "m"))], {}),
 ]
 ENVS = [{"n": 5, "m": 7}, {"n": 8, "m": 2}, {"n": 13, "m": 30}, {"n": 2, "m": 40}]
 LESS_PRECISE = {("split3", "ndim only")}
