@@ -30,10 +30,12 @@ from .. import te
 from .. import tir_build as tb
 from ..simplify import simplify
 from . import register_legalize
-from .broadcast import _legalize_binary, with_broadcast
+from .broadcast import _legalize_binary, topi_binary, with_broadcast
+from .creation import full as topi_full
+from .nms import argsort
 from .norm import _cpp_cast, float_const
-from .reduce import _ArgReduceOp, real_axis, reduce_axes, target_shape, variance
-from .transform import reshape
+from .reduce import _ArgReduceOp, real_axis, reduce_axes, target_shape, topi_sum, variance
+from .transform import gather, reshape, squeeze
 
 
 class _TupleSumOp(_ArgReduceOp):
@@ -213,3 +215,110 @@ def _log_add_exp(bb, call):
 
 
 register_legalize("relax.atan2", _legalize_binary(atan2))
+
+
+# ----------------------------------------------------------------------------- losses
+
+_multiply, _divide = topi_binary("multiply"), topi_binary("divide")
+
+
+def cross_entropy_with_logits(x: te.Tensor, y: te.Tensor) -> te.Tensor:
+    """TVM's te_cross_entropy_with_logits: -sum(x * y), divided by the batch size from rank 2."""
+    loss = _multiply(topi_sum(_multiply(x, y)), tb.const(-1, x.dtype))  # te's unary minus: * -1
+    return _divide(loss, x.shape[0]) if len(x.shape) > 1 else loss
+
+
+@register_legalize("relax.nn.cross_entropy_with_logits")
+def _cross_entropy_with_logits(bb, call):
+    x = call.args[0].struct_info
+    if not tb.is_float(x.dtype) and x.ndim > 1:
+        return call  # te's `/` of integer tensors is ambiguous: TVM's LegalizeOps fails
+    return bb.call_te(cross_entropy_with_logits, call.args[0], call.args[1],
+                      primfunc_name_hint="cross_entropy_with_logits")
+
+
+def nll_loss(predictions: te.Tensor, targets: te.Tensor, weights: te.Tensor, reduction: str = "mean",
+             ignore_index: int = -100) -> te.Tensor:
+    """TOPI's C++ nll_loss: `nll_loss` (Select(t != ignore_index, -x[n, t, d...] * w[t], 0)) over
+    the targets' shape, summed (`nll_loss_red`); "mean" divides by the sum of the weights taken
+    (a second `nll_loss` block)."""
+    zero = tb.const(0, predictions.dtype)
+    import numpy as np
+
+    info = np.iinfo(targets.dtype)
+    ignorable = info.min <= ignore_index <= info.max  # else TVM folds `c != ignore_index` to true
+
+    def taken(c, value):
+        # C++ `c != ignore_index`: an int32 constant, c cast up to it where narrower
+        return tb.select(tb.ne(c, tb.const(ignore_index, "int32")), value, zero) if ignorable else value
+
+    if len(predictions.shape) == 1:  # (C,) and a scalar target
+        def loss(*_):
+            c = targets()
+            return taken(c, tb.mul(tb.neg(predictions(c)), weights(c)))
+        out = te.compute((), loss, name="nll_loss", tag="broadcast")
+        if reduction == "mean":
+            taken_w = te.compute((), lambda *_: taken(targets(), weights(targets())), name="nll_loss", tag="broadcast")
+            return _divide(out, taken_w)
+        return out
+
+    def loss_at(ax):
+        c = targets(*ax)
+        return taken(c, tb.mul(tb.neg(predictions(ax[0], c, *ax[1:])), weights(c)))
+
+    out = te.compute_ax(targets.shape, loss_at, name="nll_loss", tag="broadcast")
+    if reduction == "mean":
+        taken_w = te.compute_ax(targets.shape, lambda ax: taken(targets(*ax), weights(targets(*ax))), name="nll_loss",
+                                tag="broadcast")
+        return _divide(topi_sum(out), topi_sum(taken_w))
+    return topi_sum(out) if reduction == "sum" else out
+
+
+def _nll_loss_without_weight(predictions, targets, reduction, ignore_index):
+    classes = predictions.shape[1] if len(predictions.shape) > 1 else predictions.shape[0]
+    return nll_loss(predictions, targets, topi_full((classes,), predictions.dtype, 1.0), reduction, ignore_index)
+
+
+@register_legalize("relax.nn.nll_loss")
+def _nll_loss(bb, call):
+    at = call.attrs
+    if len(call.args) == 2:
+        return bb.call_te(_nll_loss_without_weight, call.args[0], call.args[1], reduction=at["reduction"],
+                          ignore_index=at["ignore_index"], primfunc_name_hint="nll_loss_without_weight")
+    return bb.call_te(nll_loss, call.args[0], call.args[1], call.args[2], reduction=at["reduction"],
+                      ignore_index=at["ignore_index"], primfunc_name_hint="nll_loss")
+
+
+# ----------------------------------------------------------------------------- median
+
+
+def median(x: te.Tensor, axis, keepdims: bool):
+    """TVM's _te_median: the lower median ((count - 1) // 2 of the stably sorted values, TOPI's
+    CPU argsort) over all elements (the value) or along one axis (value and int64 index)."""
+    count = tb.const(1, "int32")
+    for d in (list(axis) if axis is not None else range(len(x.shape))):
+        count = tb.mul(count, x.shape[d])
+    mid = tb.floordiv(tb.sub(count, 1), 2)
+    if not axis:
+        x, ax = reshape(x, [count]), -1
+    else:
+        ax = axis[0]
+    index_sorted = argsort(x, axis=ax, is_ascend=True, dtype="int64")
+    x_sorted = gather(x, ax, index_sorted)
+    shape = list(x.shape)
+    shape[ax] = 1
+    at = topi_full(shape, "int64", mid)
+    value, index = gather(x_sorted, ax, at), gather(index_sorted, ax, at)
+    if not axis:
+        return value if keepdims else squeeze(value, axis)
+    return (value, index) if keepdims else (squeeze(value, axis), squeeze(index, axis))
+
+
+@register_legalize("relax.median")
+def _median(bb, call):
+    axis = call.attrs["axis"]
+    if axis is None and call.attrs["keepdims"] or axis is not None and len(axis) != 1:
+        # TVM's _te_median makes a result other than the call's struct info here ((1,) for
+        # keepdims over all axes; a tuple along axis[0] for several axes): the call stays
+        return call
+    return bb.call_te(median, call.args[0], axis, call.attrs["keepdims"], primfunc_name_hint="median")

@@ -53,7 +53,9 @@ def target_shape(axes: list[int], data: te.Tensor, keepdims: bool) -> list:
 
 
 def comm_reduce(data: te.Tensor, axis, reducer: Callable, keepdims: bool = False) -> te.Tensor:
-    """TOPI's CommReduce: `<data>_red` over the reduced dims."""
+    """TOPI's CommReduce: `<data>_red` over the reduced dims (of a 0-d tensor: a copy)."""
+    if not data.shape:
+        return te.compute_ax((), lambda ax: data(), name=data.name + "_red", tag="comm_reduce")
     axes = real_axis(len(data.shape), axis)
     raxes = reduce_axes(axes, data)
 

@@ -601,6 +601,15 @@ _op("relax.log_add_exp",        "x1 x2",                         (),           N
 _op("relax.atan2",              "x1 x2",                         (),           None,  rel=norms._broadcast_rel,
     ref=norms._atan2)
 _op("relax.std",                "x",                             AXES,         None,  rel=_variance_rel, ref=norms._std)
+_op("relax.nn.cross_entropy_with_logits", "predictions labels", (),        None,
+    rel=norms._cross_entropy_rel, ref=norms._cross_entropy)
+NLL_LOSS = (_A("reduction", "str", "mean"), _A("ignore_index", "int", -100))
+_op("relax.nn.nll_loss",        "predictions targets weights:tensor?",  NLL_LOSS,     None,
+    rel=norms._nll_loss_rel, ref=norms._nll_loss)
+_op("relax.median",             "x",                             AXES,         None,  rel=norms._median_rel,
+    ref=norms._median)
+_op("relax.nn.pixel_shuffle",   "data",                          (_A("upscale_factor", "int"),), None,
+    rel=norms._pixel_shuffle_rel, ref=norms._pixel_shuffle)
 # TVM 0.27's counterparts of Relay's one_hot, argwhere, image.grid_sample and the vision ops (relay-to-relax
 # maps them): one_hot's on/off values are PrimValues whose dtype is the result's; R.nonzero is argwhere
 # transposed, int64, of a length known only at run time (its struct info keeps the rank only)

@@ -13,16 +13,28 @@ tensor/statistical.cc):
     nn.softplus(data, beta, threshold)         data's struct info, float only
     log_add_exp(x1, x2), atan2(x1, x2)         broadcast of x1 and x2, of one dtype (as R.add)
     std(x, axis, keepdims)                     as R.variance
+    nn.cross_entropy_with_logits(predictions, labels)
+                                               a 0-d tensor; one dtype, one rank, equal known dims
+    nn.nll_loss(predictions, targets, weights?, reduction, ignore_index)
+                                               predictions (C,) or (N, C, d1, ..., dk), integer
+                                               targets () or (N, d1, ..., dk), weights (C,);
+                                               "none": the targets' shape, else 0-d
+    nn.pixel_shuffle(data, upscale_factor)     (..., C * r * r, H, W) -> (..., C, H * r, W * r)
+    median(x, axis, keepdims)                  axis None or several axes: a tensor (reduced dims
+                                               dropped, or 1 with keepdims); one axis: (values,
+                                               int64 indices)
 
 The references compute in float64 and round to the data's dtype. group_norm and instance_norm
 honour `center` and `scale` (TVM 0.27's TOPI legalization ignores them: it always scales and
 shifts); softplus is (1 / beta) * log(1 + exp(beta * x)), and x itself where beta * x exceeds
-the threshold.
+the threshold; nll_loss is PyTorch's NLLLoss (the "mean" divides by the sum of the weights
+taken).
 """
 
 from __future__ import annotations
 
-from .common import np, tensor_arg
+from ..ir.types import ANY, TensorType, TupleType
+from .common import np, same_dtype, tensor_arg
 from .registry import TypeRelError
 from .relax_bridge import _distinct_axes
 
@@ -131,3 +143,166 @@ def _std(x, axis=None, keepdims=False):
 
     return np.sqrt(_variance(x, axis, keepdims))
 
+
+
+# ----------------------------------------------------------------------------- losses, pixel_shuffle
+
+
+def _cross_entropy_rel(args, attrs):
+    """TVM's InferStructInfoCrossEntropy: one dtype, one rank, equal (known) dims; a 0-d result."""
+    pred, label = tensor_arg(args, 0, "predictions"), tensor_arg(args, 1, "labels")
+    dtype = same_dtype("cross_entropy_with_logits", pred, label)
+    if len(pred.shape) != len(label.shape):
+        raise TypeRelError(f"CrossEntropy requires predictions and labels to have the same ndim. However, the ndim "
+                           f"of predictions is {len(pred.shape)} while the ndim of labels is {len(label.shape)}")
+    for i, (a, b) in enumerate(zip(pred.shape, label.shape)):
+        if a is not ANY and b is not ANY and a != b:
+            raise TypeRelError(f"CrossEntropy requires the predictions and labels to have the same shape. However, "
+                               f"the shape of predictions at dim {i} is {a} while the shape of labels at this dim "
+                               f"is {b}")
+    return TensorType((), dtype)
+
+
+def _cross_entropy(predictions, labels):
+    """-sum(predictions * labels), divided by the batch size (dim 0) when of rank 2 or more."""
+    dtype = np.result_type(predictions, labels)
+    total = -np.sum(predictions.astype(np.float64) * labels.astype(np.float64))
+    if predictions.ndim > 1:
+        total = total / predictions.shape[0]
+    return np.asarray(total).astype(dtype)
+
+
+_NLL_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _known(a, b) -> bool:
+    return a is not ANY and b is not ANY
+
+
+def _nll_loss_rel(args, attrs):
+    """TVM's InferStructInfoNLLLoss: predictions (C,) or (N, C, d1, ..., dk), targets () or
+    (N, d1, ..., dk) of an integer dtype, weights (C,); "none" keeps the targets' shape."""
+    if attrs["reduction"] not in _NLL_REDUCTIONS:
+        raise TypeRelError(f"The argument reduction of NLLLoss should be one of the following values: none, mean, "
+                           f"sum. However, the given value is {attrs['reduction']}")
+    pred, tgt = tensor_arg(args, 0, "predictions"), tensor_arg(args, 1, "targets")
+    weights = tensor_arg(args, 2, "weights") if len(args) > 2 else None
+    dtype = same_dtype("nll_loss", pred, weights) if weights is not None else pred.dtype
+    if not tgt.dtype.startswith(("int", "uint")):
+        raise TypeRelError(f"NLLLoss expects the dtype of targets to be int/uint. However, the dtype of targets is "
+                           f"{tgt.dtype}")
+    if len(pred.shape) < 1:
+        raise TypeRelError(f"NLLLoss expects the ndim of predictions >= 1. However, the ndim of predictions is "
+                           f"{len(pred.shape)}")
+    k_pred, k_tgt = max(len(pred.shape) - 2, 0), max(len(tgt.shape) - 1, 0)
+    if k_pred != k_tgt:
+        raise TypeRelError(f"NLLLoss expects number of dimensions K inferred from different arguments to be equal. "
+                           f"However, K from predictions is {k_pred} while K from targets is {k_tgt}")
+    if weights is not None and len(weights.shape) != 1:
+        raise TypeRelError(f"NLLLoss expects the ndim of weights == 1. However, the ndim of weights is "
+                           f"{len(weights.shape)}")
+    batch = pred.shape[0] if len(pred.shape) > 1 else None
+    classes = pred.shape[1] if len(pred.shape) > 1 else pred.shape[0]
+    out_shape = (pred.shape[0],) + tuple(pred.shape[2:]) if len(pred.shape) > 1 else ()
+    if not tgt.shape and batch is not None:
+        raise TypeRelError("Shape mismatch for NLLLoss. Predictions shape is (N, C, ...) while targets is a scalar")
+    if tgt.shape:
+        if batch is not None and _known(batch, tgt.shape[0]) and batch != tgt.shape[0]:
+            raise TypeRelError(f"NLLLoss expects minibatch size N inferred from different arguments to be equal. "
+                               f"However, N from predictions is {batch} while N from targets is {tgt.shape[0]}")
+        if batch is None:
+            raise TypeRelError("Shape mismatch for NLLLoss. Predictions shape is (C,) while targets is not a scalar")
+        for a, b in zip(out_shape[1:], tgt.shape[1:]):
+            if _known(a, b) and a != b:
+                raise TypeRelError(f"Shape mismatch for NLLLoss. The prediction shape at this dim is {a} while the "
+                                   f"target shape at this dim is {b}")
+    if weights is not None and _known(classes, weights.shape[0]) and classes != weights.shape[0]:
+        raise TypeRelError(f"NLLLoss expects number of classes C inferred from different arguments to be equal. "
+                           f"However, C from predictions is {classes} while C from weights is {weights.shape[0]}")
+    return TensorType(out_shape if attrs["reduction"] == "none" else (), dtype)
+
+
+def _nll_loss(predictions, targets, weights=None, reduction="mean", ignore_index=-100):
+    """PyTorch's NLLLoss: -weights[t] * predictions[n, t, d...] per target t (0 where t is
+    ignore_index), summed, or summed and divided by the sum of the weights taken, or kept."""
+    if weights is None:
+        weights = np.ones(predictions.shape[1] if predictions.ndim > 1 else predictions.shape[0], predictions.dtype)
+    x = predictions.astype(np.float64)
+    if x.ndim == 1:  # (C,) with a scalar target
+        x, targets = x[None], np.asarray(targets)[None]
+    kept = targets != ignore_index
+    classes = np.where(kept, targets, 0).astype(np.int64)
+    picked = np.take_along_axis(x, classes[:, None], axis=1)[:, 0]
+    w = np.where(kept, weights.astype(np.float64)[classes], 0.0)
+    loss = -picked * w
+    if predictions.ndim == 1:
+        loss, w = loss[0], w[0]
+    if reduction == "sum":
+        loss = loss.sum()
+    elif reduction == "mean":
+        with np.errstate(all="ignore"):
+            loss = loss.sum() / w.sum()
+    return np.asarray(loss).astype(predictions.dtype)
+
+
+def _pixel_shuffle_rel(args, attrs):
+    """TVM's InferStructInfoPixelShuffle: (..., C * r * r, H, W) -> (..., C, H * r, W * r)."""
+    data = tensor_arg(args, 0, "data")
+    r = attrs["upscale_factor"]
+    if r <= 0:
+        raise TypeRelError(f"Upscale factor must be positive, got {r}")
+    if len(data.shape) < 3:
+        raise TypeRelError(f"PixelShuffle requires at least 3D input tensor, got rank {len(data.shape)}")
+    *lead, c, h, w = data.shape
+    if c is ANY:
+        raise TypeRelError("PixelShuffle needs a known number of input channels")
+    if c % (r * r) != 0:
+        raise TypeRelError(f"Number of input channels must be divisible by the square of the upscale factor, got {c} "
+                           f"channels and upscale factor {r}")
+    return TensorType((*lead, c // (r * r), h * r if h is not ANY else ANY, w * r if w is not ANY else ANY),
+                      data.dtype)
+
+
+def _pixel_shuffle(data, upscale_factor):
+    """out[..., c, h * r + i, w * r + j] = data[..., c * r * r + i * r + j, h, w]."""
+    r = upscale_factor
+    *lead, c, h, w = data.shape
+    x = data.reshape(*lead, c // (r * r), r, r, h, w)
+    n = len(lead)
+    x = x.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def _median_rel(args, attrs):
+    """TVM's InferStructInfoStatisticalExtension: axis None or several axes -> the median's
+    tensor (reduced dims dropped, or 1 with keepdims); one axis -> (values, int64 indices)."""
+    x = tensor_arg(args, 0, "x")
+    ndim = len(x.shape)
+    axis = attrs["axis"]
+    axes = _distinct_axes(axis, ndim, "median", "a tensor") if axis is not None else tuple(range(ndim))
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if attrs["keepdims"] or i not in axes)
+    if axis is None or len(axes) > 1:
+        return TensorType(shape, x.dtype)
+    return TupleType([TensorType(shape, x.dtype), TensorType(shape, "int64")])
+
+
+def _median(x, axis=None, keepdims=False):
+    """The lower median, (count - 1) // 2 of the stably sorted values: of all elements, or along
+    one axis with its index (the first of equal values in the input's order)."""
+    if axis is None or len(axis) != 1:
+        axes = tuple(range(x.ndim)) if axis is None else _distinct_axes(axis, x.ndim, "median", "a tensor")
+        flat = np.moveaxis(x, axes, range(x.ndim - len(axes), x.ndim))
+        flat = flat.reshape(flat.shape[:x.ndim - len(axes)] + (-1,))
+        value = np.sort(flat, axis=-1, kind="stable")[..., (flat.shape[-1] - 1) // 2]
+        if keepdims:
+            value = np.expand_dims(value, tuple(sorted(axes)))
+        if axis is not None and len(axes) == 0:  # TVM's struct info: a tuple, nothing reduced
+            return x.copy(), np.zeros(x.shape, np.int64)
+        return np.asarray(value, x.dtype)
+    ax = _distinct_axes(axis, x.ndim, "median", "a tensor")[0]
+    order = np.argsort(x, axis=ax, kind="stable")
+    mid = np.take(order, [(x.shape[ax] - 1) // 2], axis=ax)
+    value, index = np.take_along_axis(x, mid, axis=ax), mid.astype(np.int64)
+    if not keepdims:
+        value, index = np.squeeze(value, ax), np.squeeze(index, ax)
+    return value, index
