@@ -74,10 +74,10 @@ CASES: list[tuple[str, str, str]] = [
     ("cross_entropy-f16-sym", "x:nx5:float16 y:nx5:float16", "R.nn.cross_entropy_with_logits(x, y)"),
     ("cross_entropy-i32-1d", "x:5:int32 y:5:int32", "R.nn.cross_entropy_with_logits(x, y)"),
     ("nll_loss",            "x:3x5:float32 t:3:int64:5", "R.nn.nll_loss(x, t)"),
-    ("nll_loss-weights-sum", "x:2x5x3:float32 t:2x3:int64:5 w:5:float32",
+    ("nll_loss-weights-sum", "x:2x5x3:float32 t:2x3:int64:5 w:5:float32:pos",
      'R.nn.nll_loss(x, t, w, reduction="sum", ignore_index=1)'),
-    ("nll_loss-none-i32",   "x:2x5x3:float32 t:2x3:int32:5 w:5:float32", 'R.nn.nll_loss(x, t, w, reduction="none")'),
-    ("nll_loss-mean-ignore", "x:4x5:float64 t:4:int8:5 w:5:float64", 'R.nn.nll_loss(x, t, w, "mean", 2)'),
+    ("nll_loss-none-i32",   "x:2x5x3:float32 t:2x3:int32:5 w:5:float32:pos", 'R.nn.nll_loss(x, t, w, reduction="none")'),
+    ("nll_loss-mean-ignore", "x:4x5:float64 t:4:int8:5 w:5:float64:pos", 'R.nn.nll_loss(x, t, w, "mean", 2)'),
     ("nll_loss-1d",         "x:5:float32 t::int64:5", "R.nn.nll_loss(x, t)"),
     ("nll_loss-1d-none",    "x:5:float32 t::int32:5 w:5:float32", 'R.nn.nll_loss(x, t, w, "none", 2)'),
     ("nll_loss-f16",        "x:3x5:float16 t:3:int64:5", 'R.nn.nll_loss(x, t, reduction="sum")'),
@@ -170,17 +170,50 @@ def random_std(rng: random.Random, k: int) -> tuple[str, str, str]:
             f"R.std(x, axis={axis}, keepdims={rng.random() < 0.5})")
 
 
+def random_nll_loss(rng: random.Random, k: int) -> tuple[str, str, str]:
+    """A random nll_loss: (C,) or (N, C, d1, ..., dk) predictions, with or without weights, any
+    reduction and ignore_index, targets of several integer dtypes."""
+    classes, dtype = rng.randint(1, 5), rng.choice(["float32", "float32", "float16"])
+    rank = rng.choice([1, 2, 2, 3, 4])
+    pred = [classes] if rank == 1 else [rng.randint(1, 3), classes] + [rng.randint(1, 3) for _ in range(rank - 2)]
+    tgt = [] if rank == 1 else [pred[0]] + pred[2:]
+    params = f"x:{_dims(pred)}:{dtype} t:{_dims(tgt)}:{rng.choice(['int64', 'int32', 'int8'])}:{classes}"
+    args = "x, t"
+    if rng.random() < 0.5:
+        params += f" w:{classes}:{dtype}:pos"
+        args += ", w"
+    attrs = f', reduction="{rng.choice(["mean", "sum", "none"])}", ignore_index={rng.choice([-100, 0, 1])}'
+    return f"nll_loss-random{k}", params, f"R.nn.nll_loss({args}{attrs})"
+
+
+def random_median(rng: random.Random, k: int) -> tuple[str, str, str]:
+    ndim = rng.randint(1, 3)
+    shape = [rng.randint(1, 5) for _ in range(ndim)]
+    if rng.random() < 0.3:
+        return f"median-random{k}", f"x:{_dims(shape)}:float32", "R.median(x)"
+    axis = rng.randrange(-ndim, ndim)
+    return (f"median-random{k}", f"x:{_dims(shape)}:{rng.choice(['float32', 'int32'])}",
+            f"R.median(x, axis=[{axis}], keepdims={rng.random() < 0.5})")
+
+
 CASES += [random_norm(random.Random(20261129 + k), k) for k in range(40)]
+CASES += [random_nll_loss(random.Random(11 + k), k) for k in range(20)]
+CASES += [random_median(random.Random(29 + k), k) for k in range(12)]
 CASES += [random_std(random.Random(7 + k), k) for k in range(10)]
 
 
 def _inputs(params: str, mod, rng) -> list:
-    """Random inputs; a parameter "name:shape:dtype:k" holds indices 0 <= i < k."""
+    """Random inputs; a parameter "name:shape:dtype:k" holds indices 0 <= i < k, one
+    "name:shape:dtype:pos" values of at least 0.5."""
     out = []
     for spec, p in zip(params.split(), mod.functions["main"].params):
         value = random_input(p.struct_info, rng)
-        bound = spec.split(":")[3:]
-        out.append(np.asarray(rng.integers(0, int(bound[0]), value.shape), value.dtype) if bound else value)
+        domain = spec.split(":")[3:]
+        if domain == ["pos"]:  # weights whose sums stay away from 0
+            value = (np.abs(value) + 0.5).astype(value.dtype)
+        elif domain:
+            value = np.asarray(rng.integers(0, int(domain[0]), value.shape), value.dtype)
+        out.append(value)
     return out
 
 
