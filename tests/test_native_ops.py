@@ -163,6 +163,12 @@ for dtype in F:
     case("reduce", f"std-{dtype}", f"x:3x7x5:{dtype}", "R.std(x, axis=[0, 2], keepdims=True)")
     case("elemwise", f"log_add_exp-{dtype}", f"x:7x5:{dtype} y:5:{dtype}", "R.log_add_exp(x, y)")
     case("elemwise", f"atan2-{dtype}", f"x:3x1x37:{dtype} y:1x37:{dtype}", "R.atan2(x, y)")
+    case("nn", f"cross_entropy-{dtype}", f"x:7x5:{dtype} y:7x5:{dtype}", "R.nn.cross_entropy_with_logits(x, y)")
+    case("nn", f"nll_loss-{dtype}", f"x:7x5x3:{dtype} t:7x3:int64:idx5 w:5:{dtype}:pos",
+         'R.nn.nll_loss(x, t, w, reduction="mean", ignore_index=2)')
+    case("nn", f"nll_loss-{dtype}-none", f"x:7x5:{dtype} t:7:int32:idx5", 'R.nn.nll_loss(x, t, reduction="none")')
+    case("reduce", f"median-{dtype}", f"x:3x7x5:{dtype}", "R.median(x, axis=[1])")
+    case("reduce", f"median-{dtype}-all", f"x:4x5:{dtype}", "R.median(x)")
 
 # matmul: primes, vectors, batch broadcasting, empty and empty-reduction operands
 MATMUL = [("prime", "7x13", "13x5"), ("11", "1x1", "1x1"), ("vec-mat", "13", "13x5"), ("mat-vec", "7x13", "13"),

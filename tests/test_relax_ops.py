@@ -120,6 +120,11 @@ SAMPLES = {
     "relax.nn.group_norm": ([t((2, 6, 3)), t((6,)), t((6,))], {"num_groups": 3, "channel_axis": 1, "axes": [2]}),
     "relax.nn.instance_norm": ([t((2, 3, 4)), t((3,)), t((3,))], {"channel_axis": 1, "axes": [2]}),
     "relax.std": ([t((2, 3, 4))], {"axis": [0, 2], "keepdims": True}),
+    "relax.median": ([t((2, 3, 4))], {"axis": [1]}),
+    "relax.nn.cross_entropy_with_logits": ([t((2, 5)), t((2, 5))], {}),
+    "relax.nn.nll_loss": ([t((2, 5, 3)), t((2, 3), "int64", "index:5"), t((5,), fill="positive")],
+                          {"reduction": "none", "ignore_index": 1}),
+    "relax.nn.pixel_shuffle": ([t((1, 8, 2, 3))], {"upscale_factor": 2}),
     "relax.nn.pad": ([t((2, 3))], {"pad_width": [1, 0, 2, 1], "pad_value": 1.5}),
     "relax.nn.prelu": ([t((1, 3, 4, 4)), t((3,))], {}),
     "relax.nn.leakyrelu": ([t((2, 3))], {"alpha": 0.2}),
@@ -402,6 +407,13 @@ def test_clip_takes_prim_values_and_arange_infers_its_dtype():
                                                                          "axes": [2]}, "same dtype"),
     ("relax.nn.softplus", [t((2,), "int32")], {}, "must be floating-point"),
     ("relax.atan2", [t((2,)), t((2,), "int32")], {}, "do not match"),
+    ("relax.nn.cross_entropy_with_logits", [t((2, 5)), t((5,))], {}, "same ndim"),
+    ("relax.nn.nll_loss", [t((2, 5)), t((2,), "float32")], {}, "int/uint"),
+    ("relax.nn.nll_loss", [t((2, 5)), t((3,), "int64")], {}, "minibatch size N"),
+    ("relax.nn.nll_loss", [t((2, 5)), t((2,), "int64"), t((4,))], {}, "number of classes C"),
+    ("relax.nn.nll_loss", [t((2, 5)), t((2,), "int64")], {"reduction": "max"}, "none, mean, sum"),
+    ("relax.nn.pixel_shuffle", [t((1, 6, 2, 2))], {"upscale_factor": 2}, "divisible by the square"),
+    ("relax.median", [t((2, 3))], {"axis": [2]}, "out of range"),
 ])
 def test_relax_only_checks(name, args, given, message):
     with pytest.raises(TypeRelError, match=message):
@@ -662,6 +674,9 @@ SYMBOLIC = [
     ("instance_norm", "relax.nn.instance_norm", [t(("n", 4, "m")), t((4,)), t((4,))], {"channel_axis": 1, "axes": [2]}),
     ("std", "relax.std", [t(("n", 3, "m"))], {"axis": [1], "keepdims": True}),
     ("log_add_exp", "relax.log_add_exp", [t(("n", 1)), t((1, "m"))], {}),
+    ("nll_loss_none", "relax.nn.nll_loss", [t(("n", 5, "m")), t(("n", "m"), "int64")], {"reduction": "none"}),
+    ("pixel_shuffle", "relax.nn.pixel_shuffle", [t(("n", 18, "m", 3))], {"upscale_factor": 3}),
+    ("median", "relax.median", [t(("n", 3, "m"))], {"axis": [2], "keepdims": True}),
 ]
 ENVS = [{"n": 5, "m": 7}, {"n": 8, "m": 2}, {"n": 13, "m": 30}, {"n": 2, "m": 40}]
 LESS_PRECISE = {("split3", "ndim only")}
