@@ -14,6 +14,7 @@ import pytest
 from test_legalize_ops import assert_legalized_like_tvm, legalize
 from test_legalize_ops import case_text as legalize_case_text
 
+from irtool.diagnostics import DiagnosticError
 from irtool.exec.relax import random_input, run_relax
 from irtool.ir import relax as rx
 from irtool.ir.structural import structural_equal
@@ -271,3 +272,24 @@ def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     """TVM 0.27's LegalizeOps on every case module prints exactly what ours prints."""
     assert_legalized_like_tvm(tvm_python, tmp_path,
                               [(name, case_text(params, call)) for name, params, call in CASES + TEXT_ONLY])
+
+
+@pytest.mark.parametrize("params, call, message", [
+    ("x:2x4x3:float32 g:4:float32 b:4:float32", "R.nn.group_norm(x, g, b, num_groups=3, channel_axis=1, axes=[2])",
+     "group_norm expects that the size of channel_axis must be divisible by 3, but got 4"),
+    ("x:2x4x3:int32 g:4:int32 b:4:int32", "R.nn.group_norm(x, g, b, num_groups=2, channel_axis=1, axes=[2])",
+     "group_norm expects that data must be float, but got int32"),
+    ("x:2x4x3:float32 g:3:float32 b:4:float32", "R.nn.instance_norm(x, g, b, channel_axis=1, axes=[2])",
+     "the size of input 1 must be equal to the size of channel_axis, but got 3 and 4"),
+    ("x:2x3:int32", "R.nn.softplus(x)", "the data type must be floating-point, got int32"),
+    ("x:2x5:float32 t:2:float32", "R.nn.nll_loss(x, t)", "NLLLoss expects the dtype of targets to be int/uint"),
+    ("x:1x6x2x2:float32", "R.nn.pixel_shuffle(x, 2)",
+     "Number of input channels must be divisible by the square of the upscale factor"),
+])
+def test_bad_calls_are_located_diagnostics(params, call, message):
+    """TVM 0.27's struct-info errors, as `file:line:col: error:` at the call with its source line."""
+    with pytest.raises(DiagnosticError) as err:
+        parse(case_text(params, call), "bad.py")
+    rendered = err.value.render()
+    assert f"bad.py:10:18: error: `{call[:call.index('(')]}`: {message}" in rendered
+    assert call in rendered and "^" in rendered
