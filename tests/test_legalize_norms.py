@@ -280,7 +280,7 @@ def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     ("x:2x4x3:int32 g:4:int32 b:4:int32", "R.nn.group_norm(x, g, b, num_groups=2, channel_axis=1, axes=[2])",
      "group_norm expects that data must be float, but got int32"),
     ("x:2x4x3:float32 g:3:float32 b:4:float32", "R.nn.instance_norm(x, g, b, channel_axis=1, axes=[2])",
-     "the size of input 1 must be equal to the size of channel_axis, but got 3 and 4"),
+     "instance_norm expects that the size of input 1 must be equal to the size of channel_axis, but got 3 and 4"),
     ("x:2x3:int32", "R.nn.softplus(x)", "the data type must be floating-point, got int32"),
     ("x:2x5:float32 t:2:float32", "R.nn.nll_loss(x, t)", "NLLLoss expects the dtype of targets to be int/uint"),
     ("x:1x6x2x2:float32", "R.nn.pixel_shuffle(x, 2)",
