@@ -92,6 +92,13 @@ CASES: list[tuple[str, str, str]] = [
     ("median-i32",          "x:5x3:int32", "R.median(x, axis=[0])"),
     ("median-sym",          "x:nx3:float16", "R.median(x, axis=[0])"),
     ("median-sym-all",      "x:nx3:float32", "R.median(x)"),
+    ("group_norm-sym-channel", "x:2xcx3:float32 g:c:float32 b:c:float32",
+     "R.nn.group_norm(x, g, b, num_groups=2, channel_axis=1, axes=[2])"),
+    ("instance_norm-sym-channel", "x:2xcx3:float32 g:c:float32 b:c:float32",
+     "R.nn.instance_norm(x, g, b, channel_axis=1, axes=[2])"),
+    ("nll_loss-sym-none",   "x:nx3:float32 t:n:int64 w:3:float32", 'R.nn.nll_loss(x, t, w, "none")'),
+    ("median-sym-two",      "x:nx3xm:float32", "R.median(x, axis=[2])"),
+    ("std-sym-all",         "x:nxm:float32", "R.std(x)"),
     # regression: a reduction of a 0-d tensor is TOPI's identity copy (no T.init)
     ("sum-0d",              "x::float32", "R.sum(x)"),
     ("max-0d-keepdims",     "x::int32", "R.max(x, keepdims=True)"),
