@@ -1,6 +1,7 @@
-"""Group and instance normalisation, softplus, std and the binary log_add_exp / atan2: TOPI's
-C++ include/tvm/topi/nn/{group_norm,instance_norm}.h, python/tvm/topi/nn/elemwise.py and
-broadcast.h, and TVM 0.27's legalize_ops/{nn,statistical,binary}.py.
+"""Group and instance normalisation, softplus, std, median, the binary log_add_exp / atan2 and
+the losses: TOPI's C++ include/tvm/topi/nn/{group_norm,instance_norm}.h, nn.h (nll_loss),
+broadcast.h, python/tvm/topi/nn/elemwise.py (softplus), and TVM 0.27's
+legalize_ops/{nn,statistical,binary}.py.
 
     group_norm     `T_reshape` of the data to (..., G, C / G, ...) (float16: `T_cast` to float32),
                    one tuple reduction `<x>_red_temp` (sum of x and of x * x, over the group axis
@@ -14,15 +15,28 @@ broadcast.h, and TVM 0.27's legalize_ops/{nn,statistical,binary}.py.
                    (beta 1: no multiplications)
     std            variance's blocks (`<x>_red`, `T_divide`, `T_subtract`, `T_multiply`,
                    `T_multiply_red`, `T_divide_1`) and a `compute` of its sqrt
+    median         `T_full` of the lower middle position, TOPI's CPU argsort (an extern calling
+                   `tvm.contrib.sort.argsort`), `T_gather`s of the sorted values and of the
+                   positions there, `T_squeeze` (over all elements: a `T_reshape` to 1-D first)
     log_add_exp    `T_log_add_exp`: log(exp(a) + exp(b)), as TOPI (overflows where exp does)
     atan2          `T_atan2`: T.atan2(a, b)
+    cross_entropy_with_logits
+                   `T_multiply`, its sum `T_multiply_red`, times -1 (`T_multiply_1`), divided by
+                   the batch size from rank 2 (`T_divide`)
+    nll_loss       `nll_loss` blocks over the targets' shape (Select(t != ignore_index,
+                   -x[n, t, ...] * w[t], 0)), summed (`nll_loss_red`); "mean" divides by the sum of
+                   the weights taken; without weights TVM's `nll_loss_without_weight` (a `T_full`
+                   of ones)
 TVM's group_norm and instance_norm legalizations ignore `center` and `scale` (gamma and beta are
 always applied) and its TOPI computes accept float32 and float16 only, instance_norm a
 non-negative channel_axis only: other forms are left as calls here (TVM's LegalizeOps fails on
-them), as is log_add_exp of integers.
+them), as are log_add_exp of integers, cross_entropy_with_logits of integers from rank 2 and the
+median forms TVM mistypes (relax.median's legalization says which).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from irtool.ir import tir
 
@@ -60,7 +74,7 @@ class _TupleSumOp(_ArgReduceOp):
 def _sum_and_square_sum(data: te.Tensor, name: str, axes: list[int], load) -> tuple[te.Tensor, te.Tensor]:
     """`<name>_red_temp`: the sums of load(idx) and load(idx) squared over `axes` of `data`."""
     raxes = reduce_axes(axes, data)
-    shape = target_shape(axes, data, False) or [tb.const(1, "int64")]  # TOPI's atleast1d
+    shape = target_shape(axes, data, False)  # never empty: the channel (or group) axis is kept
     out_axes = [te._iter_var(f"ax{i}", d, tir.DATA_PAR) for i, d in enumerate(shape)]
     kept = iter(out_axes)
     red = iter(raxes)
@@ -70,8 +84,8 @@ def _sum_and_square_sum(data: te.Tensor, name: str, axes: list[int], load) -> tu
     return op.outputs[0], op.outputs[1]
 
 
-def _split(indices, axes: list[int]) -> tuple[list, list]:
-    return [v for i, v in enumerate(indices) if i in axes], [v for i, v in enumerate(indices) if i not in axes]
+def _kept(indices, axes: list[int]) -> list:
+    return [v for i, v in enumerate(indices) if i not in axes]
 
 
 def _normalize(x, temp_x, temp_x2, extent, epsilon_dtype: str, epsilon: float):
@@ -103,7 +117,7 @@ def group_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, num_groups: i
         extent = tb.mul(extent, reshaped.shape[a])
 
     def element(indices):
-        _, kept = _split(indices, new_axes)
+        kept = _kept(indices, new_axes)
         # TOPI makes epsilon a data.dtype constant; float16 + float32 folds to float32, value kept
         out = _normalize(reshaped(*indices), temp_x(*kept), temp_x2(*kept), extent, temp_x.dtype, epsilon)
         if f16:
@@ -132,7 +146,7 @@ def instance_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, channel_ax
         extent = tb.mul(extent, data.shape[a])
 
     def element(indices):
-        _, kept = _split(indices, axes)
+        kept = _kept(indices, axes)
         x = tb.cast("float32", data(*indices)) if f16 else data(*indices)
         out = _normalize(x, temp_x(*kept), temp_x2(*kept), extent, temp_x.dtype, epsilon)
         if f16:
@@ -243,8 +257,6 @@ def nll_loss(predictions: te.Tensor, targets: te.Tensor, weights: te.Tensor, red
     the targets' shape, summed (`nll_loss_red`); "mean" divides by the sum of the weights taken
     (a second `nll_loss` block)."""
     zero = tb.const(0, predictions.dtype)
-    import numpy as np
-
     info = np.iinfo(targets.dtype)
     ignorable = info.min <= ignore_index <= info.max  # else TVM folds `c != ignore_index` to true
 
