@@ -300,3 +300,31 @@ def test_bad_calls_are_located_diagnostics(params, call, message):
     rendered = err.value.render()
     assert f"bad.py:10:18: error: `{call[:call.index('(')]}`: {message}" in rendered
     assert call in rendered and "^" in rendered
+
+
+def test_references_on_known_values():
+    """pixel_shuffle (not legalized: its reference alone) moves channel c * r * r + i * r + j to
+    (c, h * r + i, w * r + j); nll_loss's mean divides by the weights taken; median is the lower
+    middle of an even count, its index the first of equal values."""
+    from irtool.ops.relax import evaluate
+
+    x = np.arange(2 * 8 * 2 * 3, dtype="float32").reshape(2, 8, 2, 3)
+    out = evaluate("relax.nn.pixel_shuffle", [x], {"upscale_factor": 2})
+    assert out.shape == (2, 2, 4, 6)
+    for n, c, h, w, i, j in np.ndindex(2, 2, 2, 3, 2, 2):
+        assert out[n, c, h * 2 + i, w * 2 + j] == x[n, c * 4 + i * 2 + j, h, w]
+    pred = np.array([[0.1, 0.2, 0.7], [0.5, 0.3, 0.2], [0.3, 0.3, 0.4]], "float32")
+    tgt, wts = np.array([2, 0, 1], "int64"), np.array([1.0, 2.0, 3.0], "float32")
+    mean = evaluate("relax.nn.nll_loss", [pred, tgt, wts], {"ignore_index": 1})
+    np.testing.assert_allclose(mean, -(0.7 * 3.0 + 0.5 * 1.0) / (3.0 + 1.0), rtol=1e-6)
+    none = evaluate("relax.nn.nll_loss", [pred, tgt], {"reduction": "none"})
+    np.testing.assert_allclose(none, [-0.7, -0.5, -0.3], rtol=1e-6)
+    values, indices = evaluate("relax.median", [np.array([[4.0, 1.0, 3.0, 2.0], [5.0, 5.0, 1.0, 5.0]], "float32")],
+                               {"axis": [1]})
+    assert values.tolist() == [2.0, 5.0] and indices.tolist() == [3, 0]
+    ce = evaluate("relax.nn.cross_entropy_with_logits", [pred, pred], {})
+    np.testing.assert_allclose(ce, -np.sum(pred.astype(np.float64) ** 2) / 3, rtol=1e-6)
+    ties = np.array([[5.0, 5.0, 1.0, 5.0], [2.0, 2.0, 2.0, 2.0]], "float32")  # TOPI's argsort is stable too
+    legalized = legalize(parse(case_text("x:2x4:float32", "R.median(x, axis=[1])")))
+    got_values, got_indices = run_relax(legalized, [ties])
+    assert got_values.tolist() == [5.0, 2.0] and got_indices.tolist() == [0, 1]
