@@ -399,6 +399,8 @@ def test_clip_takes_prim_values_and_arange_infers_its_dtype():
      "divisible by 3"),
     ("relax.nn.group_norm", [t((2, 4, 3), "int32"), t((4,), "int32"), t((4,), "int32")],
      {"num_groups": 2, "channel_axis": 1, "axes": [2]}, "data must be float"),
+    ("relax.nn.group_norm", [t((2, 4, 3), "bfloat16"), t((4,), "bfloat16"), t((4,), "bfloat16")],
+     {"num_groups": 2, "channel_axis": 1, "axes": [2]}, "data must be float, but got bfloat16"),
     ("relax.nn.instance_norm", [t((2, 4, 3)), t((4,)), t((4,))], {"channel_axis": 1, "axes": [1, 2]},
      "channel_axis must not be in axes"),
     ("relax.nn.instance_norm", [t((2, 4, 3)), t((4,)), t((3,))], {"channel_axis": 1, "axes": [2]},

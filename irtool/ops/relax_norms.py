@@ -67,7 +67,7 @@ def _norm_params(args, data, channel: int, op: str) -> None:
 def _group_norm_rel(args, attrs):
     data = tensor_arg(args, 0, "data")
     channel = _norm_channel(data, attrs["channel_axis"], attrs["axes"], "group_norm")
-    if not data.dtype.startswith(("float", "bfloat")):
+    if not data.dtype.startswith("float"):  # TVM's kDLFloat check: bfloat16 is not one
         raise TypeRelError(f"group_norm expects that data must be float, but got {data.dtype}")
     size = data.shape[channel]
     if isinstance(size, int) and attrs["num_groups"] and size % attrs["num_groups"] != 0:
