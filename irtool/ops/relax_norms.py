@@ -24,6 +24,10 @@ tensor/statistical.cc):
                                                dropped, or 1 with keepdims); one axis: (values,
                                                int64 indices)
 
+Where a check compares sizes, only constants can fail it (TVM's CanProve on symbolic sizes), so
+the norms and losses also serve as their own symbolic relations (`sym_rel`: the data's dims as
+given).
+
 The references compute in float64 and round to the data's dtype. group_norm and instance_norm
 honour `center` and `scale` (TVM 0.27's TOPI legalization ignores them: it always scales and
 shifts); softplus is (1 / beta) * log(1 + exp(beta * x)), and x itself where beta * x exceeds
@@ -37,6 +41,12 @@ from ..ir.types import ANY, TensorType, TupleType
 from .common import np, same_dtype, tensor_arg
 from .registry import TypeRelError
 from .relax_bridge import _distinct_axes
+
+
+def _differ(a, b) -> bool:
+    """Two sizes provably different: both constants (TVM's CanProve(a != b) on symbolic sizes
+    fails, and it accepts the call)."""
+    return isinstance(a, int) and isinstance(b, int) and a != b
 
 
 def _norm_channel(data, channel_axis: int, axes, op: str) -> int:
@@ -59,7 +69,7 @@ def _norm_params(args, data, channel: int, op: str) -> None:
                                f"and {data.dtype}")
         if len(t.shape) != 1:
             raise TypeRelError(f"{op} expects that all inputs must have ndim=1, but got {len(t.shape)}")
-        if isinstance(t.shape[0], int) and isinstance(data.shape[channel], int) and t.shape[0] != data.shape[channel]:
+        if _differ(t.shape[0], data.shape[channel]):
             raise TypeRelError(f"{op} expects that the size of input {i} must be equal to the size of "
                                f"channel_axis, but got {t.shape[0]} and {data.shape[channel]}")
 
@@ -156,7 +166,7 @@ def _cross_entropy_rel(args, attrs):
         raise TypeRelError(f"CrossEntropy requires predictions and labels to have the same ndim. However, the ndim "
                            f"of predictions is {len(pred.shape)} while the ndim of labels is {len(label.shape)}")
     for i, (a, b) in enumerate(zip(pred.shape, label.shape)):
-        if a is not ANY and b is not ANY and a != b:
+        if _differ(a, b):
             raise TypeRelError(f"CrossEntropy requires the predictions and labels to have the same shape. However, "
                                f"the shape of predictions at dim {i} is {a} while the shape of labels at this dim "
                                f"is {b}")
@@ -173,10 +183,6 @@ def _cross_entropy(predictions, labels):
 
 
 _NLL_REDUCTIONS = ("none", "mean", "sum")
-
-
-def _known(a, b) -> bool:
-    return a is not ANY and b is not ANY
 
 
 def _nll_loss_rel(args, attrs):
@@ -207,16 +213,16 @@ def _nll_loss_rel(args, attrs):
     if not tgt.shape and batch is not None:
         raise TypeRelError("Shape mismatch for NLLLoss. Predictions shape is (N, C, ...) while targets is a scalar")
     if tgt.shape:
-        if batch is not None and _known(batch, tgt.shape[0]) and batch != tgt.shape[0]:
+        if batch is not None and _differ(batch, tgt.shape[0]):
             raise TypeRelError(f"NLLLoss expects minibatch size N inferred from different arguments to be equal. "
                                f"However, N from predictions is {batch} while N from targets is {tgt.shape[0]}")
         if batch is None:
             raise TypeRelError("Shape mismatch for NLLLoss. Predictions shape is (C,) while targets is not a scalar")
         for a, b in zip(out_shape[1:], tgt.shape[1:]):
-            if _known(a, b) and a != b:
+            if _differ(a, b):
                 raise TypeRelError(f"Shape mismatch for NLLLoss. The prediction shape at this dim is {a} while the "
                                    f"target shape at this dim is {b}")
-    if weights is not None and _known(classes, weights.shape[0]) and classes != weights.shape[0]:
+    if weights is not None and _differ(classes, weights.shape[0]):
         raise TypeRelError(f"NLLLoss expects number of classes C inferred from different arguments to be equal. "
                            f"However, C from predictions is {classes} while C from weights is {weights.shape[0]}")
     return TensorType(out_shape if attrs["reduction"] == "none" else (), dtype)
@@ -255,12 +261,21 @@ def _pixel_shuffle_rel(args, attrs):
         raise TypeRelError(f"PixelShuffle requires at least 3D input tensor, got rank {len(data.shape)}")
     *lead, c, h, w = data.shape
     if c is ANY:
-        raise TypeRelError("PixelShuffle needs a known number of input channels")
+        raise TypeRelError("PixelShuffle needs a constant number of input channels")
     if c % (r * r) != 0:
         raise TypeRelError(f"Number of input channels must be divisible by the square of the upscale factor, got {c} "
                            f"channels and upscale factor {r}")
     return TensorType((*lead, c // (r * r), h * r if h is not ANY else ANY, w * r if w is not ANY else ANY),
                       data.dtype)
+
+
+def _pixel_shuffle_sym(args, attrs):
+    """A size variable for the channels is an error (TVM 0.27 dereferences the channel count as
+    a constant and crashes); otherwise the generic symbolic fit (None)."""
+    data = args[0]
+    if len(data.shape) >= 3 and not isinstance(data.shape[-3], int):
+        raise TypeRelError("PixelShuffle needs a constant number of input channels")
+    return None
 
 
 def _pixel_shuffle(data, upscale_factor):
