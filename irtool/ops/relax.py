@@ -102,6 +102,7 @@ from . import relax_norms as norms
 from . import relax_scan_sort as scan_sort
 from .common import np, tensor_arg
 from .dynamic import strided_slice_rel as _dyn_strided_slice_rel
+from .elemwise import broadcast_rel
 from .nn import _pad4, _pad6, _pair, _triple
 from .registry import REQUIRED, AttrError, AttrSpec, TypeRelError
 from .relax_bridge import (
@@ -596,9 +597,9 @@ _op("relax.nn.instance_norm",   "data gamma beta",               (_A("channel_ax
 SOFTPLUS = (_A("beta", "float", 1.0), _A("threshold", "float", 20.0))
 _op("relax.nn.softplus",        "data",                          SOFTPLUS,     None,  rel=scan_sort._same,
     ref=norms._softplus, float_only=True)
-_op("relax.log_add_exp",        "x1 x2",                         (),           None,  rel=norms._broadcast_rel,
+_op("relax.log_add_exp",        "x1 x2",                         (),           None,  rel=broadcast_rel,
     ref=norms._log_add_exp)
-_op("relax.atan2",              "x1 x2",                         (),           None,  rel=norms._broadcast_rel,
+_op("relax.atan2",              "x1 x2",                         (),           None,  rel=broadcast_rel,
     ref=norms._atan2)
 _op("relax.std",                "x",                             AXES,         None,  rel=_variance_rel, ref=norms._std)
 _op("relax.nn.cross_entropy_with_logits", "predictions labels", (),        None,

@@ -134,12 +134,6 @@ def _softplus(data, beta=1.0, threshold=20.0):
     return np.where(beta * x > threshold, x, soft).astype(data.dtype)
 
 
-def _broadcast_rel(args, attrs):
-    from .elemwise import broadcast_rel
-
-    return broadcast_rel(args, attrs)
-
-
 def _log_add_exp(x1, x2):
     return np.logaddexp(x1.astype(np.float64), x2.astype(np.float64)).astype(np.result_type(x1, x2))
 
