@@ -42,33 +42,27 @@ from irtool.ir import tir
 
 from .. import te
 from .. import tir_build as tb
-from ..simplify import simplify
 from . import register_legalize
 from .broadcast import _legalize_binary, topi_binary, with_broadcast
 from .creation import full as topi_full
 from .nms import argsort
 from .norm import _cpp_cast, float_const
-from .reduce import _ArgReduceOp, real_axis, reduce_axes, target_shape, topi_sum, variance
+from .reduce import TupleReduceOp, real_axis, reduce_axes, target_shape, topi_sum, variance
 from .transform import gather, reshape, squeeze
 
 
-class _TupleSumOp(_ArgReduceOp):
+class _TupleSumOp(TupleReduceOp):
     """TOPI's MakeTupleSumReducer over (x, x * x): two outputs of one sblock."""
 
     def __init__(self, name: str, axis: list, reduce_axis: list, value: tir.PrimExpr, square: tir.PrimExpr) -> None:
         self.sources = [value, square]
-        te.ComputeOp.__init__(self, name, "comm_reduce", {}, axis, reduce_axis, [value, square])
-
-    input_tensors = te.ComputeOp.input_tensors
+        super().__init__(name, "comm_reduce", {}, axis, reduce_axis, [value, square])
 
     def combine(self, lhs: list, rhs: list) -> list:
         return [tb.add(a, b) for a, b in zip(lhs, rhs)]
 
     def identity(self, dtypes: list[str]) -> list:
         return [tb.const(0, d) for d in dtypes]
-
-    def simplified_sources(self, sources: list) -> list:
-        return [simplify(s) for s in sources]
 
 
 def _sum_and_square_sum(data: te.Tensor, name: str, axes: list[int], load) -> tuple[te.Tensor, te.Tensor]:

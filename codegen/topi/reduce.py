@@ -114,41 +114,22 @@ def variance(x: te.Tensor, axis, keepdims: bool) -> te.Tensor:
     return mean(multiply(dev, dev), axis, keepdims)
 
 
-# ----------------------------------------------------------------------------- argmax / argmin
+# ----------------------------------------------------------------------------- tuple reductions: argmax / argmin
 
 
-class _ArgReduceOp(te.ComputeOp):
-    """The (index, value) tuple reduction of TOPI's CommReduceIdx: two outputs, one sblock.
-    `make_stmt` is CreatePrimFunc's GenerateBodyStmt for several buffers."""
+class TupleReduceOp(te.ComputeOp):
+    """A reduction of several values at once into several buffers (TOPI's tuple reducers:
+    CommReduceIdx's (index, value), MakeTupleSumReducer's sums): one sblock, its outputs combined
+    through `T.let` bindings. A subclass gives `sources` (one expression per output, in the op's
+    axis variables), `combine(lhs, rhs)`, `identity(dtypes)` and `simplified_sources`."""
 
-    def __init__(self, name: str, axis: list, reduce_axis: list, index: tir.PrimExpr, value: te.ProducerLoad,
-                 is_argmax: bool) -> None:
-        self.is_argmax = is_argmax
-        self.sources = [index, value]
-        super().__init__(name, "comm_reduce_idx", {}, axis, reduce_axis, [index, value])
-
-    def input_tensors(self) -> list[te.Tensor]:
-        return [self.sources[1].tensor]
-
-    def combine(self, lhs: list, rhs: list) -> list:
-        (lhs_idx, lhs_val), (rhs_idx, rhs_val) = lhs, rhs
-        better = tb.gt(lhs_val, rhs_val) if self.is_argmax else tb.lt(lhs_val, rhs_val)
-        update_index = tb.logical_or(better, tb.logical_and(tb.eq(lhs_val, rhs_val), tb.lt(lhs_idx, rhs_idx)))
-        return [tb.select(update_index, lhs_idx, rhs_idx), tb.select(better, lhs_val, rhs_val)]
-
-    def identity(self, dtypes: list[str]) -> list:
-        worst = tb.min_value(dtypes[1]) if self.is_argmax else tb.max_value(dtypes[1])
-        return [tb.const(-1, dtypes[0]), worst]
+    sources: list
 
     def simplified_sources(self, sources: list) -> list:
-        # CreatePrimFunc simplifies each source with the full analyzer: the raveled index of a
-        # reduction over several axes prints expanded, `v_k0 * 144 + v_k1 * 36 + v_k2 * 6 + v_k3`
-        index, value = sources
-        return [simplify_index(index), simplify(value)]
+        return [simplify(s) for s in sources]
 
     def make_stmt(self, out_bufs: list, buffers: dict, names, index_dtype: str) -> tir.Stmt:
-        """CreatePrimFunc's sblock of a tuple reduction (`combine`, `identity`, `sources` given
-        by the subclass)."""
+        """CreatePrimFunc's GenerateBodyStmt for several buffers."""
         vmap: dict = {}
         loops, block_iters, store = [], [], []
         for iv in list(self.axis) + list(self.reduce_axis):
@@ -177,6 +158,35 @@ class _ArgReduceOp(te.ComputeOp):
         for loop_var, dom in reversed(loops):
             stmt = tir.For(loop_var, dom.min, dom.extent, "serial", stmt)
         return stmt
+
+
+class _ArgReduceOp(TupleReduceOp):
+    """The (index, value) tuple reduction of TOPI's CommReduceIdx: two outputs, one sblock."""
+
+    def __init__(self, name: str, axis: list, reduce_axis: list, index: tir.PrimExpr, value: te.ProducerLoad,
+                 is_argmax: bool) -> None:
+        self.is_argmax = is_argmax
+        self.sources = [index, value]
+        super().__init__(name, "comm_reduce_idx", {}, axis, reduce_axis, [index, value])
+
+    def input_tensors(self) -> list[te.Tensor]:
+        return [self.sources[1].tensor]
+
+    def combine(self, lhs: list, rhs: list) -> list:
+        (lhs_idx, lhs_val), (rhs_idx, rhs_val) = lhs, rhs
+        better = tb.gt(lhs_val, rhs_val) if self.is_argmax else tb.lt(lhs_val, rhs_val)
+        update_index = tb.logical_or(better, tb.logical_and(tb.eq(lhs_val, rhs_val), tb.lt(lhs_idx, rhs_idx)))
+        return [tb.select(update_index, lhs_idx, rhs_idx), tb.select(better, lhs_val, rhs_val)]
+
+    def identity(self, dtypes: list[str]) -> list:
+        worst = tb.min_value(dtypes[1]) if self.is_argmax else tb.max_value(dtypes[1])
+        return [tb.const(-1, dtypes[0]), worst]
+
+    def simplified_sources(self, sources: list) -> list:
+        # CreatePrimFunc simplifies each source with the full analyzer: the raveled index of a
+        # reduction over several axes prints expanded, `v_k0 * 144 + v_k1 * 36 + v_k2 * 6 + v_k3`
+        index, value = sources
+        return [simplify_index(index), simplify(value)]
 
 
 def _collect_reads(e, table: dict) -> None:
