@@ -95,6 +95,8 @@ CASES += [("conv2d-pad", "x:1x2x6x6:float32 w:4x2x3x3:float32", "R.nn.conv2d(x, 
 
 def _param(spec: str) -> str:
     name, shape, dtype = spec.split(":")
+    if not shape:  # "t::int64", a 0-d tensor
+        return f'{name}: R.Tensor((), dtype="{dtype}")'
     dims = ", ".join(f'"{d}"' if d.isalpha() else d for d in shape.split("x"))
     return f'{name}: R.Tensor(({dims},), dtype="{dtype}")'.replace(",)", ")") if "x" in shape else \
         f'{name}: R.Tensor(({dims},), dtype="{dtype}")'

@@ -82,6 +82,7 @@ def _load() -> None:
             nms_classic,
             nn,
             norm,
+            norms_losses,
             pool,
             reduce,
             scatter,

@@ -53,7 +53,9 @@ def target_shape(axes: list[int], data: te.Tensor, keepdims: bool) -> list:
 
 
 def comm_reduce(data: te.Tensor, axis, reducer: Callable, keepdims: bool = False) -> te.Tensor:
-    """TOPI's CommReduce: `<data>_red` over the reduced dims."""
+    """TOPI's CommReduce: `<data>_red` over the reduced dims (of a 0-d tensor: a copy)."""
+    if not data.shape:
+        return te.compute_ax((), lambda ax: data(), name=data.name + "_red", tag="comm_reduce")
     axes = real_axis(len(data.shape), axis)
     raxes = reduce_axes(axes, data)
 
@@ -112,12 +114,54 @@ def variance(x: te.Tensor, axis, keepdims: bool) -> te.Tensor:
     return mean(multiply(dev, dev), axis, keepdims)
 
 
-# ----------------------------------------------------------------------------- argmax / argmin
+# ----------------------------------------------------------------------------- tuple reductions: argmax / argmin
 
 
-class _ArgReduceOp(te.ComputeOp):
-    """The (index, value) tuple reduction of TOPI's CommReduceIdx: two outputs, one sblock.
-    `make_stmt` is CreatePrimFunc's GenerateBodyStmt for several buffers."""
+class TupleReduceOp(te.ComputeOp):
+    """A reduction of several values at once into several buffers (TOPI's tuple reducers:
+    CommReduceIdx's (index, value), MakeTupleSumReducer's sums): one sblock, its outputs combined
+    through `T.let` bindings. A subclass gives `sources` (one expression per output, in the op's
+    axis variables), `combine(lhs, rhs)`, `identity(dtypes)` and `simplified_sources`."""
+
+    sources: list
+
+    def simplified_sources(self, sources: list) -> list:
+        return [simplify(s) for s in sources]
+
+    def make_stmt(self, out_bufs: list, buffers: dict, names, index_dtype: str) -> tir.Stmt:
+        """CreatePrimFunc's GenerateBodyStmt for several buffers."""
+        vmap: dict = {}
+        loops, block_iters, store = [], [], []
+        for iv in list(self.axis) + list(self.reduce_axis):
+            loop_var, block_var = tir.Var(iv.var.name, iv.var.dtype), tir.Var("v_" + iv.var.name, iv.var.dtype)
+            dom = tir.Range(simplify(iv.dom.min), simplify(iv.dom.extent))
+            loops.append((loop_var, dom))
+            block_iters.append(tir.IterVar(block_var, dom, iv.iter_type))
+            if iv.iter_type != tir.COMM_REDUCE:
+                store.append(block_var)
+            vmap[iv.var] = block_var
+        lhs = [tir.BufferLoad(b, store) for b in out_bufs]
+        rhs = self.simplified_sources([te._substitute(s, vmap, buffers) for s in self.sources])
+        temps = [tir.Var("v_" + b.name, b.dtype) for b in out_bufs]
+        body: tir.Stmt = tir.seq([tir.BufferStore(b, t, store) for b, t in zip(out_bufs, temps)])
+        for t, value in reversed(list(zip(temps, self.combine(lhs, rhs)))):
+            body = tir.LetStmt(t, normalize_index_dtype(value, index_dtype), body)
+        init = tir.seq([tir.BufferStore(b, v, store)
+                        for b, v in zip(out_bufs, self.identity([b.dtype for b in out_bufs]))])
+        reads: dict = {}
+        for r in rhs:
+            _collect_reads(r, reads)
+        read_regions = tuple(te._region(buf, pts) for buf, pts in reads.values())
+        writes = tuple(te._region(b, [tuple(store)]) for b in out_bufs)
+        block = tir.SBlock(names.fresh(self.name), block_iters, read_regions, writes, body, init)
+        stmt: tir.Stmt = tir.SBlockRealize([lv for lv, _ in loops], tb.const(True, "bool"), block)
+        for loop_var, dom in reversed(loops):
+            stmt = tir.For(loop_var, dom.min, dom.extent, "serial", stmt)
+        return stmt
+
+
+class _ArgReduceOp(TupleReduceOp):
+    """The (index, value) tuple reduction of TOPI's CommReduceIdx: two outputs, one sblock."""
 
     def __init__(self, name: str, axis: list, reduce_axis: list, index: tir.PrimExpr, value: te.ProducerLoad,
                  is_argmax: bool) -> None:
@@ -138,38 +182,11 @@ class _ArgReduceOp(te.ComputeOp):
         worst = tb.min_value(dtypes[1]) if self.is_argmax else tb.max_value(dtypes[1])
         return [tb.const(-1, dtypes[0]), worst]
 
-    def make_stmt(self, out_bufs: list, buffers: dict, names, index_dtype: str) -> tir.Stmt:
-        vmap: dict = {}
-        loops, block_iters, store = [], [], []
-        for iv in list(self.axis) + list(self.reduce_axis):
-            loop_var, block_var = tir.Var(iv.var.name, iv.var.dtype), tir.Var("v_" + iv.var.name, iv.var.dtype)
-            dom = tir.Range(simplify(iv.dom.min), simplify(iv.dom.extent))
-            loops.append((loop_var, dom))
-            block_iters.append(tir.IterVar(block_var, dom, iv.iter_type))
-            if iv.iter_type != tir.COMM_REDUCE:
-                store.append(block_var)
-            vmap[iv.var] = block_var
-        lhs = [tir.BufferLoad(b, store) for b in out_bufs]
+    def simplified_sources(self, sources: list) -> list:
         # CreatePrimFunc simplifies each source with the full analyzer: the raveled index of a
         # reduction over several axes prints expanded, `v_k0 * 144 + v_k1 * 36 + v_k2 * 6 + v_k3`
-        index, value = (te._substitute(s, vmap, buffers) for s in self.sources)
-        rhs = [simplify_index(index), simplify(value)]
-        temps = [tir.Var("v_" + b.name, b.dtype) for b in out_bufs]
-        body: tir.Stmt = tir.seq([tir.BufferStore(b, t, store) for b, t in zip(out_bufs, temps)])
-        for t, value in reversed(list(zip(temps, self.combine(lhs, rhs)))):
-            body = tir.LetStmt(t, normalize_index_dtype(value, index_dtype), body)
-        init = tir.seq([tir.BufferStore(b, v, store)
-                        for b, v in zip(out_bufs, self.identity([b.dtype for b in out_bufs]))])
-        reads: dict = {}
-        for r in rhs:
-            _collect_reads(r, reads)
-        read_regions = tuple(te._region(buf, pts) for buf, pts in reads.values())
-        writes = tuple(te._region(b, [tuple(store)]) for b in out_bufs)
-        block = tir.SBlock(names.fresh(self.name), block_iters, read_regions, writes, body, init)
-        stmt: tir.Stmt = tir.SBlockRealize([lv for lv, _ in loops], tb.const(True, "bool"), block)
-        for loop_var, dom in reversed(loops):
-            stmt = tir.For(loop_var, dom.min, dom.extent, "serial", stmt)
-        return stmt
+        index, value = sources
+        return [simplify_index(index), simplify(value)]
 
 
 def _collect_reads(e, table: dict) -> None:

@@ -98,10 +98,12 @@ from typing import Any
 from ..ir.expr import Attrs, TypedScalar
 from ..ir.types import ANY, TensorType
 from . import registry, vision
+from . import relax_norms as norms
 from . import relax_scan_sort as scan_sort
 from . import relax_vision as rv
 from .common import np, tensor_arg
 from .dynamic import strided_slice_rel as _dyn_strided_slice_rel
+from .elemwise import broadcast_rel
 from .nn import _pad4, _pad6, _pair, _triple
 from .registry import REQUIRED, AttrError, AttrSpec, TypeRelError
 from .relax_bridge import (
@@ -586,6 +588,30 @@ _op("relax.argsort",            "data",                          SORT + (_A("dty
     rel=scan_sort._argsort_rel, ref=scan_sort._argsort)
 _op("relax.topk",               "data",                          TOPK,         "topk",  rel=scan_sort._topk_rel,
     ref=scan_sort._topk, sym_rel=scan_sort._topk_sym)
+# TVM 0.27's own normalisations, statistics and binary ops without Relay counterparts (relax_norms)
+NORM = (_A("epsilon", "float", 1e-5), _A("center", "bool", True), _A("scale", "bool", True))
+_op("relax.nn.group_norm",      "data gamma beta",               (_A("num_groups", "int"), _A("channel_axis", "int"),
+                                                                  _A("axes", "ints")) + NORM, None,
+    rel=norms._group_norm_rel, ref=norms._group_norm, sym_rel=norms._group_norm_rel)
+_op("relax.nn.instance_norm",   "data gamma beta",               (_A("channel_axis", "int"), _A("axes", "ints")) + NORM,
+    None, rel=norms._instance_norm_rel, ref=norms._instance_norm, sym_rel=norms._instance_norm_rel)
+SOFTPLUS = (_A("beta", "float", 1.0), _A("threshold", "float", 20.0))
+_op("relax.nn.softplus",        "data",                          SOFTPLUS,     None,  rel=scan_sort._same,
+    ref=norms._softplus, float_only=True)
+_op("relax.log_add_exp",        "x1 x2",                         (),           None,  rel=broadcast_rel,
+    ref=norms._log_add_exp)
+_op("relax.atan2",              "x1 x2",                         (),           None,  rel=broadcast_rel,
+    ref=norms._atan2)
+_op("relax.std",                "x",                             AXES,         None,  rel=_variance_rel, ref=norms._std)
+_op("relax.nn.cross_entropy_with_logits", "predictions labels", (),        None,
+    rel=norms._cross_entropy_rel, ref=norms._cross_entropy, sym_rel=norms._cross_entropy_rel)
+NLL_LOSS = (_A("reduction", "str", "mean"), _A("ignore_index", "int", -100))
+_op("relax.nn.nll_loss",        "predictions targets weights:tensor?",  NLL_LOSS,     None,
+    rel=norms._nll_loss_rel, ref=norms._nll_loss, sym_rel=norms._nll_loss_rel)
+_op("relax.median",             "x",                             AXES,         None,  rel=norms._median_rel,
+    ref=norms._median)
+_op("relax.nn.pixel_shuffle",   "data",                          (_A("upscale_factor", "int"),), None,
+    rel=norms._pixel_shuffle_rel, ref=norms._pixel_shuffle, sym_rel=norms._pixel_shuffle_sym)
 # TVM 0.27's counterparts of Relay's one_hot, argwhere, image.grid_sample and the vision ops (relay-to-relax
 # maps them): one_hot's on/off values are PrimValues whose dtype is the result's; R.nonzero is argwhere
 # transposed, int64, of a length known only at run time (its struct info keeps the rank only)
