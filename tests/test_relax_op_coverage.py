@@ -21,16 +21,12 @@ OUT_OF_SCOPE = {
 }
 # Operators TVM legalizes that irtool does not declare yet (docs/passes.md names them too).
 NOT_YET: set[str] = {
-    "relax.atan2", "relax.bucketize", "relax.collapse_sum_like", "relax.collapse_sum_to", "relax.dequantize",
-    "relax.eye", "relax.eye_like", "relax.flatten", "relax.hamming_window", "relax.image.affine_grid",
-    "relax.image.resize3d", "relax.index_put", "relax.index_tensor", "relax.layout_transform",
-    "relax.log_add_exp", "relax.median", "relax.meshgrid", "relax.nn.adaptive_avg_pool1d", "relax.nn.attention",
-    "relax.nn.attention_bias", "relax.nn.attention_var_len", "relax.nn.avg_pool1d", "relax.nn.conv1d",
-    "relax.nn.conv1d_transpose", "relax.nn.cross_entropy_with_logits", "relax.nn.group_norm",
-    "relax.nn.instance_norm", "relax.nn.max_pool1d", "relax.nn.nll_loss", "relax.nn.pixel_shuffle",
-    "relax.nn.softplus", "relax.outer", "relax.quantize", "relax.reverse_sequence", "relax.size",
-    "relax.slice_scatter", "relax.std", "relax.tril", "relax.triu", "relax.vision.get_valid_counts",
-    "relax.vision.multibox_transform_loc", "relax.vision.non_max_suppression",
+    "relax.bucketize", "relax.collapse_sum_like", "relax.collapse_sum_to", "relax.dequantize", "relax.eye",
+    "relax.eye_like", "relax.flatten", "relax.hamming_window", "relax.image.affine_grid", "relax.image.resize3d",
+    "relax.index_put", "relax.index_tensor", "relax.layout_transform", "relax.meshgrid",
+    "relax.nn.adaptive_avg_pool1d", "relax.nn.attention", "relax.nn.attention_bias", "relax.nn.attention_var_len",
+    "relax.nn.avg_pool1d", "relax.nn.conv1d", "relax.nn.conv1d_transpose", "relax.nn.max_pool1d", "relax.outer",
+    "relax.quantize", "relax.reverse_sequence", "relax.size", "relax.slice_scatter", "relax.tril", "relax.triu",
 }
 
 _LIST_LEGALIZED = """
