@@ -313,6 +313,9 @@ for dtype in ["float32", "float64", "float16"]:
                          ("nhwc", "1x4x4x2", 'R.image.resize2d(x, R.shape([2, 3]), layout="NHWC")')]:
         if dtype == "float32" or tag in ("linear", "cubic"):
             case("image", f"resize2d-{dtype}-{tag}", f"x:{x}:{dtype}", call)
+for tag, x, call in [("2d", "2x2x3", "R.image.affine_grid(x, (3, 5))"),
+                     ("3d-centres", "1x3x4", "R.image.affine_grid(x, (2, 3, 4), align_corners=False)")]:
+    case("image", f"affine_grid-{tag}", f"x:{x}:float32", call)
 for tag, call in [("bilinear", "R.image.grid_sample(x, g)"),
                   ("border-align", 'R.image.grid_sample(x, g, padding_mode="border", align_corners=True)'),
                   ("bicubic", 'R.image.grid_sample(x, g, method="bicubic")'),

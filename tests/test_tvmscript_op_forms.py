@@ -164,6 +164,8 @@ CASES: dict[str, list[tuple[list, dict]]] = {
     "relax.nonzero": [([t(2, 3, dtype="int32")], {})],
     "relax.image.grid_sample": [([t(1, 2, 4, 5), t(1, 2, 3, 2)],
                                  {"method": "nearest", "padding_mode": "border", "align_corners": True})],
+    "relax.image.affine_grid": [([t(2, 2, 3), shape(3, 5)], {"align_corners": False}),
+                                 ([t(1, 3, 4), shape(2, 3, 4)], {})],
     "relax.vision.roi_align": [([t(1, 2, 6, 6), t(3, 5)],
                                 {"pooled_size": [2, 3], "spatial_scale": 0.5, "sample_ratio": 2, "aligned": True,
                                  "mode": "max"})],

@@ -1,4 +1,5 @@
-"""Image operators: resize2d as TOPI's python/tvm/topi/image/resize.py builds it.
+"""Image operators: resize2d as TOPI's python/tvm/topi/image/resize.py builds it (grid_sample and
+affine_grid as its grid_sample.py, at the end).
 
 One `resize` compute over i0..i3 (layouts NCHW and NHWC). Per output pixel:
 
@@ -30,6 +31,7 @@ import math
 
 import numpy as np
 
+from irtool.ir import relax as rx
 from irtool.ir import tir
 
 from .. import te
@@ -434,3 +436,34 @@ def _grid_sample(bb, call):
         return call
     return bb.call_te(grid_sample, call.args[0], call.args[1], method=at["method"], layout=at["layout"],
                       padding_mode=at["padding_mode"], align_corners=bool(at["align_corners"]))
+
+
+def affine_grid(data: te.Tensor, target_shape: list[int], align_corners: bool = True) -> te.Tensor:
+    """TOPI's affine_grid (python/tvm/topi/image/grid_sample.py): `compute` over n, dim, i0..
+    of the translation column plus each axis's normalised coordinate times its matrix column
+    (the fastest axis takes column 0). The grid constants are TOPI's unrounded doubles."""
+    k, dtype = len(target_shape), data.dtype
+    if align_corners:
+        starts, steps = [-1.0] * k, [(2.0 - 1e-7) / (s - 1) for s in target_shape]
+    else:
+        starts, steps = [-1.0 + 1.0 / s for s in target_shape], [2.0 / s for s in target_shape]
+
+    def element(n, dim, *coords):
+        value = data(n, dim, tb.const(k, "int64"))
+        for r in range(k):
+            coord = tb.add(tir.FloatImm(starts[r], dtype), tb.mul(coords[r], tir.FloatImm(steps[r], dtype)))
+            value = tb.add(value, tb.mul(data(n, dim, tb.const(k - 1 - r, "int64")), coord))
+        return value
+
+    return te.compute((data.shape[0], k, *target_shape), element, tag="affine_grid")
+
+
+@register_legalize("relax.image.affine_grid")
+def _affine_grid(bb, call):
+    size = [const_int(v) for v in call.args[1].values] if isinstance(call.args[1], rx.ShapeExpr) else [None]
+    align_corners = bool(call.attrs["align_corners"])
+    # TVM 0.27 raises on a symbolic size, and (TOPI's assertion) on a size of 1 with align_corners;
+    # integer matrices make TOPI's float grid constants integers: not legalized here
+    if None in size or (align_corners and min(size) <= 1) or not tb.is_float(call.args[0].struct_info.dtype):
+        return call
+    return bb.call_te(affine_grid, call.args[0], target_shape=size, align_corners=align_corners)

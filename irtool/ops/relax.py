@@ -166,6 +166,7 @@ from .relax_bridge import (
     _variance_rel,
     _where,
 )
+from .relax_image import AFFINE_GRID, affine_grid_call, affine_grid_ref, affine_grid_rel
 from .relax_symbolic import _reshape_sym, _strided_slice_sym
 from .relax_window import (
     ADAPTIVE_POOL1D,
@@ -527,6 +528,8 @@ _op("relax.nn.batch_flatten",   "data",                          (),           "
 _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d,
     python_call=_resize2d_call,
     ref_options=(("int_div_floor_only", True),))
+_op("relax.image.affine_grid",  "data size:shape",               AFFINE_GRID,  None,               rel=affine_grid_rel,
+    ref=affine_grid_ref, python_call=affine_grid_call)
 SCATTER = (_A("axis", "int", 0), _A("reduction", "str", "update"))
 _op("relax.gather_nd",          "data indices",                  (_A("batch_dims", "int", 0),), "gather_nd",
     convert=_gather_nd, deduce=_gather_nd_deduce)
