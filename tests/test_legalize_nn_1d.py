@@ -73,6 +73,16 @@ CASES: list[tuple[str, str, str]] = [
     ("adaptive_avg_pool1d-sym", "x:1x2xn:float32", "R.nn.adaptive_avg_pool1d(x, output_size=3)"),
 ]
 
+# regressions in the shared 2-D/3-D builders found here: an integer average pool divides by TOPI's
+# int64 count (an int64 result, as TVM's); an int32 adaptive pool's uneven divisor has no second cast
+CASES += [
+    ("avg_pool2d-i32", "x:1x2x6x7:int32", "R.nn.avg_pool2d(x, pool_size=[2, 2])"),
+    ("avg_pool2d-i32-excl-dil", "x:1x2x7x7:int32",
+     "R.nn.avg_pool2d(x, pool_size=[2, 2], dilation=[2, 1], padding=[1, 1], count_include_pad=False)"),
+    ("avg_pool3d-i32-excl", "x:1x1x4x5x4:int32", "R.nn.avg_pool3d(x, pool_size=3, padding=1, count_include_pad=False)"),
+    ("adaptive_avg_pool2d-i32-uneven", "x:1x2x6x7:int32", "R.nn.adaptive_avg_pool2d(x, output_size=[4, 4])"),
+]
+
 
 def _dims(shape) -> str:
     return "x".join(str(d) for d in shape)
