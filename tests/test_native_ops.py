@@ -313,6 +313,11 @@ for dtype in ["float32", "float64", "float16"]:
                          ("nhwc", "1x4x4x2", 'R.image.resize2d(x, R.shape([2, 3]), layout="NHWC")')]:
         if dtype == "float32" or tag in ("linear", "cubic"):
             case("image", f"resize2d-{dtype}-{tag}", f"x:{x}:{dtype}", call)
+for tag, x, call in [("linear", "1x2x3x4x5", "R.image.resize3d(x, (4, 6, 3))"),
+                     ("nearest-ndhwc", "1x3x4x5x2", 'R.image.resize3d(x, (2, 8, 5), layout="NDHWC", method="nearest_neighbor")'),
+                     ("cubic-align", "1x1x3x3x3", 'R.image.resize3d(x, 5, method="cubic", '
+                      'coordinate_transformation_mode="align_corners")')]:
+    case("image", f"resize3d-{tag}", f"x:{x}:float32", call)
 for tag, x, call in [("2d", "2x2x3", "R.image.affine_grid(x, (3, 5))"),
                      ("3d-centres", "1x3x4", "R.image.affine_grid(x, (2, 3, 4), align_corners=False)")]:
     case("image", f"affine_grid-{tag}", f"x:{x}:float32", call)

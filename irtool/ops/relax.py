@@ -166,7 +166,16 @@ from .relax_bridge import (
     _variance_rel,
     _where,
 )
-from .relax_image import AFFINE_GRID, affine_grid_call, affine_grid_ref, affine_grid_rel
+from .relax_image import (
+    AFFINE_GRID,
+    RESIZE3D,
+    affine_grid_call,
+    affine_grid_ref,
+    affine_grid_rel,
+    resize3d_call,
+    resize3d_ref,
+    resize3d_rel,
+)
 from .relax_symbolic import _reshape_sym, _strided_slice_sym
 from .relax_window import (
     ADAPTIVE_POOL1D,
@@ -528,6 +537,8 @@ _op("relax.nn.batch_flatten",   "data",                          (),           "
 _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d,
     python_call=_resize2d_call,
     ref_options=(("int_div_floor_only", True),))
+_op("relax.image.resize3d",     "data size:shape",               RESIZE3D,     None,               rel=resize3d_rel,
+    ref=resize3d_ref, python_call=resize3d_call)
 _op("relax.image.affine_grid",  "data size:shape",               AFFINE_GRID,  None,               rel=affine_grid_rel,
     ref=affine_grid_ref, python_call=affine_grid_call)
 SCATTER = (_A("axis", "int", 0), _A("reduction", "str", "update"))
