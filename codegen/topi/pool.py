@@ -27,6 +27,11 @@ tests/test_legalize_adaptive_pool.py). Over a size variable n, `_SymbolicWindow`
 expressions as TVM does; an output of 1 takes the whole axis, an omitted output size the axis
 itself (tests/test_legalize_symbolic_pool.py).
 
+An integer average pool divides its sum by TOPI's int64 count, so (C++'s `div` promoting the sum)
+its result is int64, as TVM's; a 1-D pool's `max(count, 1)` is 1 where the count is at most 1
+for any index (a window of one element at stride 1: TVM's ConstIntBound, `_const_bound`), which a
+product of counts (2-D, 3-D) never is.
+
 avg_pool2d's divisor is TOPI's `(min(start + k - 1, n + pad_tail - 1) - start) + 1` per axis
 (start = v * s - pad_head; without count_include_pad the padded head is also subtracted,
 `- max(pad_head - v * s, 0)`, the end clamps at n - 1 and the product is `max(.., 1)`).
