@@ -81,6 +81,13 @@ CASES += [
      "R.nn.avg_pool2d(x, pool_size=[2, 2], dilation=[2, 1], padding=[1, 1], count_include_pad=False)"),
     ("avg_pool3d-i32-excl", "x:1x1x4x5x4:int32", "R.nn.avg_pool3d(x, pool_size=3, padding=1, count_include_pad=False)"),
     ("adaptive_avg_pool2d-i32-uneven", "x:1x2x6x7:int32", "R.nn.adaptive_avg_pool2d(x, output_size=[4, 4])"),
+    # TOPI pads an average pool with an int32 0 and multiplies its adaptive divisor from cast(dtype, 1):
+    # a narrower integer is summed (padded) and divided in int32
+    ("avg_pool2d-i8-excl-dil", "x:1x2x7x7:int8",
+     "R.nn.avg_pool2d(x, pool_size=[2, 2], dilation=[2, 1], padding=[1, 1], count_include_pad=False)"),
+    ("avg_pool1d-u8-pad", "x:1x2x7:uint8", "R.nn.avg_pool1d(x, pool_size=3, padding=1)"),
+    ("adaptive_avg_pool2d-u8-uneven", "x:1x2x7x5:uint8", "R.nn.adaptive_avg_pool2d(x, output_size=[3, 2])"),
+    ("adaptive_avg_pool1d-i8", "x:1x2x7:int8", "R.nn.adaptive_avg_pool1d(x, output_size=2)"),
 ]
 
 
@@ -195,8 +202,11 @@ def test_legalized_matches_reference(case):
         return
     inputs = _inputs(mod, np.random.default_rng(0))
     expected, got = np.asarray(run_relax(mod, inputs)), np.asarray(run_relax(out, inputs))
-    # TVM's integer average pools divide by an int64 count, which makes the result int64
-    want = np.int64 if call.startswith("R.nn.avg_pool") and expected.dtype.kind == "i" else expected.dtype
+    # TVM's integer average pools divide by an int64 count, which makes the result int64; adaptive
+    # ones narrower than int32 divide in int32
+    want = expected.dtype
+    if expected.dtype.kind in "iu":
+        want = np.int64 if call.startswith("R.nn.avg_pool") else np.result_type(expected.dtype, np.int32)
     assert got.dtype == want and got.shape == expected.shape
     tol = 2e-3 if "16" in params else 1e-5
     np.testing.assert_allclose(got.astype("float64"), expected.astype("float64"), rtol=tol, atol=tol)

@@ -233,17 +233,17 @@ class _Window:
     def extent(self, v: tir.Var, value: tir.PrimExpr) -> tir.PrimExpr:
         return _bin("sub", self.end(v, value), self.start(value))
 
-    def divisor(self, v: tir.Var, dtype: str) -> tir.PrimExpr:
-        """cast(dtype, cast(int32, extent)) as the avg block prints it (no outer cast for int32
-        data: TOPI's factor starts from cast(dtype, 1), which folds); where n divides o with
-        k > 2 the simplifier moves the int32 cast inside the subtraction."""
+    def divisor(self, v: tir.Var) -> tir.PrimExpr:
+        """cast(int32, extent) as the avg block prints it (the factor it multiplies casts it to
+        the data's dtype where that is wider or a float); where n divides o with k > 2 the
+        simplifier moves the int32 cast inside the subtraction."""
         value = tir.Cast("int64", v)
         if self.k is not None and self.k > 2:
             inner = _bin("sub", tir.Cast("int32", self.end(v, value)),
                          _bin("floordiv", tir.Cast("int32", value), tb.const(self.k, "int32")))
         else:
             inner = tir.Cast("int32", self.extent(v, value))
-        return inner if dtype == "int32" else tir.Cast(dtype, inner)
+        return inner
 
     def read_extent(self, v: tir.Var) -> tir.PrimExpr:
         """The extent of the window an outer sblock reads: the Select relaxed to its larger
@@ -332,8 +332,8 @@ def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Te
         factor = tb.cast(x.dtype, 1)
         for i, ii in enumerate(axes):
             w = windows[i]
-            term = w.divisor(output[ii], x.dtype) if isinstance(w, _Window) else tb.cast(x.dtype, tb.cast("int32", w))
-            factor = tb.mul(factor, term)
+            term = w.divisor(output[ii]) if isinstance(w, _Window) else tb.cast("int32", w)
+            factor = tb.mul(factor, term)  # TOPI's cast(dtype, 1) * cast(int32, extent) ...: the types matched
         return tb.div(pool_sum(*output), factor)
 
     avg = te.compute_ax(out_shape, average, name="adaptive_pool_avg", tag="elemwise",
@@ -615,7 +615,8 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
             count -= 1
         out_shape[ii] = tb.const(count, x.shape[ii].dtype)
     do_pad = any(pad_before) or any(pad_after)
-    temp = topi_pad(x, pad_before, pad_after, tb.const(0, x.dtype), "pad_temp") if do_pad else x
+    # TOPI pads with an int32 0: a narrower integer is widened to int32 (as TVM's if_then_else matches them)
+    temp = topi_pad(x, pad_before, pad_after, tb.const(0, "int32"), "pad_temp") if do_pad else x
 
     def window_sum(output):
         indices = list(output)
