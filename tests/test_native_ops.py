@@ -242,6 +242,21 @@ for dtype in ["float32", "int32"]:
             ("adaptive_avg_pool3d-uneven", "1x2x5x7x4", "R.nn.adaptive_avg_pool3d(x, output_size=[2, 3, 4])")]:
         if dtype == "float32" or tag.startswith("max"):
             case("window3d", f"{tag}-{dtype}", f"x:{x}:{dtype}", call)
+# 1-D windows (3-D buffers; the 2-D/3-D builders over W)
+for tag, x, w, call in [
+        ("conv1d-pad-groups-dil", "2x4x9", "6x2x3", "R.nn.conv1d(x, w, strides=2, padding=[1, 2], dilation=2, groups=2)"),
+        ("conv1d-nwc", "1x8x2", "3x2x4", 'R.nn.conv1d(x, w, data_layout="NWC", kernel_layout="WIO")'),
+        ("conv1d_transpose-groups-dil", "1x4x5", "4x3x3",
+         "R.nn.conv1d_transpose(x, w, strides=2, padding=1, output_padding=1, dilation=2, groups=2)")]:
+    case("window1d", tag, f"x:{x}:float32:small w:{w}:float32:small", call)
+for dtype in ["float32", "int32"]:
+    for tag, x, call in [
+            ("max_pool1d-pad-ceil", "1x2x10", "R.nn.max_pool1d(x, pool_size=3, strides=2, padding=1, ceil_mode=True)"),
+            ("avg_pool1d-excl-nwc", "1x9x2", 'R.nn.avg_pool1d(x, pool_size=3, strides=2, padding=[1, 2], '
+             'count_include_pad=False, layout="NWC")'),
+            ("avg_pool1d-dil", "1x2x9", "R.nn.avg_pool1d(x, pool_size=2, dilation=3, padding=[1, 0])"),
+            ("adaptive_avg_pool1d-uneven", "2x3x10", "R.nn.adaptive_avg_pool1d(x, output_size=4)")]:
+        case("window1d", f"{tag}-{dtype}", f"x:{x}:{dtype}", call)
 
 # data movement: dtypes of every width, 0-size and 1x1 tensors
 MOVE = ["float32", "float16", "float64", "int64", "int8", "uint8", "bool"]
@@ -318,6 +333,14 @@ for dtype in ["float32", "float64", "float16"]:
                          ("nhwc", "1x4x4x2", 'R.image.resize2d(x, R.shape([2, 3]), layout="NHWC")')]:
         if dtype == "float32" or tag in ("linear", "cubic"):
             case("image", f"resize2d-{dtype}-{tag}", f"x:{x}:{dtype}", call)
+for tag, x, call in [("linear", "1x2x3x4x5", "R.image.resize3d(x, (4, 6, 3))"),
+                     ("nearest-ndhwc", "1x3x4x5x2", 'R.image.resize3d(x, (2, 8, 5), layout="NDHWC", method="nearest_neighbor")'),
+                     ("cubic-align", "1x1x3x3x3", 'R.image.resize3d(x, 5, method="cubic", '
+                      'coordinate_transformation_mode="align_corners")')]:
+    case("image", f"resize3d-{tag}", f"x:{x}:float32", call)
+for tag, x, call in [("2d", "2x2x3", "R.image.affine_grid(x, (3, 5))"),
+                     ("3d-centres", "1x3x4", "R.image.affine_grid(x, (2, 3, 4), align_corners=False)")]:
+    case("image", f"affine_grid-{tag}", f"x:{x}:float32", call)
 for tag, call in [("bilinear", "R.image.grid_sample(x, g)"),
                   ("border-align", 'R.image.grid_sample(x, g, padding_mode="border", align_corners=True)'),
                   ("bicubic", 'R.image.grid_sample(x, g, method="bicubic")'),

@@ -1,6 +1,6 @@
-"""R.nn.conv2d_transpose and R.nn.conv3d_transpose: TOPI's python/tvm/topi/nn/conv2d_transpose.py
-(NCHW data, IOHW kernel), conv3d_transpose.py (NCDHW, IODHW) and dilate.py, as TVM's
-legalizations call them.
+"""R.nn.conv1d_transpose, conv2d_transpose and conv3d_transpose: TOPI's
+python/tvm/topi/nn/conv1d_transpose.py (NCW data, IOW kernel), conv2d_transpose.py (NCHW,
+IOHW), conv3d_transpose.py (NCDHW, IODHW) and dilate.py, as TVM's legalizations call them.
 
     data_dilate       the input spread by the strides (zeros between; a copy for stride 1)
     data_pad          TOPI's Python pad by (kernel - 1 - padding) (+ output_padding after)
@@ -9,6 +9,8 @@ legalizations call them.
                       (axes o, i, h, w; i, o, h, w when grouped)
     compute           a plain convolution over dc, dh, dw (axes b, c, h, w); in 3-D over
                       dc, dd, dh, dw (axes b, c, d, h, w)
+In 1-D the transformed kernel is named `kernel` (axes o, i, w, grouped or not) and the
+convolution runs over dc, dw (axes b, c, w).
 """
 
 from __future__ import annotations
@@ -126,8 +128,39 @@ def conv3d_transpose_ncdhw(data: te.Tensor, kernel: te.Tensor, strides: list[int
     return te.compute((batch, out_channels, out_d, out_h, out_w), element, tag=tag)
 
 
+def conv1d_transpose_ncw(data: te.Tensor, kernel: te.Tensor, strides: list[int], padding: list[int],
+                         out_dtype: str, output_padding: list[int], groups: int = 1) -> te.Tensor:
+    """TOPI's conv1d_transpose_ncw (groups == 1) and group_conv1d_transpose_ncw."""
+    batch, in_c, _ = data.shape
+    _, out_c, filter_w = kernel.shape
+    fw = const_int(filter_w)
+    data_dilate = dilate(data, [1, 1, strides[0]], name="data_dilate")
+    data_pad = pad(data_dilate, [0, 0, fw - 1 - padding[0]], [0, 0, fw - 1 - padding[1] + output_padding[0]],
+                   name="data_pad")
+    kernel_transform = te.compute((simplify(out_c), in_c, filter_w),
+                                  lambda o, i, w: kernel(i, o, tb.sub(fw - 1, w)), name="kernel")
+    out_w = simplify(tb.add(tb.sub(data_pad.shape[2], filter_w), 1))
+    dc = te.reduce_axis((0, tb.floordiv(in_c, groups) if groups != 1 else in_c), name="dc")
+    dw = te.reduce_axis((0, filter_w), name="dw")
+    if groups == 1:
+        return te.compute((batch, out_c, out_w), lambda b, c, w: te.sum(
+            tb.mul(tb.cast(out_dtype, data_pad(b, dc.var, tb.add(w, dw.var))),
+                   tb.cast(out_dtype, kernel_transform(c, dc.var, dw.var))), axis=[dc, dw]),
+            tag="conv1d_transpose_ncw")
+    out_channels = simplify(tb.mul(out_c, groups))
+
+    def element(b, c, w):
+        per_group_out = tb.floordiv(out_channels, groups)
+        channel = tb.add(tb.mul(tb.floordiv(c, per_group_out), tb.floordiv(in_c, groups)), dc.var)
+        return te.sum(tb.mul(tb.cast(out_dtype, data_pad(b, channel, tb.add(w, dw.var))),
+                             tb.cast(out_dtype, kernel_transform(tb.floormod(c, per_group_out), channel, dw.var))),
+                      axis=[dc, dw])
+
+    return te.compute((batch, out_channels, out_w), element, tag="group_conv1d_transpose_ncw")
+
+
 def _conv_transpose_legalization(data_layout: str, kernel_layout: str, compute, name: str):
-    """The legalization of R.nn.conv{2,3}d_transpose in TVM's one layout (others stay calls):
+    """The legalization of R.nn.conv{1,2,3}d_transpose in TVM's one layout (others stay calls):
     the kernel dilated first, then TOPI's compute."""
     def legalize(bb, call):
         at = call.attrs
@@ -147,6 +180,8 @@ def _conv_transpose_legalization(data_layout: str, kernel_layout: str, compute, 
     return legalize
 
 
+register_legalize("relax.nn.conv1d_transpose",
+                  _conv_transpose_legalization("NCW", "IOW", conv1d_transpose_ncw, "conv1d_transpose"))
 register_legalize("relax.nn.conv2d_transpose",
                   _conv_transpose_legalization("NCHW", "IOHW", conv2d_transpose_nchw, "conv2d_transpose"))
 register_legalize("relax.nn.conv3d_transpose",

@@ -1,4 +1,5 @@
-"""Image operators: resize2d as TOPI's python/tvm/topi/image/resize.py builds it.
+"""Image operators: resize2d as TOPI's python/tvm/topi/image/resize.py builds it (grid_sample and
+affine_grid as its grid_sample.py, at the end).
 
 One `resize` compute over i0..i3 (layouts NCHW and NHWC). Per output pixel:
 
@@ -30,6 +31,7 @@ import math
 
 import numpy as np
 
+from irtool.ir import relax as rx
 from irtool.ir import tir
 
 from .. import te
@@ -261,7 +263,7 @@ def _tvm_fails(call) -> bool:
     """align_corners and tf_crop_and_resize to an output of size 1: TVM 0.27 fails dividing
     by `out - 1` (even where TOPI selects another branch); such a resize stays unlegalized."""
     at = call.attrs
-    sizes = getattr(call.args[1], "values", None) or (None, None)
+    sizes = getattr(call.args[1], "values", None) or ()
     return at["coordinate_transformation_mode"] in ("align_corners", "tf_crop_and_resize") and \
         any(const_int(o) == 1 for o in sizes)
 
@@ -276,8 +278,82 @@ def _resize2d(bb, call):
         return bb.call_te(resize2d, call.args[0], roi=list(at["roi"]), size=call.args[1], layout=at["layout"],
                           method=at["method"], coordinate_transformation_mode=at["coordinate_transformation_mode"],
                           rounding_method=at["rounding_method"], bicubic_alpha=at["cubic_alpha"],
-                          bicubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"],
-                          out_dtype=at["out_dtype"] or None)
+                          bicubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"])
+        # (TVM 0.27 passes no out_dtype: the result keeps the data's dtype, whatever the call says)
+    except _TvmFails:
+        return call  # as TVM cannot legalize it, the call stays
+
+
+def resize3d(data: te.Tensor, roi, size, layout: str = "NCDHW", method: str = "linear",
+             coordinate_transformation_mode: str = "half_pixel", rounding_method: str = "",
+             bicubic_alpha: float = -0.75, bicubic_exclude: int = 0, extrapolation_value: float = 0.0,
+             out_dtype: str | None = None) -> te.Tensor:
+    """TOPI's resize3d (_resize_3d): resize2d's per-axis pieces over D, H, W, without the integer
+    division of nearest asymmetric upscales, and with TOPI 0.27's quirks: the roi read as
+    (x, y, z) starts then ends; cubic's exclude_outside gives the depth the width's weights
+    tested against the height; tf_crop_and_resize tests the height and width only."""
+    if layout == "NDHWC":
+        in_n, in_d, in_h, in_w, in_c = data.shape
+        out_shape = [in_n, size[0], size[1], size[2], in_c]
+    else:
+        in_n, in_c, in_d, in_h, in_w = data.shape
+        out_shape = [in_n, in_c, size[0], size[1], size[2]]
+    mode = coordinate_transformation_mode
+    box = [tb.const(float(r), "float32") for r in roi]
+
+    def pixel(n, c, z, y, x):
+        z, y, x = _clamp(z, in_d), _clamp(y, in_h), _clamp(x, in_w)
+        return _float(data(n, z, y, x, c) if layout == "NDHWC" else data(n, c, z, y, x))
+
+    def compute(*indices):
+        n, z, y, x, c = indices if layout == "NDHWC" else (indices[0], *indices[2:], indices[1])
+        in_z = _in_coordinate(z, in_d, size[0], mode, False, box[2], box[5])
+        in_y = _in_coordinate(y, in_h, size[1], mode, False, box[1], box[4])
+        in_x = _in_coordinate(x, in_w, size[2], mode, False, box[0], box[3])
+        if method == "nearest_neighbor":
+            rounding = rounding_method or ("round" if mode == "align_corners" else "floor")
+            value = pixel(n, c, *(_index(_closest(v, rounding, False)) for v in (in_z, in_y, in_x)))
+        elif method == "linear":
+            z_int, y_int, x_int = (tb.cast("int32", _fold_call("floor", v)) for v in (in_z, in_y, in_x))
+            z_lerp, y_lerp, x_lerp = tb.sub(in_z, z_int), tb.sub(in_y, y_int), tb.sub(in_x, x_int)
+            p = [[[pixel(n, c, _index(z_int, k), _index(y_int, j), _index(x_int, i)) for i in range(2)]
+                  for j in range(2)] for k in range(2)]
+            planes = [_lerp(_lerp(*p[k][0], x_lerp), _lerp(*p[k][1], x_lerp), y_lerp) for k in range(2)]
+            value = _lerp(*planes, z_lerp)
+        else:  # cubic
+            ints = [tb.cast("int32", _fold_call("floor", v)) for v in (in_z, in_y, in_x)]
+            fracts = [tb.sub(v, _fold_call("floor", v)) for v in (in_z, in_y, in_x)]
+            p = [[[pixel(n, c, _index(ints[0], k - 1), _index(ints[1], j - 1), _index(ints[2], i - 1))
+                   for i in range(4)] for j in range(4)] for k in range(4)]
+            wz, wy, wx = (_cubic_weights(t, bicubic_alpha) for t in fracts)
+            if bicubic_exclude:
+                wz = _exclude_outside(wx, ints[2], in_h)
+                wy, wx = _exclude_outside(wy, ints[1], in_h), _exclude_outside(wx, ints[2], in_w)
+            value = _cubic_kernel([_cubic_kernel([_cubic_kernel(row, wx) for row in plane], wy) for plane in p], wz)
+        if mode == "tf_crop_and_resize":  # outside the height or width: the extrapolation value
+            ext = extrapolation_value
+            out = tb.if_then_else(tb.lt(in_y, 0), ext, tb.if_then_else(tb.gt(in_y, tb.sub(in_h, 1)), ext, value))
+            value = tb.if_then_else(tb.lt(in_x, 0), ext, tb.if_then_else(tb.gt(in_x, tb.sub(in_w, 1)), ext, out))
+        dtype = out_dtype or data.dtype
+        if dtype.startswith("uint") and isinstance(value, (tir.IntImm, tir.FloatImm)) and value.value < 0:
+            raise _TvmFails(f"a negative constant cast to {dtype}")
+        return tb.cast(dtype, value)
+
+    return te.compute(out_shape, compute, name="resize", tag="injective")
+
+
+@register_legalize("relax.image.resize3d")
+def _resize3d(bb, call):
+    at = call.attrs
+    if at["layout"] not in ("NCDHW", "NDHWC") or at["coordinate_transformation_mode"] not in _MODES or \
+            at["method"] not in ("nearest_neighbor", "linear", "cubic") or _tvm_fails(call):
+        return call
+    try:
+        return bb.call_te(resize3d, call.args[0], roi=list(at["roi"]), size=call.args[1], layout=at["layout"],
+                          method=at["method"], coordinate_transformation_mode=at["coordinate_transformation_mode"],
+                          rounding_method=at["rounding_method"], bicubic_alpha=at["cubic_alpha"],
+                          bicubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"])
+        # (TVM 0.27 passes no out_dtype: the result keeps the data's dtype, whatever the call says)
     except _TvmFails:
         return call  # as TVM cannot legalize it, the call stays
 
@@ -434,3 +510,34 @@ def _grid_sample(bb, call):
         return call
     return bb.call_te(grid_sample, call.args[0], call.args[1], method=at["method"], layout=at["layout"],
                       padding_mode=at["padding_mode"], align_corners=bool(at["align_corners"]))
+
+
+def affine_grid(data: te.Tensor, target_shape: list[int], align_corners: bool = True) -> te.Tensor:
+    """TOPI's affine_grid (python/tvm/topi/image/grid_sample.py): `compute` over n, dim, i0..
+    of the translation column plus each axis's normalised coordinate times its matrix column
+    (the fastest axis takes column 0). The grid constants are TOPI's unrounded doubles."""
+    k, dtype = len(target_shape), data.dtype
+    if align_corners:
+        starts, steps = [-1.0] * k, [(2.0 - 1e-7) / (s - 1) for s in target_shape]
+    else:
+        starts, steps = [-1.0 + 1.0 / s for s in target_shape], [2.0 / s for s in target_shape]
+
+    def element(n, dim, *coords):
+        value = data(n, dim, tb.const(k, "int64"))
+        for r in range(k):
+            coord = tb.add(tir.FloatImm(starts[r], dtype), tb.mul(coords[r], tir.FloatImm(steps[r], dtype)))
+            value = tb.add(value, tb.mul(data(n, dim, tb.const(k - 1 - r, "int64")), coord))
+        return value
+
+    return te.compute((data.shape[0], k, *target_shape), element, tag="affine_grid")
+
+
+@register_legalize("relax.image.affine_grid")
+def _affine_grid(bb, call):
+    size = [const_int(v) for v in call.args[1].values] if isinstance(call.args[1], rx.ShapeExpr) else [None]
+    align_corners = bool(call.attrs["align_corners"])
+    # TVM 0.27 raises on a symbolic size, and (TOPI's assertion) on a size of 1 with align_corners;
+    # integer matrices make TOPI's float grid constants integers: not legalized here
+    if None in size or (align_corners and min(size) <= 1) or not tb.is_float(call.args[0].struct_info.dtype):
+        return call
+    return bb.call_te(affine_grid, call.args[0], target_shape=size, align_corners=align_corners)

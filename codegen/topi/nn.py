@@ -6,7 +6,8 @@
     conv(...)   any layout given as letters (NCHW/OIHW, NHWC/HWIO, NCDHW/OIDHW, ...): a padded
                 copy of the input, then `conv2d_nchw` (`conv{dim}d_{layout}`, `group_` when
                 grouped) over nn, ff, yy, xx (zz) and the reduce axes rc, ry, rx (rz); the
-                legalization of R.nn.conv2d and of R.nn.conv3d
+                legalization of R.nn.conv1d (reduce axis ry, output axes nn, ff, yy),
+                R.nn.conv2d and R.nn.conv3d
 """
 
 from __future__ import annotations
@@ -126,8 +127,8 @@ register_legalize("relax.nn.relu", call_topi_without_attr(relu, "relu"))
 
 
 def _legalize_conv(bb, call, dim: int):
-    """TVM's legalization of R.nn.conv2d / R.nn.conv3d: TOPI's generic conv, unless the output
-    layout differs or a layout splits a channel (NCHW4c)."""
+    """TVM's legalization of R.nn.conv1d / conv2d / conv3d: TOPI's generic conv (conv1d's too),
+    unless the output layout differs or a layout splits a channel (NCHW4c)."""
     at = call.attrs
     rank = dim + 2
     if at["out_layout"] != at["data_layout"] or len(at["data_layout"]) != rank or len(at["kernel_layout"]) != rank:
@@ -138,5 +139,5 @@ def _legalize_conv(bb, call, dim: int):
                       out_dtype=at["out_dtype"] or None, primfunc_name_hint=f"conv{dim}d")
 
 
-for _dim in (2, 3):
+for _dim in (1, 2, 3):
     register_legalize(f"relax.nn.conv{_dim}d", lambda bb, call, dim=_dim: _legalize_conv(bb, call, dim))

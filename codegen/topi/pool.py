@@ -27,6 +27,11 @@ tests/test_legalize_adaptive_pool.py). Over a size variable n, `_SymbolicWindow`
 expressions as TVM does; an output of 1 takes the whole axis, an omitted output size the axis
 itself (tests/test_legalize_symbolic_pool.py).
 
+An integer average pool divides its sum by TOPI's int64 count, so (C++'s `div` promoting the sum)
+its result is int64, as TVM's; a 1-D pool's `max(count, 1)` is 1 where the count is at most 1
+for any index (a window of one element at stride 1: TVM's ConstIntBound, `_const_bound`), which a
+product of counts (2-D, 3-D) never is.
+
 avg_pool2d's divisor is TOPI's `(min(start + k - 1, n + pad_tail - 1) - start) + 1` per axis
 (start = v * s - pad_head; without count_include_pad the padded head is also subtracted,
 `- max(pad_head - v * s, 0)`, the end clamps at n - 1 and the product is `max(.., 1)`).
@@ -228,16 +233,17 @@ class _Window:
     def extent(self, v: tir.Var, value: tir.PrimExpr) -> tir.PrimExpr:
         return _bin("sub", self.end(v, value), self.start(value))
 
-    def divisor(self, v: tir.Var, dtype: str) -> tir.PrimExpr:
-        """cast(dtype, cast(int32, extent)) as the avg block prints it; where n divides o with
-        k > 2 the simplifier moves the int32 cast inside the subtraction."""
+    def divisor(self, v: tir.Var) -> tir.PrimExpr:
+        """cast(int32, extent) as the avg block prints it (the factor it multiplies casts it to
+        the data's dtype where that is wider or a float); where n divides o with k > 2 the
+        simplifier moves the int32 cast inside the subtraction."""
         value = tir.Cast("int64", v)
         if self.k is not None and self.k > 2:
             inner = _bin("sub", tir.Cast("int32", self.end(v, value)),
                          _bin("floordiv", tir.Cast("int32", value), tb.const(self.k, "int32")))
         else:
             inner = tir.Cast("int32", self.extent(v, value))
-        return tir.Cast(dtype, inner)
+        return inner
 
     def read_extent(self, v: tir.Var) -> tir.PrimExpr:
         """The extent of the window an outer sblock reads: the Select relaxed to its larger
@@ -326,8 +332,8 @@ def adaptive_avg_pool(x: te.Tensor, output_size: list, axes: list[int]) -> te.Te
         factor = tb.cast(x.dtype, 1)
         for i, ii in enumerate(axes):
             w = windows[i]
-            term = w.divisor(output[ii], x.dtype) if isinstance(w, _Window) else tb.cast(x.dtype, tb.cast("int32", w))
-            factor = tb.mul(factor, term)
+            term = w.divisor(output[ii]) if isinstance(w, _Window) else tb.cast("int32", w)
+            factor = tb.mul(factor, term)  # TOPI's cast(dtype, 1) * cast(int32, extent) ...: the types matched
         return tb.div(pool_sum(*output), factor)
 
     avg = te.compute_ax(out_shape, average, name="adaptive_pool_avg", tag="elemwise",
@@ -557,6 +563,36 @@ def _dilated_count(v: tir.Var, n: int, k: int, s: int, d: int, head: int, tail: 
     return _bin("add", _bin("div", total(terms, base, negs), c(d)), c(1))
 
 
+def _const_bound(e: tir.PrimExpr) -> tuple[float, float]:
+    """TVM's ConstIntBound of an integer expression whose variables are unbounded: the
+    analyzer folds `max(count, 1)` to 1 where the count is at most 1 (a 1-D pool's window of one
+    element at stride 1); a product of counts (2-D, 3-D) is unbounded and stays."""
+    inf = float("inf")
+    if isinstance(e, tir.IntImm):
+        return e.value, e.value
+    if isinstance(e, tir.Cast) and not tb.is_float(e.dtype) and not tb.is_float(e.value.dtype):
+        return _const_bound(e.value)
+    if not isinstance(e, tir.BinOp) or e.op not in ("add", "sub", "min", "max", "mul", "div", "floordiv"):
+        return -inf, inf
+    (alo, ahi), (blo, bhi) = _const_bound(e.a), _const_bound(e.b)
+    if e.op in ("div", "floordiv"):  # by a positive constant: monotone
+        if blo != bhi or blo <= 0:
+            return -inf, inf
+        divide = (lambda v: math.trunc(v / blo)) if e.op == "div" else (lambda v: v // blo)
+        return tuple(v if v in (inf, -inf) else divide(v) for v in (alo, ahi))
+    if e.op == "add":
+        return alo + blo, ahi + bhi
+    if e.op == "sub":
+        return alo - bhi, ahi - blo
+    if e.op in ("min", "max"):
+        pick = min if e.op == "min" else max
+        return pick(alo, blo), pick(ahi, bhi)
+    if blo != bhi:  # a product of two non-constants
+        return -inf, inf
+    ends = [v * blo if v not in (inf, -inf) or blo != 0 else 0 for v in (alo, ahi)]
+    return min(ends), max(ends)
+
+
 def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axes: list[int],
              ceil_mode: bool = False, dilation=None) -> te.Tensor:
     """pool_impl_nd with pool_type avg (constant sizes). ceil_mode pads the tail by
@@ -579,7 +615,8 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
             count -= 1
         out_shape[ii] = tb.const(count, x.shape[ii].dtype)
     do_pad = any(pad_before) or any(pad_after)
-    temp = topi_pad(x, pad_before, pad_after, tb.const(0, x.dtype), "pad_temp") if do_pad else x
+    # TOPI pads with an int32 0: a narrower integer is widened to int32 (as TVM's if_then_else matches them)
+    temp = topi_pad(x, pad_before, pad_after, tb.const(0, "int32"), "pad_temp") if do_pad else x
 
     def window_sum(output):
         indices = list(output)
@@ -612,8 +649,15 @@ def avg_pool(x: te.Tensor, kernel, stride, padding, count_include_pad: bool, axe
             count = axis_count if count is None else mul(count, axis_count)
         if not count_include_pad:
             count = max_(count, tb.const(1, count.dtype))
-        return _bin("div", pool_sum(*output), tir.Cast(x.dtype, count)) if dilated else \
-            tb.div(pool_sum(*output), tb.cast(x.dtype, count))
+            if len(axes) == 1 and _const_bound(count.a)[1] <= 1:  # max(count, 1) with count <= 1
+                count = tb.const(1, count.dtype)
+        total = pool_sum(*output)
+        if not tb.is_float(x.dtype):  # C++'s div promotes an integer sum to the int64 count: an int64 result
+            total = tb.cast(count.dtype, total)
+        if _const_bound(count) == (1, 1):
+            return total
+        divisor = tb.cast(total.dtype, count)
+        return _bin("div", total, divisor) if dilated else tb.div(total, divisor)
 
     avg = te.compute_ax(out_shape, average, name="pool_avg", tag="elemwise",
                         attrs={"schedule_rule": "meta_schedule.pool_avg"})
@@ -648,7 +692,7 @@ def _max_pool(bb, call, dim: int):
                       axes=axes, primfunc_name_hint=f"max_pool{dim}d")
 
 
-for _dim in (2, 3):  # TOPI's pool2d and pool3d are both pool_impl_nd over the window axes
+for _dim in (1, 2, 3):  # TOPI's pool1d, pool2d and pool3d are all pool_impl_nd over the window axes
     register_legalize(f"relax.nn.avg_pool{_dim}d", lambda bb, call, dim=_dim: _avg_pool(bb, call, dim))
     register_legalize(f"relax.nn.max_pool{_dim}d", lambda bb, call, dim=_dim: _max_pool(bb, call, dim))
 
@@ -658,6 +702,8 @@ def _adaptive_avg_pool(bb, call, dim: int):
     axes = height_width_axes(at["layout"], "DHW"[3 - dim:])
     if at["out_layout"] != at["layout"] or axes is None:
         return call
+    if dim == 1 and at["output_size"] is None:
+        return call  # TVM 0.27's legalization hands TOPI's adaptive_pool1d the width, not a list, and raises
     shape = call.args[0].struct_info.shape
     in_sizes = [shape[i] for i in axes]
     out_sizes = list(at["output_size"]) if at["output_size"] is not None else list(in_sizes)
@@ -669,6 +715,6 @@ def _adaptive_avg_pool(bb, call, dim: int):
     return bb.call_te(adaptive_avg_pool, call.args[0], out_sizes, axes, primfunc_name_hint=f"adaptive_avg_pool{dim}d")
 
 
-for _dim in (2, 3):  # TOPI's adaptive_pool and adaptive_pool3d are both adaptive_pool_impl
+for _dim in (1, 2, 3):  # TOPI's adaptive_pool1d, adaptive_pool and adaptive_pool3d: adaptive_pool_impl
     register_legalize(f"relax.nn.adaptive_avg_pool{_dim}d",
                       lambda bb, call, dim=_dim: _adaptive_avg_pool(bb, call, dim))

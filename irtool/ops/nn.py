@@ -6,7 +6,8 @@ OIDHW (kernel); TVM's split layouts (NCHW16c) and `G` group kernels are rejected
 needs to find its window axes (H, W; D, H, W), so it takes split layouts too. Padding is the
 window axes' starts then their ends once normalised: (top, left, bottom, right), 3-D (front,
 top, left, back, bottom, right). The 2-D and 3-D ops share one relation and one reference, over
-the window axes `axes` ("HW" or "DHW").
+the window axes `axes` ("HW" or "DHW"); the Relax-only 1-D ops (irtool/ops/relax_window.py)
+use them over "W".
 
 References compute in int64 (integers: wrapping to the output dtype equals TVM's wrapping
 int32 sum) or float64 (floats, rounded once to the output dtype); integer averages truncate,
@@ -41,6 +42,11 @@ def _triple(v):
     return v * 3 if len(v) == 1 else v
 
 
+def _pad2(v):
+    """1 padding value -> (left, right), as TVM's GetCompletePadding1D."""
+    return v * 2 if len(v) == 1 else v
+
+
 def _pad4(v):
     """1 or 2 padding values -> (top, left, bottom, right); other lengths are left for the relation."""
     return v * 4 if len(v) == 1 else v + v if len(v) == 2 else v
@@ -51,6 +57,7 @@ def _pad6(v):
     return v * 6 if len(v) == 1 else v + v if len(v) == 3 else v
 
 
+_PAD_BY_RANK = {1: _pad2, 2: _pad4, 3: _pad6}
 _AXIS_NAMES = {"D": "depth", "H": "height", "W": "width"}
 
 
@@ -92,7 +99,7 @@ def _padding(attrs, axes: str) -> tuple:
     v, n = attrs["padding"], len(axes)
     if len(v) not in (1, n, 2 * n):
         raise TypeRelError(f"`padding` must have 1, {n} or {2 * n} values, got {len(v)}: {list(v)}")
-    return _pad4(v) if n == 2 else _pad6(v)
+    return _PAD_BY_RANK[n](v)
 
 
 def _groups(attrs) -> int:
@@ -460,7 +467,7 @@ def _slices(start: int, d: int, s: int, n: int) -> slice:
 
 def _pads(padding, nd: int) -> tuple:
     """Normalised padding (starts..., ends...) as np.pad's (before, after) per window axis."""
-    padding = _pad4(padding) if nd == 2 else _pad6(padding)
+    padding = _PAD_BY_RANK[nd](padding)
     return tuple(zip(padding[:nd], padding[nd:]))
 
 

@@ -96,12 +96,11 @@ from functools import cached_property
 from typing import Any
 
 from ..ir.expr import Attrs, TypedScalar
-from ..ir.types import ANY, TensorType
 from . import registry, vision
 from . import relax_norms as norms
 from . import relax_scan_sort as scan_sort
 from . import relax_vision as rv
-from .common import np, tensor_arg
+from .common import np
 from .dynamic import strided_slice_rel as _dyn_strided_slice_rel
 from .elemwise import broadcast_rel
 from .nn import _pad4, _pad6, _pair, _triple
@@ -111,8 +110,6 @@ from .relax_bridge import (
     VALUES,
     ShapeResult,
     _adaptive_pool,
-    _adaptive_pool3d_ref,
-    _adaptive_pool3d_rel,
     _arange,
     _arange_call,
     _arg_reduce,
@@ -172,7 +169,29 @@ from .relax_bridge import (
     _variance_rel,
     _where,
 )
+from .relax_image import (
+    AFFINE_GRID,
+    RESIZE3D,
+    affine_grid_call,
+    affine_grid_ref,
+    affine_grid_rel,
+    resize3d_call,
+    resize3d_ref,
+    resize3d_rel,
+)
 from .relax_symbolic import _reshape_sym, _strided_slice_sym
+from .relax_window import (
+    ADAPTIVE_POOL1D,
+    CONV1D,
+    CONV1D_T,
+    adaptive_pool,
+    ceil_pool,
+    conv1d_ref,
+    conv1d_rel,
+    conv1d_transpose_ref,
+    conv1d_transpose_rel,
+    pool1d,
+)
 
 ARG_KINDS = ("tensor", "tensors", "shape", "prim", "prims")
 
@@ -312,49 +331,6 @@ def _args(spec: str) -> tuple:
 
 
 _OPS: dict[str, RelaxOp] = {}
-
-
-def _ceil_pool(relay_name: str, axes: str = "HW") -> dict:
-    """rel and ref of a Relax 2-D (axes "HW") or 3-D ("DHW") pool: the Relay operator's, except
-    that with ceil_mode TVM 0.27's Relax drops a last window that would start in the tail padding
-    (`(out - 1) * stride >= size + pad_head`, src/relax/op/nn/pooling.cc), where Relay
-    (v0.19) keeps it."""
-    def relay_attrs(at: dict):
-        relay_def = registry.get(relay_name)
-        known = {a.name for a in relay_def.attrs}
-        return relay_def, relay_def.make_attrs(Attrs({k: v for k, v in at.items() if k in known}))
-
-    def dropped(in_shape, at) -> list[int]:
-        """The spatial axes whose last window is dropped."""
-        layout, nd = at["layout"], len(axes)
-        if not at["ceil_mode"] or any(a not in layout for a in axes):
-            return []
-        out = []
-        for i, axis in enumerate(layout.index(a) for a in axes):
-            n, k, s, d = in_shape[axis], at["pool_size"][i], at["strides"][i], at["dilation"][i]
-            if n is ANY:
-                continue
-            raw = (n + at["padding"][i] + at["padding"][i + nd] - (k - 1) * d - 1 + s - 1) // s + 1
-            if (raw - 1) * s >= n + at["padding"][i]:
-                out.append(axis)
-        return out
-
-    def rel(args, at):
-        relay_def, ra = relay_attrs(at)
-        t = relay_def.type_rel(args, ra)
-        shape = list(t.shape)
-        for axis in dropped(tensor_arg(args, 0, "data").shape, at):
-            shape[axis] = shape[axis] - 1 if shape[axis] is not ANY else ANY
-        return TensorType(tuple(shape), t.dtype)
-
-    def ref(data, **at):
-        relay_def, ra = relay_attrs(at)
-        out = np.asarray(relay_def.ref(data, **dict(ra.items())))
-        index = [slice(None)] * out.ndim
-        for axis in dropped(data.shape, at):
-            index[axis] = slice(0, out.shape[axis] - 1)
-        return out[tuple(index)]
-    return {"rel": rel, "ref": ref}
 
 
 def _op(name: str, args: str, attrs=(), relay: str | None = None, **kw) -> None:
@@ -520,20 +496,31 @@ _op("relax.nn.conv2d",          "data weight",                   CONV2D,       "
 _op("relax.nn.conv2d_transpose", "data weight",                  CONV2D_T,     "nn.conv2d_transpose",
     derived=OUT_LAYOUT, post=_output_padding_below_strides)
 _op("relax.nn.max_pool2d",      "data",                          POOL2D,       "nn.max_pool2d",    derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.max_pool2d"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("max", "HW"))
 _op("relax.nn.avg_pool2d",      "data",                          POOL2D,       "nn.avg_pool2d",    derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.avg_pool2d"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("avg", "HW"))
 _op("relax.nn.conv3d",          "data weight",                   CONV3D,       "nn.conv3d",        derived=OUT_LAYOUT)
 _op("relax.nn.conv3d_transpose", "data weight",                  CONV3D_T,     "nn.conv3d_transpose",
     derived=OUT_LAYOUT, post=_output_padding_below_strides)
 _op("relax.nn.max_pool3d",      "data",                          _pool3d(False), "nn.max_pool3d",  derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.max_pool3d", "DHW"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("max", "DHW"))
 _op("relax.nn.avg_pool3d",      "data",                          _pool3d(True), "nn.avg_pool3d",   derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.avg_pool3d", "DHW"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("avg", "DHW"))
 _op("relax.nn.adaptive_avg_pool2d", "data",                      ADAPTIVE_POOL2D, "nn.adaptive_avg_pool2d",
     convert=_adaptive_pool, derived=POOL_OUT, post=_to_out_layout)
 _op("relax.nn.adaptive_avg_pool3d", "data",                      ADAPTIVE_POOL3D, None,
-    rel=_adaptive_pool3d_rel, ref=_adaptive_pool3d_ref, derived=POOL_OUT, post=_to_out_layout)
+    derived=POOL_OUT, post=_to_out_layout, **adaptive_pool("DHW"))
+# the 1-D forms (TVM 0.27's own ops; no Relay counterpart): relax_window's n-D relations over W
+_op("relax.nn.conv1d",          "data weight",                   CONV1D,       None,               rel=conv1d_rel,
+    ref=conv1d_ref, derived=OUT_LAYOUT)
+_op("relax.nn.conv1d_transpose", "data weight",                  CONV1D_T,     None,
+    rel=conv1d_transpose_rel, ref=conv1d_transpose_ref, derived=OUT_LAYOUT, post=_output_padding_below_strides)
+_op("relax.nn.max_pool1d",      "data",                          pool1d(False), None,              derived=POOL_OUT,
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("max", "W"))
+_op("relax.nn.avg_pool1d",      "data",                          pool1d(True), None,               derived=POOL_OUT,
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("avg", "W"))
+_op("relax.nn.adaptive_avg_pool1d", "data",                      ADAPTIVE_POOL1D, None,            derived=POOL_OUT,
+    post=_to_out_layout, **adaptive_pool("W"))
 _op("relax.nn.batch_norm",      "data gamma beta moving_mean moving_var", BATCH_NORM, "nn.batch_norm",
     ref=_batch_norm)
 _op("relax.nn.layer_norm",      "data gamma beta",               LAYER_NORM,   "nn.layer_norm",    rel=_layer_norm_rel,
@@ -553,6 +540,10 @@ _op("relax.nn.batch_flatten",   "data",                          (),           "
 _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d,
     python_call=_resize2d_call,
     ref_options=(("int_div_floor_only", True),))
+_op("relax.image.resize3d",     "data size:shape",               RESIZE3D,     None,               rel=resize3d_rel,
+    ref=resize3d_ref, python_call=resize3d_call)
+_op("relax.image.affine_grid",  "data size:shape",               AFFINE_GRID,  None,               rel=affine_grid_rel,
+    ref=affine_grid_ref, python_call=affine_grid_call)
 SCATTER = (_A("axis", "int", 0), _A("reduction", "str", "update"))
 _op("relax.gather_nd",          "data indices",                  (_A("batch_dims", "int", 0),), "gather_nd",
     convert=_gather_nd, deduce=_gather_nd_deduce)

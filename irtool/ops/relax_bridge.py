@@ -730,29 +730,3 @@ def _gather_elements(data, indices, axis=0):
     index = list(np.indices(indices.shape, sparse=True))
     index[axis] = indices.astype(np.int64)
     return data[tuple(index)]
-
-
-def _adaptive_pool3d_rel(args, at):
-    """R.nn.adaptive_avg_pool3d (no Relay counterpart): the D, H and W sizes become the output
-    size (none given: kept), in `layout`'s order; `_to_out_layout` then permutes it (TVM 0.27's
-    InferTypeAdaptiveAvgPool3D)."""
-    data = tensor_arg(args, 0, "data")
-    layout, out_layout = at["layout"], at["out_layout"] or at["layout"]
-    for name, value in (("layout", layout), ("out_layout", out_layout)):
-        if sorted(value) != sorted("NCDHW"):
-            raise TypeRelError(f"`{name}` must order the axes N, C, D, H and W, got {value!r}")
-    if len(data.shape) != 5:
-        raise TypeRelError(f"`data` must have rank 5 (layout {layout}), got {fmt_type(data)}")
-    size = at["output_size"]
-    if size is not None and len(size) != 3:
-        raise TypeRelError(f"`output_size` must have 3 values (depth, height, width), got {list(size)}")
-    dims = dict(zip(layout, data.shape))
-    if size is not None:
-        dims.update(zip("DHW", size))
-    return TensorType(tuple(dims[a] for a in layout), data.dtype)
-
-
-def _adaptive_pool3d_ref(data, *, output_size, layout, out_layout):
-    from .nn import adaptive_avg_pool
-
-    return adaptive_avg_pool(data, output_size, layout, "DHW")
