@@ -98,6 +98,7 @@ from typing import Any
 from ..ir.expr import Attrs, TypedScalar
 from ..ir.types import ANY, TensorType
 from . import registry, vision
+from . import relax_index as rindex
 from . import relax_scan_sort as scan_sort
 from .common import np, tensor_arg
 from .dynamic import strided_slice_rel as _dyn_strided_slice_rel
@@ -606,6 +607,12 @@ _op("relax.vision.all_class_non_max_suppression",
     (_A("output_format", "str", "onnx"),),                     "vision.all_class_non_max_suppression",
     rel=vision.nms_relax_rel, sym_rel=vision.nms_relax_sym,
     ref=lambda *args, **at: vision._all_class_nms(*args, topi_027=True, **at))
+
+# TVM 0.27's index and layout operators (relax_index)
+_op("relax.layout_transform",   "x", (_A("index_map", "any", REQUIRED, rindex.check_index_map),
+                                      _A("pad_value", "any", None, rindex.check_pad_value)), None,
+    rel=rindex.layout_transform_rel, ref=rindex.layout_transform_ref, sym_rel=rindex.layout_transform_sym,
+    python_call=rindex.layout_transform_call)
 
 
 # ----------------------------------------------------------------------------- API

@@ -1,0 +1,212 @@
+"""Relations and NumPy references of TVM 0.27's Relax index and layout operators
+(src/relax/op/tensor/manipulate.cc): R.layout_transform.
+
+R.layout_transform(x, index_map, pad_value) writes x[i...] to out[index_map(i...)]; the
+output's shape is the range of the map over x's shape (TVM's IndexMap::MapShape) and the
+elements no input maps to are padding (pad_value; LegalizeOps writes 0 when it is None).
+The maps this module analyses are TVM's common layout forms, per output index:
+
+    var     `i`                 extent N
+    div     `i // c`            extent ceil(N / c)  (TVM writes `(n - n % -c) // c` for a symbol)
+    mod     `i % c`             extent c            (with the `i // c` of the same i: a split)
+    fuse    `i * c + j`         extent N_i * c      (where j's extent is c: no padding)
+
+each input index used by one var or fuse or by one split pair. A split pads where c does not
+divide N (always, for a symbolic N). Other maps keep TVM's struct info where the shape is
+static (the range evaluated point by point) and ndim only otherwise.
+"""
+
+from __future__ import annotations
+
+from ..ir import tir
+from ..ir.expr import TypedScalar
+from ..ir.types import ANY, TensorType
+from .common import np, tensor_arg
+from .registry import AttrError, TypeRelError
+
+_MAX_POINTS = 1 << 22  # the largest input whose map's range is evaluated point by point
+
+
+# ----------------------------------------------------------------------------- index maps
+
+
+def _const(e) -> int | None:
+    return e.value if isinstance(e, tir.IntImm) else None
+
+
+def index_map_forms(m: tir.IndexMap) -> list[tuple] | None:
+    """Per final index ("var", k) | ("div", k, c) | ("mod", k, c) | ("fuse", k, c, k2), k the
+    position of an initial index; None when the map is another form (see the module doc)."""
+    pos = {id(v): k for k, v in enumerate(m.initial_indices)}
+    forms: list[tuple] = []
+    for e in m.final_indices:
+        if isinstance(e, tir.Var) and id(e) in pos:
+            forms.append(("var", pos[id(e)]))
+        elif isinstance(e, tir.BinOp) and e.op in ("floordiv", "floormod") and isinstance(e.a, tir.Var) \
+                and id(e.a) in pos and (_const(e.b) or 0) > 0:
+            forms.append(("div" if e.op == "floordiv" else "mod", pos[id(e.a)], e.b.value))
+        elif isinstance(e, tir.BinOp) and e.op == "add" and isinstance(e.b, tir.Var) and id(e.b) in pos \
+                and isinstance(e.a, tir.BinOp) and e.a.op == "mul" and isinstance(e.a.a, tir.Var) \
+                and id(e.a.a) in pos and (_const(e.a.b) or 0) > 0:
+            forms.append(("fuse", pos[id(e.a.a)], e.a.b.value, pos[id(e.b)]))
+        else:
+            return None
+    uses: dict[int, list] = {}
+    for f in forms:
+        uses.setdefault(f[1], []).append(f)
+        if f[0] == "fuse":
+            uses.setdefault(f[3], []).append(f)
+    for k in range(len(m.initial_indices)):
+        used = uses.get(k, [])
+        kinds = sorted(f[0] for f in used)
+        if kinds == ["div", "mod"] and used[0][2] == used[1][2]:
+            continue
+        if kinds not in (["var"], ["fuse"]):
+            return None
+    return forms
+
+
+def _ceil_div(n, c: int):
+    if isinstance(n, int):
+        return -(-n // c)
+    i64 = tir.IntImm
+    return tir.BinOp("floordiv", tir.BinOp("sub", n, tir.BinOp("floormod", n, i64(-c, "int64"))), i64(c, "int64"))
+
+
+def map_shape(forms: list[tuple], dims: list):
+    """The output shape (ints or TIR expressions) of a map of `index_map_forms` over `dims`;
+    None where a fuse's inner extent is not its factor (TVM then bounds it otherwise)."""
+    out = []
+    for f in forms:
+        n = dims[f[1]]
+        if f[0] == "var":
+            out.append(n)
+        elif f[0] == "div":
+            out.append(_ceil_div(n, f[2]))
+        elif f[0] == "mod":
+            out.append(f[2])
+        else:
+            if dims[f[3]] != f[2]:
+                return None
+            out.append(n * f[2] if isinstance(n, int) else tir.BinOp("mul", n, tir.IntImm(f[2], "int64")))
+    return out
+
+
+def padded_splits(forms: list[tuple], dims: list) -> list[tuple[int, int, int]]:
+    """(outer position, inner position, factor) of each split that pads, in input order."""
+    out = []
+    for k, n in enumerate(dims):
+        div = [i for i, f in enumerate(forms) if f[0] == "div" and f[1] == k]
+        if div:
+            mod = next(i for i, f in enumerate(forms) if f[0] == "mod" and f[1] == k)
+            c = forms[div[0]][2]
+            if not isinstance(n, int) or n % c:
+                out.append((div[0], mod, c))
+    return out
+
+
+def eval_index(e, env: dict):
+    """A final index over NumPy arrays of the initial indices (int64 arithmetic, floor division)."""
+    if isinstance(e, tir.Var):
+        return env[id(e)]
+    if isinstance(e, tir.IntImm):
+        return np.int64(e.value)
+    if isinstance(e, tir.BinOp):
+        a, b = eval_index(e.a, env), eval_index(e.b, env)
+        ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide,
+               "floormod": np.mod, "min": np.minimum, "max": np.maximum}
+        if e.op in ops:
+            return ops[e.op](a, b)
+    raise TypeRelError(f"an index map with `{type(e).__name__}` is not supported")
+
+
+def _mapped(m: tir.IndexMap, shape: tuple) -> list:
+    grid = np.indices(shape, dtype=np.int64) if shape else np.zeros((0,), dtype=np.int64)
+    env = {id(v): grid[k] for k, v in enumerate(m.initial_indices)}
+    return [np.broadcast_to(eval_index(e, env), shape) for e in m.final_indices]
+
+
+def _range_shape(m: tir.IndexMap, shape: tuple) -> list[int]:
+    """MapShape of a static shape point by point: max - min + 1 of each final index."""
+    if any(d == 0 for d in shape):
+        return [0] * len(m.final_indices)
+    return [int(v.max() - v.min() + 1) for v in _mapped(m, shape)]
+
+
+# ----------------------------------------------------------------------------- layout_transform
+
+
+def layout_transform_call(values: list, kw: dict):
+    """TVM's Python API: a Python pad value takes the input's dtype (an int only for an integer
+    input); `T.float16(1)` keeps its own. The value is kept as a TypedScalar."""
+    pad = kw.get("pad_value")
+    dtype = getattr(getattr(values[0], "struct_info", None), "dtype", "") if values else ""
+    if isinstance(pad, (tir.IntImm, tir.FloatImm)):
+        kw["pad_value"] = TypedScalar(pad.value, pad.dtype)
+    elif isinstance(pad, bool):
+        kw["pad_value"] = TypedScalar(pad, "bool")
+    elif isinstance(pad, int) and dtype.startswith(("int", "uint")):
+        kw["pad_value"] = TypedScalar(pad, dtype)
+    elif isinstance(pad, (int, float)) and dtype.startswith(("float", "bfloat")):
+        kw["pad_value"] = TypedScalar(float(pad), dtype)
+    elif isinstance(pad, (int, float)):  # relax.prim_value's dtypes
+        kw["pad_value"] = TypedScalar(pad, "int64" if isinstance(pad, int) else "float64")
+    return values, kw
+
+
+def check_index_map(value):
+    if not isinstance(value, tir.IndexMap):
+        raise AttrError("index_map must be a `T.index_map(lambda ...)`")
+    return value
+
+
+def check_pad_value(value):
+    if value is not None and not isinstance(value, TypedScalar):
+        raise AttrError("pad_value must be a number or a TIR constant")
+    return value
+
+
+def _layout_transform_checks(x: TensorType, at: dict) -> tir.IndexMap:
+    m, pad = at["index_map"], at["pad_value"]
+    if pad is not None and (not x.dtype or pad.dtype != x.dtype):
+        raise TypeRelError(f"layout_transform pad_value dtype ({pad.dtype}) and input dtype ({x.dtype}) "
+                           "must be the same")
+    if len(m.initial_indices) != len(x.shape):
+        raise TypeRelError("number of dimensions in input must match the number of source dimensions in "
+                           f"index map, but got {len(x.shape)} != {len(m.initial_indices)}")
+    return m
+
+
+def layout_transform_rel(args, at):
+    x = tensor_arg(args, 0, "x")
+    m = _layout_transform_checks(x, at)
+    if any(d is ANY for d in x.shape):
+        return TensorType((ANY,) * len(m.final_indices), x.dtype)
+    forms = index_map_forms(m)
+    shape = map_shape(forms, list(x.shape)) if forms is not None else None
+    if shape is None:
+        if np.prod(x.shape, dtype=np.float64) > _MAX_POINTS:
+            return TensorType((ANY,) * len(m.final_indices), x.dtype)
+        shape = _range_shape(m, tuple(x.shape))
+    return TensorType(tuple(shape), x.dtype)
+
+
+def layout_transform_sym(args, at):
+    """Symbolic sizes: the analysed forms as TVM writes them; ndim only for other maps."""
+    x = args[0]
+    m = _layout_transform_checks(x, at)
+    forms = index_map_forms(m)
+    shape = map_shape(forms, list(x.shape)) if forms is not None else None
+    if shape is None:
+        return TensorType((ANY,) * len(m.final_indices), x.dtype)
+    return TensorType(tuple(shape), x.dtype)
+
+
+def layout_transform_ref(x, index_map, pad_value=None):
+    m = index_map
+    shape = layout_transform_rel([TensorType(x.shape, str(x.dtype))], {"index_map": m, "pad_value": None}).shape
+    fill = 0 if pad_value is None else pad_value.value
+    out = np.full(shape, fill, dtype=x.dtype)
+    if x.size:
+        out[tuple(_mapped(m, x.shape))] = x
+    return out
