@@ -76,6 +76,7 @@ def _load() -> None:
             elemwise,
             image,
             indexing,
+            layout,
             linalg,
             nms,
             nn,

@@ -9,7 +9,7 @@ The maps this module analyses are TVM's common layout forms, per output index:
     var     `i`                 extent N
     div     `i // c`            extent ceil(N / c)  (TVM writes `(n - n % -c) // c` for a symbol)
     mod     `i % c`             extent c            (with the `i // c` of the same i: a split)
-    fuse    `i * c + j`         extent N_i * c      (where j's extent is c: no padding)
+    fuse    `i * c + j`         extent N_i * c      (where j's extent is c: no padding; `i + j` for c = 1)
 
 each input index used by one var or fuse or by one split pair. A split pads where c does not
 divide N (always, for a symbolic N). Other maps keep TVM's struct info where the shape is
@@ -49,6 +49,9 @@ def index_map_forms(m: tir.IndexMap) -> list[tuple] | None:
                 and isinstance(e.a, tir.BinOp) and e.a.op == "mul" and isinstance(e.a.a, tir.Var) \
                 and id(e.a.a) in pos and (_const(e.a.b) or 0) > 0:
             forms.append(("fuse", pos[id(e.a.a)], e.a.b.value, pos[id(e.b)]))
+        elif isinstance(e, tir.BinOp) and e.op == "add" and isinstance(e.a, tir.Var) and isinstance(e.b, tir.Var) \
+                and id(e.a) in pos and id(e.b) in pos and e.a is not e.b:  # `i * 1 + j`, as TVM folds it
+            forms.append(("fuse", pos[id(e.a)], 1, pos[id(e.b)]))
         else:
             return None
     uses: dict[int, list] = {}
@@ -88,12 +91,16 @@ def map_shape(forms: list[tuple], dims: list):
         else:
             if dims[f[3]] != f[2]:
                 return None
-            out.append(n * f[2] if isinstance(n, int) else tir.BinOp("mul", n, tir.IntImm(f[2], "int64")))
+            if isinstance(n, int) or f[2] == 1:
+                out.append(n * f[2] if isinstance(n, int) else n)
+            else:
+                out.append(tir.BinOp("mul", n, tir.IntImm(f[2], "int64")))
     return out
 
 
 def padded_splits(forms: list[tuple], dims: list) -> list[tuple[int, int, int]]:
-    """(outer position, inner position, factor) of each split that pads, in input order."""
+    """(outer position, inner position, factor) of each split that pads, in the order of the
+    first output index either gives (as TVM's simplified predicate lists them)."""
     out = []
     for k, n in enumerate(dims):
         div = [i for i, f in enumerate(forms) if f[0] == "div" and f[1] == k]
@@ -102,7 +109,7 @@ def padded_splits(forms: list[tuple], dims: list) -> list[tuple[int, int, int]]:
             c = forms[div[0]][2]
             if not isinstance(n, int) or n % c:
                 out.append((div[0], mod, c))
-    return out
+    return sorted(out, key=lambda s: min(s[0], s[1]))
 
 
 def eval_index(e, env: dict):
