@@ -254,6 +254,8 @@ for dtype in MOVE:
         ("scatter_nd", f"x:5x4:{d} i:3x1:int64:idx5 u:3x4:{d}", "R.scatter_nd(x, i, u)"),
         ("scatter_nd-max", f"x:5x5x2:{d} i:2x3x2:int64:idx5 u:2x3x2:{d}", 'R.scatter_nd(x, i, u, reduction="max")'),
         ("flip-first", f"x:3x1x37:{d}", "R.flip(x, axis=-3)"),
+        ("layout_transform-pad", f"x:2x6x5x3:{d}", "R.layout_transform(x, index_map=lambda n, c, h, w: (n, c // 4, h, w, c % 4))"),
+        ("layout_transform", f"x:7x6:{d}", "R.layout_transform(x, index_map=lambda i, j: (j // 3, i, j % 3))"),
         ("broadcast_to", f"x:7x1:{d}", "R.broadcast_to(x, R.shape([3, 7, 5]))"),
         ("broadcast_to-empty", f"x:1x5:{d}", "R.broadcast_to(x, R.shape([0, 5]))"),
         ("tile", f"x:3x5:{d}", "R.tile(x, repeats=[2, 1, 3])"),

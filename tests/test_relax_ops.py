@@ -117,6 +117,9 @@ SAMPLES = {
     "relax.nn.batch_norm": ([t((2, 3, 4, 4)), t((3,)), t((3,)), t((3,)), t((3,), fill="positive")], {"axis": 1}),
     "relax.nn.layer_norm": ([t((2, 3, 4)), t((3, 4)), t((3, 4))], {"axes": [1, 2]}),
     "relax.nn.rms_norm": ([t((2, 3, 4)), t((3, 4))], {"axes": [1, 2]}),
+    "relax.layout_transform": ([t((6, 4))], {"index_map": tir.IndexMap(
+        _ij := [tir.Var("i", "int64"), tir.Var("j", "int64")],
+        [tir.BinOp("floordiv", _ij[0], tir.IntImm(4, "int64")), _ij[1], tir.BinOp("floormod", _ij[0], tir.IntImm(4, "int64"))])}),
     "relax.nn.pad": ([t((2, 3))], {"pad_width": [1, 0, 2, 1], "pad_value": 1.5}),
     "relax.nn.prelu": ([t((1, 3, 4, 4)), t((3,))], {}),
     "relax.nn.leakyrelu": ([t((2, 3))], {"alpha": 0.2}),

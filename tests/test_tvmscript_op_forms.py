@@ -120,6 +120,9 @@ CASES: dict[str, list[tuple[list, dict]]] = {
                                                   "layout": "NDHWC", "out_layout": "NCDHW"})],
     "relax.nn.adaptive_avg_pool3d": [([t(1, 3, 8, 8, 8)], {"output_size": [2, 3, 4], "out_layout": "NDHWC"})],
     "relax.nn.rms_norm": [([t(2, 3, 4), t(4)], {"axes": [-1], "epsilon": 1e-3})],
+    "relax.layout_transform": [([t(6, 4)], {"index_map": "lambda i, j: (i // 4, j, i % 4)", "pad_value": 1.5}),
+                               ([t(2, 8, 3, 3, dtype="int32")], {"index_map": "lambda n, c, h, w: (n, c // 4, h, w, c % 4)"}),
+                               ([t(3, 4)], {"index_map": "lambda i, j: (j, i)"})],
     "relax.nn.batch_norm": [([t(2, 3, 4, 4), t(3), t(3), t(3), t(3)],
                              {"axis": 1, "epsilon": 1e-3, "center": False, "scale": False, "momentum": 0.3,
                               "training": False})],
@@ -230,6 +233,8 @@ WRITTEN: dict[str, tuple[list, str]] = {
     "pad(positional value)": ([t(2, 3)], 'R.nn.pad(a0, [0, 1, 1, 0], "constant", 2.0)'),
     "resize2d(int size)": ([t(1, 3, 4, 4)], "R.image.resize2d(a0, 8)"),
     "resize2d(tuple size)": ([t(1, 3, 4, 4)], "R.image.resize2d(a0, (8, 6))"),
+    "layout_transform(T.index_map)": ([t(5, 4)], "R.layout_transform(a0, T.index_map(lambda i, j: (j, i // 2, i % 2)), 0.5)"),
+    "layout_transform(int pad)": ([t(5, 4, dtype="int64")], "R.layout_transform(a0, lambda a, b: (a // 2, b, a % 2), -3)"),
 }
 
 
@@ -255,6 +260,7 @@ SYMBOLIC: dict[str, list[tuple[list, dict]]] = {
     "relax.image.resize2d": [([t(1, 3, "h", "w"), shape(8, 8)], {})],
     "relax.nn.layer_norm": [([S, t(4), t(4)], {"axes": [-1]})],
     "relax.astype": [([S], {"dtype": "float16"})], "relax.where": [([t("n", dtype="bool"), t("n"), t(1)], {})],
+    "relax.layout_transform": [([t("n", 4)], {"index_map": "lambda i, j: (i // 4, j, i % 4)"})],
 }
 
 
@@ -309,6 +315,8 @@ def params_of(args):
 
 
 def value_text(v):
+    if isinstance(v, str) and v.startswith("lambda "):  # an index map (R.layout_transform)
+        return v
     if isinstance(v, str):
         return json.dumps(v)
     if isinstance(v, (list, tuple)):
@@ -373,7 +381,8 @@ def built(name, args, attrs):
             values.append(a["values"])
     with bb.function("main", list(params.values())):
         with bb.dataflow():
-            lv = bb.emit(fn(*values, **attrs))
+            lv = bb.emit(fn(*values, **{k: eval(v) if isinstance(v, str) and v.startswith("lambda ") else v
+                                        for k, v in attrs.items()}))
             gv = bb.emit_output(lv)
         bb.emit_func_output(gv)
     return bb.get()
