@@ -613,6 +613,10 @@ _op("relax.layout_transform",   "x", (_A("index_map", "any", REQUIRED, rindex.ch
                                       _A("pad_value", "any", None, rindex.check_pad_value)), None,
     rel=rindex.layout_transform_rel, ref=rindex.layout_transform_ref, sym_rel=rindex.layout_transform_sym,
     python_call=rindex.layout_transform_call)
+_op("relax.index_tensor",       "data indices:tensors",          (),           None,
+    rel=rindex.index_tensor_rel, ref=rindex.index_tensor_ref, deduce=rindex.index_tensor_deduce)
+_op("relax.reverse_sequence",   "data seq_lengths",              (_A("seq_axis", "int", 1), _A("batch_axis", "int", 0)),
+    None, rel=rindex.reverse_sequence_rel, ref=rindex.reverse_sequence_ref)
 
 
 # ----------------------------------------------------------------------------- API

@@ -1,5 +1,5 @@
 """Relations and NumPy references of TVM 0.27's Relax index and layout operators
-(src/relax/op/tensor/manipulate.cc): R.layout_transform.
+(src/relax/op/tensor/manipulate.cc): R.layout_transform, R.index_tensor, R.reverse_sequence.
 
 R.layout_transform(x, index_map, pad_value) writes x[i...] to out[index_map(i...)]; the
 output's shape is the range of the map over x's shape (TVM's IndexMap::MapShape) and the
@@ -216,4 +216,132 @@ def layout_transform_ref(x, index_map, pad_value=None):
     out = np.full(shape, fill, dtype=x.dtype)
     if x.size:
         out[tuple(_mapped(m, x.shape))] = x
+    return out
+
+
+# ----------------------------------------------------------------------------- index_tensor
+
+
+def _dim_value(d):
+    return d.value if isinstance(d, tir.IntImm) else d
+
+
+def _same_dim(a, b) -> bool:
+    """TVM's CanProveEqual on the forms a shape holds: equal ints, the same variable, the same
+    expression of the same variables."""
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    if isinstance(a, tir.Var) or isinstance(b, tir.Var):
+        return a is b
+    if isinstance(a, tir.BinOp) and isinstance(b, tir.BinOp):
+        return a.op == b.op and _same_dim(_dim_value(a.a), _dim_value(b.a)) and _same_dim(_dim_value(a.b),
+                                                                                         _dim_value(b.b))
+    return False
+
+
+def index_tensor_deduce(args_sinfo: list, attrs: dict):
+    """TVM 0.27's InferTypeIndexTensor: the index shapes broadcast (a 1 gives way; two dims it
+    cannot prove equal leave the result's rank unknown), then data's dims past the indexed ones."""
+    from ..ir.relax import TensorStructInfo, TupleStructInfo
+
+    data, indices = args_sinfo
+    if not isinstance(data, TensorStructInfo):
+        raise TypeRelError("index_tensor requires the input data to be a Tensor")
+    if not isinstance(indices, TupleStructInfo) or not all(isinstance(f, TensorStructInfo) for f in indices):
+        raise TypeRelError("index_tensor requires the indices to be a tuple of tensors")
+    fields = list(indices)
+    if not fields:
+        raise TypeRelError("index_tensor expects a non-empty tuple of index tensors")
+    for i, f in enumerate(fields):
+        if f.dtype and not (f.dtype.startswith("int") and "x" not in f.dtype):
+            raise TypeRelError(f"index_tensor requires every index tensor to have an integer dtype; index {i} "
+                               f"has dtype {f.dtype}")
+    if data.ndim != -1 and len(fields) > data.ndim:
+        raise TypeRelError(f"index_tensor received {len(fields)} index tensors, but data has only {data.ndim} "
+                           "dimensions")
+    shapes = [f.shape for f in fields if isinstance(f.shape, tuple)]
+    unknown = len(shapes) < len(fields)
+    rank = max([len(sh) for sh in shapes] + [f.ndim for f in fields if f.ndim != -1] + [0])
+    out: list = [1] * rank
+    if not unknown:
+        for sh in shapes:
+            for k in range(1, len(sh) + 1):
+                have, new = _dim_value(out[rank - k]), _dim_value(sh[len(sh) - k])
+                if have == 1:
+                    out[rank - k] = new
+                elif new == 1:
+                    continue
+                elif isinstance(have, int) and isinstance(new, int) and have != new:
+                    raise TypeRelError(f"index_tensor: cannot broadcast index shapes. Mismatch at axis {rank - k}: "
+                                       f"{have} vs {new}")
+                elif not _same_dim(have, new):
+                    unknown = True
+                    break
+            if unknown:
+                break
+    if not unknown and isinstance(data.shape, tuple):
+        return TensorStructInfo(tuple(out) + tuple(data.shape[len(fields):]), data.dtype, vdevice=data.vdevice)
+    ndim = -1 if unknown or data.ndim == -1 else rank + data.ndim - len(fields)
+    return TensorStructInfo(None, data.dtype, ndim=ndim, vdevice=data.vdevice)
+
+
+def index_tensor_rel(args, at):
+    data, indices = tensor_arg(args, 0, "data"), args[1]
+    shapes = [tuple(f.shape) for f in indices.fields]
+    try:
+        common = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise TypeRelError(f"index_tensor: cannot broadcast index shapes {shapes}") from None
+    if len(shapes) > len(data.shape):
+        raise TypeRelError(f"index_tensor received {len(shapes)} index tensors, but data has only "
+                           f"{len(data.shape)} dimensions")
+    return TensorType(tuple(common) + tuple(data.shape[len(shapes):]), data.dtype)
+
+
+def index_tensor_ref(data, indices):
+    """NumPy's advanced indexing data[I0, I1, ...]: the indices broadcast, the other axes kept."""
+    return data[tuple(np.asarray(i) for i in indices)]
+
+
+# ----------------------------------------------------------------------------- reverse_sequence
+
+
+def reverse_sequence_rel(args, at):
+    """TVM 0.27's InferTypeReverseSequence: data's type, after its checks."""
+    data, lengths = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "seq_lengths")
+    if len(lengths.shape) != 1:
+        raise TypeRelError(f"ReverseSequence requires seq_lengths to be 1-D. However, seq_lengths has ndim "
+                           f"{len(lengths.shape)}")
+    if lengths.dtype and lengths.dtype not in ("int32", "int64"):
+        raise TypeRelError(f"ReverseSequence requires seq_lengths to have dtype int32 or int64. However, "
+                           f"seq_lengths has dtype {lengths.dtype}")
+    ndim = len(data.shape)
+    for name in ("seq_axis", "batch_axis"):
+        if not -ndim <= at[name] < ndim:
+            raise TypeRelError(f"ReverseSequence requires {name} to belong to range [-ndim, ndim). However, the "
+                               f"axis is {at[name]}, while ndim is {ndim}")
+    batch = at["batch_axis"] % ndim
+    n, b = lengths.shape[0], data.shape[batch]
+    if n is not ANY and b is not ANY and n != b:
+        raise TypeRelError(f"ReverseSequence requires seq_lengths.shape[0] to equal the batch axis extent. "
+                           f"However, seq_lengths.shape[0] is {n}, while data.shape[{batch}] is {b}")
+    return TensorType(data.shape, data.dtype)
+
+
+def reverse_sequence_ref(data, seq_lengths, seq_axis=1, batch_axis=0):
+    """Along seq_axis, the first seq_lengths[b] elements of batch b reversed (a length past the
+    axis reverses all of it; a length of 1 or less nothing)."""
+    out = data.copy()
+    seq, batch = seq_axis % data.ndim, batch_axis % data.ndim
+    size = data.shape[seq]
+    for b, length in enumerate(np.asarray(seq_lengths).tolist()):
+        length = min(int(length), size)
+        if length <= 1:
+            continue
+        index = [slice(None)] * data.ndim
+        index[batch] = b
+        index[seq] = slice(0, length)
+        source = list(index)
+        source[seq] = slice(length - 1, None, -1) if length < size else slice(None, None, -1)
+        out[tuple(index)] = data[tuple(source)]
     return out
