@@ -120,6 +120,9 @@ CASES: dict[str, list[tuple[list, dict]]] = {
                                                   "layout": "NDHWC", "out_layout": "NCDHW"})],
     "relax.nn.adaptive_avg_pool3d": [([t(1, 3, 8, 8, 8)], {"output_size": [2, 3, 4], "out_layout": "NDHWC"})],
     "relax.nn.rms_norm": [([t(2, 3, 4), t(4)], {"axes": [-1], "epsilon": 1e-3})],
+    "relax.index_tensor": [([t(4, 5, 6), tt(t(2, 3, dtype="int64"), t(3, dtype="int32"))], {})],
+    "relax.reverse_sequence": [([t(4, 5, 6), t(5, dtype="int32")], {"seq_axis": 0, "batch_axis": 1}),
+                               ([t(3, 4), t(3, dtype="int64")], {})],
     "relax.layout_transform": [([t(6, 4)], {"index_map": "lambda i, j: (i // 4, j, i % 4)", "pad_value": 1.5}),
                                ([t(2, 8, 3, 3, dtype="int32")], {"index_map": "lambda n, c, h, w: (n, c // 4, h, w, c % 4)"}),
                                ([t(3, 4)], {"index_map": "lambda i, j: (j, i)"})],
@@ -233,6 +236,7 @@ WRITTEN: dict[str, tuple[list, str]] = {
     "pad(positional value)": ([t(2, 3)], 'R.nn.pad(a0, [0, 1, 1, 0], "constant", 2.0)'),
     "resize2d(int size)": ([t(1, 3, 4, 4)], "R.image.resize2d(a0, 8)"),
     "resize2d(tuple size)": ([t(1, 3, 4, 4)], "R.image.resize2d(a0, (8, 6))"),
+    "index_tensor(list)": ([t(4, 5), t(2, dtype="int64"), t(2, dtype="int64")], "R.index_tensor(a0, [a1, a2])"),
     "layout_transform(T.index_map)": ([t(5, 4)], "R.layout_transform(a0, T.index_map(lambda i, j: (j, i // 2, i % 2)), 0.5)"),
     "layout_transform(int pad)": ([t(5, 4, dtype="int64")], "R.layout_transform(a0, lambda a, b: (a // 2, b, a % 2), -3)"),
 }
@@ -261,6 +265,8 @@ SYMBOLIC: dict[str, list[tuple[list, dict]]] = {
     "relax.nn.layer_norm": [([S, t(4), t(4)], {"axes": [-1]})],
     "relax.astype": [([S], {"dtype": "float16"})], "relax.where": [([t("n", dtype="bool"), t("n"), t(1)], {})],
     "relax.layout_transform": [([t("n", 4)], {"index_map": "lambda i, j: (i // 4, j, i % 4)"})],
+    "relax.index_tensor": [([t(4, 5), tt(t("n", dtype="int64"), t("m", 1, dtype="int64"))], {})],
+    "relax.reverse_sequence": [([t("n", 3), t("n", dtype="int32")], {"seq_axis": 1, "batch_axis": 0})],
 }
 
 
