@@ -258,6 +258,7 @@ for dtype in MOVE:
         ("layout_transform", f"x:7x6:{d}", "R.layout_transform(x, index_map=lambda i, j: (j // 3, i, j % 3))"),
         ("index_tensor", f"x:7x5x3:{d} i:2x4:int64:idx7 j:4:int32:idx5", "R.index_tensor(x, (i, j))"),
         ("reverse_sequence", f"x:7x5x3:{d} s:5:int32:any_idx7", "R.reverse_sequence(x, s, seq_axis=0, batch_axis=1)"),
+        ("slice_scatter", f"x:7x5:{d} s:7x3:{d}", "R.slice_scatter(x, s, 0, 5, 2, axis=1)"),
         ("broadcast_to", f"x:7x1:{d}", "R.broadcast_to(x, R.shape([3, 7, 5]))"),
         ("broadcast_to-empty", f"x:1x5:{d}", "R.broadcast_to(x, R.shape([0, 5]))"),
         ("tile", f"x:3x5:{d}", "R.tile(x, repeats=[2, 1, 3])"),

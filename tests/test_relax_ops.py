@@ -119,6 +119,8 @@ SAMPLES = {
     "relax.nn.rms_norm": ([t((2, 3, 4)), t((3, 4))], {"axes": [1, 2]}),
     "relax.index_tensor": ([t((4, 5, 6)), tt(t((2, 1), "int64", "index:4"), t((3,), "int32", "index:5"))], {}),
     "relax.reverse_sequence": ([t((4, 5, 6)), t((5,), "int32", "range:-1:6")], {"seq_axis": 0, "batch_axis": 1}),
+    "relax.slice_scatter": ([t((4, 5, 6)), t((4, 2, 6)), prim(1, "int64"), prim(5, "int64"), prim(2, "int64")],
+                            {"axis": 1}),
     "relax.layout_transform": ([t((6, 4))], {"index_map": tir.IndexMap(
         _ij := [tir.Var("i", "int64"), tir.Var("j", "int64")],
         [tir.BinOp("floordiv", _ij[0], tir.IntImm(4, "int64")), _ij[1], tir.BinOp("floormod", _ij[0], tir.IntImm(4, "int64"))])}),

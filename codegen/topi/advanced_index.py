@@ -9,18 +9,30 @@ legalize_ops/manipulate.py, TOPI's computes):
                    `len <= 1 or len <= i ? i : (len > n ? n - 1 - i : len - 1 - i)`, len the
                    batch's length; where one of seq_lengths' length and the batch axis is a
                    constant and the other not, TOPI's check fails in TVM and the call stays
+    slice_scatter  `slice_scatter` (TOPI's python slice_scatter): a bool mask of the slice's
+                   positions along the axis (`T_full`, `T_arange`, comparisons joined by
+                   `T_logical_and`), reshaped and broadcast; src taken at the clipped slice index
+                   `(i - start + step - 1) // step`; `T_where(mask, taken, data)`. A slice of the
+                   whole axis is topi.identity of src (`compute`). Constant bounds and axis extent
+                   only (TOPI compares them as Python values); otherwise the call stays, as it does
+                   where TVM's PrimFunc would read src out of bounds (a slice ending before the
+                   axis does, see SLICE_SCATTER_READS_OUT_OF_BOUNDS)
 """
 
 from __future__ import annotations
 
 from irtool.ir import relax as rx
+from irtool.ir import tir
 
 from .. import te
 from .. import tir_build as tb
+from ..call_te import gen_call_tir_inputs, make_call_tir
 from . import register_legalize
-from .broadcast import broadcast_shape
+from .broadcast import broadcast_shape, topi_binary
 from .common import const_int
-from .transform import _load, broadcast_to
+from .creation import full
+from .elemwise import clip
+from .transform import _load, broadcast_to, reshape, take, where
 
 # ----------------------------------------------------------------------------- index_tensor
 
@@ -76,3 +88,74 @@ def _reverse_sequence(bb, call):
         return call  # TOPI compares the two as constants (GetConstInt): TVM's legalization fails
     return bb.call_te(reverse_sequence, *call.args, int(call.attrs["seq_axis"]), int(call.attrs["batch_axis"]),
                       primfunc_name_hint="reverse_sequence")
+
+
+# ----------------------------------------------------------------------------- slice_scatter
+
+# TOPI takes src at every position of the axis, the clipped slice index of those past the slice's
+# end beyond src's extent (the where discards them): TVM's PrimFunc then reads src out of bounds.
+# We leave such a call (as an out-of-range reflect pad, docs/passes.md); the tests lift this guard
+# to compare the text with TVM's.
+SLICE_SCATTER_READS_OUT_OF_BOUNDS = False
+
+_and, _ge, _lt, _eq = (topi_binary(n) for n in ("logical_and", "greater_equal", "less", "equal"))
+_sub, _add, _floor_div, _floor_mod = (topi_binary(n) for n in ("subtract", "add", "floor_divide", "floor_mod"))
+
+
+def slice_scatter(data: te.Tensor, src: te.Tensor, start: int, end: int, step: int, axis: int) -> te.Tensor:
+    """TOPI's slice_scatter (python/tvm/topi/slice_scatter.py)."""
+    axis %= len(data.shape)
+    dim = const_int(data.shape[axis])
+    if start == 0 and end == dim and step == 1:
+        return te.compute(src.shape, lambda *i: src(*i))  # topi.identity
+    i64 = [tb.const(v, "int64") for v in (start, end, step)]
+    mask = full((dim,), "bool", True)
+    idx = te.compute_ax((dim,), lambda ax: ax[0], name="T_arange", tag="injective")  # the cast: _cast_arange
+    if start != 0:
+        mask = _and(mask, _ge(idx, i64[0]))
+    if end != dim:
+        mask = _and(mask, _lt(idx, i64[1]))
+    if step != 1:
+        mask = _and(mask, _eq(_floor_mod(_sub(idx, i64[0]), i64[2]), tb.const(0, "int64")))
+    mask = reshape(mask, [dim if k == axis else 1 for k in range(len(data.shape))])
+    index = _floor_div(_add(_sub(idx, i64[0]), tb.const(step - 1, "int64")), i64[2])
+    taken = take(src, clip(index, 0, dim - 1), axis=axis)
+    return where(broadcast_to(mask, data.shape), taken, data)
+
+
+@register_legalize("relax.slice_scatter")
+def _slice_scatter(bb, call):
+    data = call.args[0].struct_info
+    bounds = [const_int(a.value) if isinstance(a, rx.PrimValue) else None for a in call.args[2:]]
+    if None in bounds or not isinstance(data.shape, tuple) or const_int(data.shape[call.attrs["axis"]]) is None:
+        return call
+    start, end, step = bounds
+    dim = const_int(data.shape[call.attrs["axis"]])
+    if min(max((dim - start + step - 2) // step, 0), dim - 1) >= (end - start + step - 1) // step \
+            and not SLICE_SCATTER_READS_OUT_OF_BOUNDS:
+        return call
+    func, args, out_sinfo, _ = gen_call_tir_inputs(slice_scatter, call.args[0], call.args[1], *bounds,
+                                                   int(call.attrs["axis"]))
+    return make_call_tir(bb.add_function(func.replace(body=_as_tvm_prints(func.body)), "slice_scatter"), args,
+                         out_sinfo)
+
+
+def _as_tvm_prints(stmt):
+    """Two of TVM's forms: TOPI's `arange(0, n)` counts in int32 and casts to int64, and
+    CreatePrimFunc's index normaliser makes the counter int64 but keeps the cast
+    (`T_arange[v] = T.Cast("int64", v)`); the clip to [0, 0] of an axis of extent 1 is folded to
+    0 by its simplifier (`compute[v] = T.int64(0)`, reading nothing)."""
+    if isinstance(stmt, tir.SeqStmt):
+        return tir.SeqStmt([_as_tvm_prints(s) for s in stmt.seq])
+    if isinstance(stmt, (tir.SBlockRealize, tir.For)):
+        return stmt.replace(**{f: _as_tvm_prints(getattr(stmt, f)) for f in ("block", "body") if hasattr(stmt, f)})
+    if isinstance(stmt, tir.SBlock):
+        body = stmt.body
+        if stmt.name == "T_arange" and isinstance(body, tir.BufferStore) and isinstance(body.value, tir.Var):
+            return stmt.replace(body=body.replace(value=tir.Cast("int64", body.value)))
+        value = getattr(body, "value", None)
+        if stmt.name == "compute" and isinstance(value, tir.BinOp) and value.op == "max" \
+                and const_int(value.b) == 0 and isinstance(value.a, tir.BinOp) and const_int(value.a.b) == 0:
+            return stmt.replace(body=body.replace(value=tb.const(0, "int64")), reads=())
+        return stmt.replace(body=_as_tvm_prints(body))
+    return stmt

@@ -617,6 +617,8 @@ _op("relax.index_tensor",       "data indices:tensors",          (),           N
     rel=rindex.index_tensor_rel, ref=rindex.index_tensor_ref, deduce=rindex.index_tensor_deduce)
 _op("relax.reverse_sequence",   "data seq_lengths",              (_A("seq_axis", "int", 1), _A("batch_axis", "int", 0)),
     None, rel=rindex.reverse_sequence_rel, ref=rindex.reverse_sequence_ref)
+_op("relax.slice_scatter",      "input_tensor src start:prim end:prim step:prim", (_A("axis", "int", 0),), None,
+    rel=rindex.slice_scatter_rel, ref=rindex.slice_scatter_ref, deduce=rindex.slice_scatter_deduce)
 
 
 # ----------------------------------------------------------------------------- API

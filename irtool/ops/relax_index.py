@@ -1,5 +1,6 @@
 """Relations and NumPy references of TVM 0.27's Relax index and layout operators
-(src/relax/op/tensor/manipulate.cc): R.layout_transform, R.index_tensor, R.reverse_sequence.
+(src/relax/op/tensor/manipulate.cc): R.layout_transform, R.index_tensor, R.reverse_sequence,
+R.slice_scatter.
 
 R.layout_transform(x, index_map, pad_value) writes x[i...] to out[index_map(i...)]; the
 output's shape is the range of the map over x's shape (TVM's IndexMap::MapShape) and the
@@ -344,4 +345,77 @@ def reverse_sequence_ref(data, seq_lengths, seq_axis=1, batch_axis=0):
         source = list(index)
         source[seq] = slice(length - 1, None, -1) if length < size else slice(None, None, -1)
         out[tuple(index)] = data[tuple(source)]
+    return out
+
+
+# ----------------------------------------------------------------------------- slice_scatter
+
+
+def _slice_scatter_checks(data_shape, src_shape, dtypes, axis: int, bounds) -> None:
+    """TVM 0.27's InferTypeSliceScatter checks (what it can prove: constants here)."""
+    ndim = len(data_shape)
+    if not -ndim <= axis < ndim:
+        raise TypeRelError(f"SliceScatter requires the input axis to be in the range [{-ndim}, {ndim - 1}]. "
+                           f"However, the input axis is {axis}, while ndim is {ndim}")
+    if src_shape is not None and len(src_shape) != ndim:
+        raise TypeRelError("SliceScatter op requires the data tensor to have the same rank as the src tensor. "
+                           f"However, the given dimensions are src: {len(src_shape)}, data: {ndim}")
+    if all(dtypes) and dtypes[0] != dtypes[1]:
+        raise TypeRelError("SliceScatter op requires the input data to have the same type as src. However, "
+                           f"the given types are data: {dtypes[0]}, src: {dtypes[1]}")
+    start, end, step = bounds
+    if isinstance(step, int) and step < 1:
+        raise TypeRelError(f"SliceScatter op requires the step ({step}) to be >= 1.")
+    if isinstance(start, int) and isinstance(end, int) and end < start:
+        raise TypeRelError(f"SliceScatter op requires start ({start}) <= end ({end}).")
+    if src_shape is None:
+        return
+    axis %= ndim
+    for i, (d, e) in enumerate(zip(data_shape, src_shape)):
+        if i != axis and isinstance(d, int) and isinstance(e, int) and d != e:
+            raise TypeRelError("SliceScatter op requires the data tensor to have the same shape as the src tensor "
+                               f"except at the scatter axis ({axis}). Mismatch at dimension {i}.")
+    if all(isinstance(v, int) for v in bounds) and isinstance(src_shape[axis], int):
+        count = (end - start + step - 1) // step
+        if src_shape[axis] != count:
+            raise TypeRelError(f"SliceScatter op requires the src tensor's dimension at scatter axis ({axis}) to "
+                               f"match the number of elements in the slice. Actual src dimension at axis {axis}: "
+                               f"{src_shape[axis]}, Expected elements in slice (num_elem): {count}")
+
+
+def slice_scatter_deduce(args_sinfo: list, attrs: dict):
+    """data's struct info after TVM's checks (start, end, step integer PrimValues)."""
+    from ..ir.relax import PrimStructInfo, TensorStructInfo
+
+    data, src = args_sinfo[:2]
+    for name, s in (("data", data), ("src", src)):
+        if not isinstance(s, TensorStructInfo):
+            raise TypeRelError(f"SliceScatter requires the input {name} to be a Tensor")
+    bounds = []
+    for name, s in zip(("start", "end", "step"), args_sinfo[2:], strict=True):
+        if not isinstance(s, PrimStructInfo) or not s.dtype.startswith(("int", "uint")):
+            raise TypeRelError(f"SliceScatter expects `{name}` to be an integer PrimExpr")
+        bounds.append(_dim_value(s.value) if s.value is not None else None)
+    if data.ndim == -1:
+        return TensorStructInfo(None, data.dtype, ndim=-1, vdevice=data.vdevice)
+    data_shape = [_dim_value(d) for d in data.shape] if isinstance(data.shape, tuple) else [None] * data.ndim
+    src_shape = [_dim_value(d) for d in src.shape] if isinstance(src.shape, tuple) else None
+    if src_shape is None and src.ndim not in (-1, data.ndim):
+        src_shape = [None] * src.ndim
+    _slice_scatter_checks(data_shape, src_shape, (data.dtype, src.dtype), attrs["axis"], bounds)
+    return TensorStructInfo(data.shape, data.dtype, ndim=data.ndim, vdevice=data.vdevice)
+
+
+def slice_scatter_rel(args, at):
+    data, src = tensor_arg(args, 0, "input_tensor"), tensor_arg(args, 1, "src")
+    _slice_scatter_checks(list(data.shape), list(src.shape), (data.dtype, src.dtype), at["axis"], args[2:5])
+    return TensorType(data.shape, data.dtype)
+
+
+def slice_scatter_ref(data, src, start, end, step, axis=0):
+    """data with data[..., start:end:step, ...] (along axis) replaced by src."""
+    out = data.copy()
+    index = [slice(None)] * data.ndim
+    index[axis % data.ndim] = slice(int(start), int(end), int(step))
+    out[tuple(index)] = src
     return out
