@@ -1,7 +1,6 @@
 """legalize-ops on TVM 0.27's Relax index and layout operators (codegen/topi/layout.py,
-advanced_index.py): R.layout_transform, R.index_tensor, R.reverse_sequence, R.slice_scatter.
-Each legalized
-module, run by the interpreters, equals the op's NumPy reference and prints and parses back
+advanced_index.py): R.layout_transform, R.index_tensor, R.reverse_sequence, R.slice_scatter,
+R.index_put. Each legalized module, run by the interpreters, equals the op's NumPy reference and prints and parses back
 unchanged; (tvm-marked) TVM 0.27's LegalizeOps prints exactly the same text, on hand-picked
 cases and on random ones (index maps: permutations, splits that pad or not, fuses, size
 variables, pad values; index shapes that broadcast; sequence and batch axes)."""
@@ -13,6 +12,7 @@ import random
 import numpy as np
 import pytest
 from test_legalize_ops import assert_legalized_like_tvm, case_text, legalize
+from tvm_text import canonical_elem_offsets
 
 from irtool.diagnostics import DiagnosticError
 from irtool.exec.relax import random_input, run_relax
@@ -164,17 +164,48 @@ CASES += [random_reverse_sequence(random.Random(7200 + k), k) for k in range(30)
 CASES += [random_slice_scatter(random.Random(7300 + k), k) for k in range(40)]
 
 
+def random_index_put(rng: random.Random, k: int) -> tuple[str, str, str]:
+    """One index tensor per data axis, shapes broadcasting (1 or the common dim), values flat;
+    with accumulate the indices repeat, without they are distinct positions (a parallel loop
+    writes repeated ones in any order)."""
+    rank = rng.randint(1, 3)
+    dims = [rng.randint(2, 6) for _ in range(rank)]
+    accumulate = rng.random() < 0.5
+    common = [rng.randint(1, 4) for _ in range(rng.randint(1, 2))]
+    params = []
+    for a in range(rank):
+        shape = [d if rng.random() < 0.7 else 1 for d in common[rng.randint(0, len(common) - 1):]]
+        params.append(f"i{a}:{'x'.join(map(str, shape))}:{rng.choice(['int32', 'int64'])}:idx{dims[a]}")
+    size = int(np.prod(common))
+    dtype = rng.choice(["float32", "int32", "float16"])
+    params = [f"x:{'x'.join(map(str, dims))}:{dtype}"] + params + [f"v:{size}:{dtype}"]
+    if rng.random() < 0.2:
+        params[0] = f"x:{'x'.join(map(str, dims[:-1] + ['n']))}:{dtype}"
+    return (f"index_put-random{k}{'-acc' if accumulate else ''}", " ".join(params),
+            f"R.index_put(x, ({', '.join(f'i{a}' for a in range(rank))},), v, accumulate={accumulate})")
+
+
+CASES += [
+    ("index_put", "x:4x5:float32 i:2x3:int64:idx4 j:3:int32:idx5 v:6:float32", "R.index_put(x, (i, j), v)"),
+    ("index_put-acc", "x:4x5:float32 i:3:int64:idx4 v:3:float32", "R.index_put(x, (i, i), v, accumulate=True)"),
+    ("index_put-bcast", "x:4x5:int32 i:2x1:int32:idx4 j:1x3:int64:idx5 v:6:int32", "R.index_put(x, (i, j), v, False)"),
+    ("index_put-sym", "x:4xn:float32 i:3:int64:idx4 j:3:int32:idx2 v:3:float32", "R.index_put(x, (i, j), v, True)"),
+]
+CASES += [random_index_put(random.Random(7400 + k), k) for k in range(30)]
+
+
 def _text(params: str, call: str) -> str:
     return case_text(" ".join(":".join(p.split(":")[:3]) for p in params.split()), call)
 
 
-def _inputs(mod, rng, params: str = "") -> list:
+def _inputs(mod, rng, params: str = "", call: str = "") -> list:
     bounds = {p.split(":")[0]: int(p.split(":")[3][3:]) for p in params.split() if p.count(":") == 3}
     out = []
     for p in mod.functions["main"].params:
         value = random_input(p.struct_info, rng)
-        if p.name_hint in bounds:  # indices in range; sequence lengths from -1 past the axis
-            low = -1 if "reverse_sequence" in str(mod) else 0
+        if p.name_hint in bounds:  # indices in range (negative ones too where allowed), sequence lengths
+            # from -1 past the axis
+            low = -1 if "reverse_sequence" in call else -bounds[p.name_hint] if "index_put" in call else 0
             value = rng.integers(low, bounds[p.name_hint], size=value.shape).astype(value.dtype)
         out.append(value)
     return out
@@ -202,7 +233,7 @@ def test_legalized_matches_reference(case):
             assert structural_equal(back.functions[fn], out.functions[fn]), fn
     if any(d.isalpha() for p in params.split() for d in p.split(":")[1].split("x")):  # symbolic: printed only
         return
-    inputs = _inputs(mod, np.random.default_rng(0), params)
+    inputs = _inputs(mod, np.random.default_rng(0), params, call)
     expected, got = np.asarray(run_relax(mod, inputs)), np.asarray(run_relax(out, inputs))
     assert got.dtype == expected.dtype and got.shape == expected.shape
     np.testing.assert_array_equal(got, expected)
@@ -241,6 +272,10 @@ def test_layout_transform_reference_places_each_element():
     ("x:4x5:float32 s:4x2:float16", "R.slice_scatter(x, s, 0, 2, 1, axis=1)", "the same type as src"),
     ("x:4x5:float32 s:4x2:float32", "R.slice_scatter(x, s, 3, 2, 1, axis=1)", "requires start (3) <= end (2)"),
     ("x:4x5:float32 s:4x2:float32", "R.slice_scatter(x, s, 0, 2, 0, axis=1)", "step (0) to be >= 1"),
+    ("x:4x5:float32 i:2:int64 v:2:float32", "R.index_put(x, (i,), v)",
+     "IndexPut requires the number of index tensors (1) to match the data tensor dimensions (2)"),
+    ("x:4x5:float32 i:2:float32 j:2:int64 v:2:float32", "R.index_put(x, (i, j), v)", "to have integer dtype"),
+    ("x:4x5:float32 i:2:int64 j:2:int64 v:2:float16", "R.index_put(x, (i, j), v)", "the same type as values"),
 ])
 def test_layout_transform_bad_calls_are_diagnostics(params, call, message):
     with pytest.raises(DiagnosticError) as err:
@@ -259,6 +294,12 @@ def _reads_out_of_bounds(call: str, mod) -> bool:
     return min(max((dim - start + step - 2) // step, 0), dim - 1) >= (end - start + step - 1) // step
 
 
+def test_index_put_of_two_size_variables_stays_a_call():
+    """TOPI's broadcast compares index dims as constants: (m,) against (m,) raises in TVM 0.27."""
+    mod = parse(_text("x:4x5:float32 i:m:int64 j:m:int64 v:m:float32", "R.index_put(x, (i, j), v)"))
+    assert "R.index_put" in to_text(legalize(mod))
+
+
 def test_slice_scatter_reading_out_of_bounds_stays_a_call():
     mod = parse(_text("x:4x5x6:float32 s:4x2x6:float32", "R.slice_scatter(x, s, 1, 3, 1, axis=1)"))
     assert "R.slice_scatter" in to_text(legalize(mod))
@@ -271,4 +312,5 @@ def test_legalized_text_matches_tvm(tvm_python, tmp_path, monkeypatch):
     from irtool.codegen.topi import advanced_index
 
     monkeypatch.setattr(advanced_index, "SLICE_SCATTER_READS_OUT_OF_BOUNDS", True)
-    assert_legalized_like_tvm(tvm_python, tmp_path, [(name, _text(params, call)) for name, params, call in CASES])
+    assert_legalized_like_tvm(tvm_python, tmp_path, [(name, _text(params, call)) for name, params, call in CASES],
+                              normalize=canonical_elem_offsets)

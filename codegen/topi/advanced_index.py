@@ -17,6 +17,11 @@ legalize_ops/manipulate.py, TOPI's computes):
                    only (TOPI compares them as Python values); otherwise the call stays, as it does
                    where TVM's PrimFunc would read src out of bounds (a slice ending before the
                    axis does, see SLICE_SCATTER_READS_OUT_OF_BOUNDS)
+    index_put      `index_put` (TOPI's python index_put, an ir_builder program as scatter.py's):
+                   one opaque `index_put_generic` sblock copying data, then for each k of the
+                   indices' broadcast shape (parallel) out[flat(I0[k] + (I0[k] < 0) * d0, ...)]
+                   = values[k] (`+=` with accumulate); an index tuple given as a tuple literal,
+                   index shapes TOPI broadcasts (not two size variables: TVM's TOPI raises there)
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from .broadcast import broadcast_shape, topi_binary
 from .common import const_int
 from .creation import full
 from .elemwise import clip
+from .scatter import _load as _load_flat
+from .scatter import _loop, _mul, _product, _seq_scope
+from .scatter import _store as _store_flat
 from .transform import _load, broadcast_to, reshape, take, where
 
 # ----------------------------------------------------------------------------- index_tensor
@@ -159,3 +167,85 @@ def _as_tvm_prints(stmt):
             return stmt.replace(body=body.replace(value=tb.const(0, "int64")), reads=())
         return stmt.replace(body=_as_tvm_prints(body))
     return stmt
+
+
+# ----------------------------------------------------------------------------- index_put
+
+
+def index_put(data: te.Tensor, indices: list, values: te.Tensor, accumulate: bool) -> te.Tensor:
+    """TOPI's index_put (python/tvm/topi/index_put.py)."""
+    shape = list(data.shape)
+    full_range = _product(shape)
+    index_shapes = [list(i.shape) for i in indices]
+    rank = max(len(sh) for sh in index_shapes)
+    common = _index_put_broadcast(index_shapes)
+    index_len = _product(common)
+
+    def body(ins, out):
+        data_b, index_bs, values_b = ins[0], ins[1:-1], ins[-1]
+
+        def element(k):
+            rest, spread = k, []
+            for a in reversed(range(rank)):
+                spread.insert(0, tb.floormod(rest, common[a]))
+                rest = tb.floordiv(rest, common[a])
+            flat, stride = 0, 1
+            for dim in reversed(range(len(shape))):
+                offset, index_stride = 0, 1
+                for a in reversed(range(rank)):
+                    k_dim = len(index_shapes[dim]) - rank + a
+                    if k_dim >= 0:
+                        size = index_shapes[dim][k_dim]
+                        offset = _add_int(offset, _mul(0 if const_int(size) == 1 else spread[a], index_stride))
+                        index_stride = _mul(index_stride, size)
+                value = _load_flat(index_bs[dim], tb.const(offset, "int64") if isinstance(offset, int) else offset)
+                shifted = tb.add(value, tb.mul(tb.lt(value, 0), shape[dim]))
+                flat = _add_int(flat, _mul(shifted, stride))
+                stride = _mul(stride, shape[dim])
+            update = _load_flat(values_b, k)
+            if accumulate:
+                update = tb.add(_load_flat(out, flat), update)
+            return _store_flat(out, flat, update)
+
+        return _seq_scope(_loop(full_range, "parallel", lambda v: _store_flat(out, v, _load_flat(data_b, v))),
+                          _loop(index_len, "parallel", element))
+
+    out_buf = tir.Buffer("out_buf", data.shape, data.dtype)
+    return te.extern(out_buf, [data, *indices, values], body, name="index_put.generic")
+
+
+def _index_put_broadcast(index_shapes: list) -> list | None:
+    """TOPI's broadcast of the index shapes: a dim other than 1 must equal the one before it as
+    a constant (two size variables fail, even the same one); None where TOPI raises."""
+    rank = max(len(sh) for sh in index_shapes)
+    common = []
+    for a in range(rank):
+        size = 1
+        for sh in index_shapes:
+            k = len(sh) - rank + a
+            if k >= 0 and const_int(sh[k]) != 1:
+                if const_int(size) == 1:
+                    size = sh[k]
+                elif const_int(sh[k]) is None or const_int(sh[k]) != const_int(size):
+                    return None
+        common.append(size)
+    return common
+
+
+def _add_int(a, b):
+    """`a + b` with TOPI's Python 0 start folded away."""
+    if isinstance(a, int) and a == 0:
+        return b
+    return a + b if isinstance(a, int) and isinstance(b, int) else tb.add(a, b)
+
+
+@register_legalize("relax.index_put")
+def _index_put(bb, call):
+    if not isinstance(call.args[1], rx.Tuple) or not isinstance(call.struct_info.shape, tuple):
+        return call
+    shapes = [f.struct_info.shape for f in call.args[1].fields_]
+    if any(not isinstance(sh, tuple) for sh in shapes) or _index_put_broadcast(
+            [[tb.const(d, "int64") if isinstance(d, int) else d for d in sh] for sh in shapes]) is None:
+        return call  # TOPI's broadcast raises in TVM
+    return bb.call_te(index_put, call.args[0], list(call.args[1].fields_), call.args[2],
+                      bool(call.attrs["accumulate"]), primfunc_name_hint="index_put")

@@ -619,6 +619,8 @@ _op("relax.reverse_sequence",   "data seq_lengths",              (_A("seq_axis",
     None, rel=rindex.reverse_sequence_rel, ref=rindex.reverse_sequence_ref)
 _op("relax.slice_scatter",      "input_tensor src start:prim end:prim step:prim", (_A("axis", "int", 0),), None,
     rel=rindex.slice_scatter_rel, ref=rindex.slice_scatter_ref, deduce=rindex.slice_scatter_deduce)
+_op("relax.index_put",          "data indices:tensors values",   (_A("accumulate", "bool", False),), None,
+    rel=rindex.index_put_rel, ref=rindex.index_put_ref, deduce=rindex.index_put_deduce)
 
 
 # ----------------------------------------------------------------------------- API

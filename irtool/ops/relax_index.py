@@ -1,6 +1,6 @@
 """Relations and NumPy references of TVM 0.27's Relax index and layout operators
 (src/relax/op/tensor/manipulate.cc): R.layout_transform, R.index_tensor, R.reverse_sequence,
-R.slice_scatter.
+R.slice_scatter, R.index_put.
 
 R.layout_transform(x, index_map, pad_value) writes x[i...] to out[index_map(i...)]; the
 output's shape is the range of the map over x's shape (TVM's IndexMap::MapShape) and the
@@ -418,4 +418,64 @@ def slice_scatter_ref(data, src, start, end, step, axis=0):
     index = [slice(None)] * data.ndim
     index[axis % data.ndim] = slice(int(start), int(end), int(step))
     out[tuple(index)] = src
+    return out
+
+
+# ----------------------------------------------------------------------------- index_put
+
+
+def index_put_deduce(args_sinfo: list, attrs: dict):
+    """TVM 0.27's InferTypeIndexPut: data's struct info after its checks (one integer index
+    tensor of rank 1 or more per data dimension; values of data's dtype)."""
+    from ..ir.relax import TensorStructInfo, TupleStructInfo
+
+    data, indices, values = args_sinfo
+    for name, s in (("data", data), ("values", values)):
+        if not isinstance(s, TensorStructInfo):
+            raise TypeRelError(f"IndexPut requires the input {name} to be a Tensor")
+    fields = list(indices) if isinstance(indices, TupleStructInfo) else [indices]
+    for i, f in enumerate(fields):
+        if not isinstance(f, TensorStructInfo):
+            raise TypeRelError(f"IndexPut requires each index in the indices tuple to be a Tensor. However, "
+                               f"element {i} is not")
+    if data.ndim == -1:
+        return TensorStructInfo(None, data.dtype, ndim=-1, vdevice=data.vdevice)
+    for i, f in enumerate(fields):
+        if f.ndim != -1 and f.ndim < 1:
+            raise TypeRelError(f"IndexPut requires each index tensor to have at least 1 dimension. However, "
+                               f"index tensor {i} has ndim={f.ndim}")
+        if f.dtype and not f.dtype.startswith(("int", "uint")):
+            raise TypeRelError(f"IndexPut requires each index tensor to have integer dtype. However, index "
+                               f"tensor {i} has dtype={f.dtype}")
+    if len(fields) != data.ndim:
+        raise TypeRelError(f"IndexPut requires the number of index tensors ({len(fields)}) to match the data "
+                           f"tensor dimensions ({data.ndim})")
+    if data.dtype and values.dtype and data.dtype != values.dtype:
+        raise TypeRelError("IndexPut requires the input data to have the same type as values. However, the given "
+                           f"types are data: {data.dtype}, values: {values.dtype}")
+    return TensorStructInfo(data.shape, data.dtype, ndim=data.ndim, vdevice=data.vdevice)
+
+
+def index_put_rel(args, at):
+    data = tensor_arg(args, 0, "data")
+    fields = args[1].fields
+    if len(fields) != len(data.shape):
+        raise TypeRelError(f"IndexPut requires the number of index tensors ({len(fields)}) to match the data "
+                           f"tensor dimensions ({len(data.shape)})")
+    return TensorType(data.shape, data.dtype)
+
+
+def index_put_ref(data, indices, values, accumulate=False):
+    """data with data[I0[k], I1[k], ...] (the indices broadcast, k in row-major order) set to
+    values' k-th element (values read flat), or increased by it with accumulate."""
+    spread = np.broadcast_arrays(*[np.asarray(i) for i in indices])
+    flat = np.asarray(values).reshape(-1)
+    if flat.size < spread[0].size:
+        raise ValueError(f"index_put puts {spread[0].size} values, got {flat.size}")
+    update = flat[:spread[0].size].reshape(spread[0].shape)
+    out = data.copy()
+    if accumulate:
+        np.add.at(out, tuple(spread), update)
+    else:
+        out[tuple(spread)] = update
     return out
