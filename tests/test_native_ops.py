@@ -259,6 +259,8 @@ for dtype in MOVE:
         ("index_tensor", f"x:7x5x3:{d} i:2x4:int64:idx7 j:4:int32:idx5", "R.index_tensor(x, (i, j))"),
         ("reverse_sequence", f"x:7x5x3:{d} s:5:int32:any_idx7", "R.reverse_sequence(x, s, seq_axis=0, batch_axis=1)"),
         ("slice_scatter", f"x:7x5:{d} s:7x3:{d}", "R.slice_scatter(x, s, 0, 5, 2, axis=1)"),
+        ("index_put", f"x:7x5:{d} i:3:int64:idx7 j:2x1:int32:idx5 u:6:{d}", "R.index_put(x, (i, j), u)"),
+        ("index_put-acc", f"x:7x5:{d} i:4:int64:idx5 u:4:{d}", "R.index_put(x, (i, i), u, accumulate=True)"),
         ("broadcast_to", f"x:7x1:{d}", "R.broadcast_to(x, R.shape([3, 7, 5]))"),
         ("broadcast_to-empty", f"x:1x5:{d}", "R.broadcast_to(x, R.shape([0, 5]))"),
         ("tile", f"x:3x5:{d}", "R.tile(x, repeats=[2, 1, 3])"),

@@ -121,6 +121,8 @@ SAMPLES = {
     "relax.reverse_sequence": ([t((4, 5, 6)), t((5,), "int32", "range:-1:6")], {"seq_axis": 0, "batch_axis": 1}),
     "relax.slice_scatter": ([t((4, 5, 6)), t((4, 2, 6)), prim(1, "int64"), prim(5, "int64"), prim(2, "int64")],
                             {"axis": 1}),
+    "relax.index_put": ([t((4, 5)), tt(t((2, 3), "int64", "index:4"), t((3,), "int32", "index:5")), t((6,))],
+                        {"accumulate": True}),
     "relax.layout_transform": ([t((6, 4))], {"index_map": tir.IndexMap(
         _ij := [tir.Var("i", "int64"), tir.Var("j", "int64")],
         [tir.BinOp("floordiv", _ij[0], tir.IntImm(4, "int64")), _ij[1], tir.BinOp("floormod", _ij[0], tir.IntImm(4, "int64"))])}),

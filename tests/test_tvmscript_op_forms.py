@@ -125,6 +125,7 @@ CASES: dict[str, list[tuple[list, dict]]] = {
                                ([t(3, 4), t(3, dtype="int64")], {})],
     "relax.slice_scatter": [([t(4, 5, 6), t(4, 2, 6), prim(3, "int64"), prim(5, "int64"), prim(1, "int64")],
                              {"axis": 1})],
+    "relax.index_put": [([t(4, 5), tt(t(3, dtype="int64"), t(3, dtype="int32")), t(3)], {"accumulate": True})],
     "relax.layout_transform": [([t(6, 4)], {"index_map": "lambda i, j: (i // 4, j, i % 4)", "pad_value": 1.5}),
                                ([t(2, 8, 3, 3, dtype="int32")], {"index_map": "lambda n, c, h, w: (n, c // 4, h, w, c % 4)"}),
                                ([t(3, 4)], {"index_map": "lambda i, j: (j, i)"})],
@@ -240,6 +241,8 @@ WRITTEN: dict[str, tuple[list, str]] = {
     "resize2d(tuple size)": ([t(1, 3, 4, 4)], "R.image.resize2d(a0, (8, 6))"),
     "index_tensor(list)": ([t(4, 5), t(2, dtype="int64"), t(2, dtype="int64")], "R.index_tensor(a0, [a1, a2])"),
     "slice_scatter(ints)": ([t(7, 4), t(3, 4)], "R.slice_scatter(a0, a1, 2, 7, 2)"),
+    "index_put(list, positional)": ([t(4, 5), t(2, dtype="int64"), t(2, dtype="int64"), t(2)],
+                                    "R.index_put(a0, [a1, a2], a3, True)"),
     "layout_transform(T.index_map)": ([t(5, 4)], "R.layout_transform(a0, T.index_map(lambda i, j: (j, i // 2, i % 2)), 0.5)"),
     "layout_transform(int pad)": ([t(5, 4, dtype="int64")], "R.layout_transform(a0, lambda a, b: (a // 2, b, a % 2), -3)"),
 }
