@@ -1,6 +1,6 @@
 """legalize-ops on TVM 0.27's Relax index and layout operators (codegen/topi/layout.py,
 advanced_index.py): R.layout_transform, R.index_tensor, R.reverse_sequence, R.slice_scatter,
-R.index_put. Each legalized module, run by the interpreters, equals the op's NumPy reference and prints and parses back
+R.index_put; and on R.quantize and R.dequantize (codegen/topi/qdq.py). Each legalized module, run by the interpreters, equals the op's NumPy reference and prints and parses back
 unchanged; (tvm-marked) TVM 0.27's LegalizeOps prints exactly the same text, on hand-picked
 cases and on random ones (index maps: permutations, splits that pad or not, fuses, size
 variables, pad values; index shapes that broadcast; sequence and batch axes)."""
@@ -194,12 +194,57 @@ CASES += [
 CASES += [random_index_put(random.Random(7400 + k), k) for k in range(30)]
 
 
+def random_qdq(rng: random.Random, k: int) -> tuple[str, str, str]:
+    """quantize or dequantize of a rank 1-3 tensor (maybe a size variable), scale and zero point
+    each a 0-d constant, a singleton tensor or a vector along the axis, TVM's dtypes."""
+    quantize = rng.random() < 0.5
+    rank = rng.randint(1, 3)
+    dims = [rng.randint(1, 5) for _ in range(rank)]
+    axis = rng.randrange(rank)
+    data = rng.choice(["float32", "float16"]) if quantize else rng.choice(["int8", "uint8", "int16", "int32",
+                                                                           "float16", "float32"])
+    out = rng.choice(["int8", "uint8", "int16", "uint16"]) if quantize else rng.choice(["float32", "float16"])
+    params = [f"x:{'x'.join(map(str, dims))}:{data}"]
+    args = []
+    for name, dtypes in (("s", ["float32", "float16"]), ("z", ["int8", "uint8", "int16", "int32"])):
+        dtype, form = rng.choice(dtypes), rng.choice(["const", "one", "vector", "vector"])
+        if form == "const":
+            value = round(rng.uniform(0.25, 2), 2) if name == "s" else rng.randint(0, 5)
+            args.append(f'R.const({value}, "{dtype}")')
+        else:
+            shape = "1" if form == "one" else str(dims[axis])
+            params.append(f"{name}:{shape}:{dtype}:{'pos' if name == 's' else 'idx5'}")
+            args.append(name)
+    if rng.random() < 0.2:
+        others = [a for a in range(rank) if a != axis]
+        if others:
+            params[0] = f"x:{'x'.join('n' if a == rng.choice(others) else str(d) for a, d in enumerate(dims))}:{data}"
+    axis_text = axis - rank if rng.random() < 0.3 else axis
+    op = "quantize" if quantize else "dequantize"
+    return (f"{op}-random{k}", " ".join(params), f'R.{op}(x, {", ".join(args)}, axis={axis_text}, out_dtype="{out}")')
+
+
+CASES += [
+    ("quantize", "x:4x5x6:float32", 'R.quantize(x, R.const(0.5, "float32"), R.const(1, "int8"))'),
+    ("quantize-axis", "x:4x5x6:float32 s:5:float32:pos z:5:uint8:idx5",
+     'R.quantize(x, s, z, axis=1, out_dtype="uint8")'),
+    ("quantize-one", "x:2x3:float16 s:1:float16:pos z:1x1:int32:idx5", 'R.quantize(x, s, z, 0, "int16")'),
+    ("dequantize", "x:4x5x6:int8", 'R.dequantize(x, R.const(0.5, "float32"), R.const(1, "int8"))'),
+    ("dequantize-f16", "x:4x5x6:uint8 s:6:float32:pos z:6:uint8:idx5", 'R.dequantize(x, s, z, 2, "float16")'),
+    ("dequantize-float", "x:2x3:float16 z:2:int32:idx5", 'R.dequantize(x, R.const(2.0, "float32"), z, 0)'),
+    ("quantize-sym", "x:nx3:float32 s:n:float32:pos", 'R.quantize(x, s, R.const(0, "int8"), 0)'),
+]
+CASES += [random_qdq(random.Random(7500 + k), k) for k in range(40)]
+
+
 def _text(params: str, call: str) -> str:
     return case_text(" ".join(":".join(p.split(":")[:3]) for p in params.split()), call)
 
 
 def _inputs(mod, rng, params: str = "", call: str = "") -> list:
-    bounds = {p.split(":")[0]: int(p.split(":")[3][3:]) for p in params.split() if p.count(":") == 3}
+    bounds = {p.split(":")[0]: int(p.split(":")[3][3:]) for p in params.split() if p.count(":") == 3
+              and p.split(":")[3].startswith("idx")}
+    positive = {p.split(":")[0] for p in params.split() if p.endswith(":pos")}
     out = []
     for p in mod.functions["main"].params:
         value = random_input(p.struct_info, rng)
@@ -207,6 +252,8 @@ def _inputs(mod, rng, params: str = "", call: str = "") -> list:
             # from -1 past the axis
             low = -1 if "reverse_sequence" in call else -bounds[p.name_hint] if "index_put" in call else 0
             value = rng.integers(low, bounds[p.name_hint], size=value.shape).astype(value.dtype)
+        elif p.name_hint in positive:  # a quantization scale
+            value = rng.uniform(0.25, 2.0, size=value.shape).astype(value.dtype)
         out.append(value)
     return out
 

@@ -83,6 +83,7 @@ def _load() -> None:
             nn,
             norm,
             pool,
+            qdq,
             reduce,
             scatter,
             transform,

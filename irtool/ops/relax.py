@@ -99,6 +99,7 @@ from ..ir.expr import Attrs, TypedScalar
 from ..ir.types import ANY, TensorType
 from . import registry, vision
 from . import relax_index as rindex
+from . import relax_qdq as qdq
 from . import relax_scan_sort as scan_sort
 from .common import np, tensor_arg
 from .dynamic import strided_slice_rel as _dyn_strided_slice_rel
@@ -621,6 +622,10 @@ _op("relax.slice_scatter",      "input_tensor src start:prim end:prim step:prim"
     rel=rindex.slice_scatter_rel, ref=rindex.slice_scatter_ref, deduce=rindex.slice_scatter_deduce)
 _op("relax.index_put",          "data indices:tensors values",   (_A("accumulate", "bool", False),), None,
     rel=rindex.index_put_rel, ref=rindex.index_put_ref, deduce=rindex.index_put_deduce)
+for _name, _default in (("quantize", "int8"), ("dequantize", "float32")):
+    _op(f"relax.{_name}", "data scale zero_point", (_A("out_dtype", "dtype", _default), _A("axis", "int", -1)), None,
+        rel=qdq.qdq_rel(_name), ref=getattr(qdq, f"{_name}_ref"), deduce=qdq.qdq_deduce(_name),
+        positional_attrs=("axis", "out_dtype"))
 
 
 # ----------------------------------------------------------------------------- API
