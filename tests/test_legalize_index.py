@@ -323,6 +323,15 @@ def test_layout_transform_reference_places_each_element():
      "IndexPut requires the number of index tensors (1) to match the data tensor dimensions (2)"),
     ("x:4x5:float32 i:2:float32 j:2:int64 v:2:float32", "R.index_put(x, (i, j), v)", "to have integer dtype"),
     ("x:4x5:float32 i:2:int64 j:2:int64 v:2:float16", "R.index_put(x, (i, j), v)", "the same type as values"),
+    ("x:4x5:float32 s:3:float32 z:3:int8", "R.quantize(x, s, z)",
+     "Size mismatch: relax.quantize: the input shape at dim -1 is '5', but size of scale param is '3'"),
+    ("x:4x5:int8", 'R.quantize(x, R.const(1.0, "float32"), R.const(0, "int8"))', "Unsupported input datatype"),
+    ("x:4x5:float32", 'R.quantize(x, R.const(1.0, "float32"), R.const(0, "int8"), out_dtype="int32")',
+     "Unsupported output datatype attribute for operation: 'int32'"),
+    ("x:4x5:int8", 'R.dequantize(x, R.const(1, "int32"), R.const(0, "int8"))',
+     "scale param datatype should be one of [float16, float32], but got int32"),
+    ("x:4x5:int8", 'R.dequantize(x, R.const(1.0, "float32"), R.const(0, "int8"), axis=2)',
+     "relax.dequantize: axis param is out of range (2)"),
 ])
 def test_layout_transform_bad_calls_are_diagnostics(params, call, message):
     with pytest.raises(DiagnosticError) as err:

@@ -150,6 +150,13 @@ for dtype in F:
     case("nn", f"prelu-{dtype}", f"x:2x3x5:{dtype} a:3:{dtype}", "R.nn.prelu(x, a)")
     case("nn", f"prelu-{dtype}-11", f"x:1x1:{dtype} a:1:{dtype}", "R.nn.prelu(x, a)")
 
+# quantize / dequantize: constant, per-axis and singleton parameters
+case("qdq", "quantize-int8", "x:7x5:float32", 'R.quantize(x, R.const(0.25, "float32"), R.const(3, "int8"))')
+case("qdq", "quantize-axis-uint8", "x:7x5:float32 s:7:float32:pos z:7:uint8:idx9",
+     'R.quantize(x, s, z, axis=0, out_dtype="uint8")')
+case("qdq", "dequantize-int8", "x:7x5:int8", 'R.dequantize(x, R.const(0.5, "float32"), R.const(-2, "int8"))')
+case("qdq", "dequantize-f16", "x:7x5:uint8 s:1:float32:pos z:5:uint8:idx9", 'R.dequantize(x, s, z, 1, "float16")')
+
 # matmul: primes, vectors, batch broadcasting, empty and empty-reduction operands
 MATMUL = [("prime", "7x13", "13x5"), ("11", "1x1", "1x1"), ("vec-mat", "13", "13x5"), ("mat-vec", "7x13", "13"),
           ("batch", "3x7x13", "13x5"), ("bcast", "1x7x3", "5x3x2"), ("empty", "0x3", "3x4"), ("k0", "3x0", "0x4"),

@@ -123,6 +123,9 @@ SAMPLES = {
                             {"axis": 1}),
     "relax.index_put": ([t((4, 5)), tt(t((2, 3), "int64", "index:4"), t((3,), "int32", "index:5")), t((6,))],
                         {"accumulate": True}),
+    "relax.quantize": ([t((2, 3, 4)), t((3,), fill="positive"), t((3,), "int8", "index:5")], {"axis": 1}),
+    "relax.dequantize": ([t((2, 3, 4), "int8", "range:-9:9"), t((4,), fill="positive"), t((1,), "int8", "index:5")],
+                         {"out_dtype": "float16"}),
     "relax.layout_transform": ([t((6, 4))], {"index_map": tir.IndexMap(
         _ij := [tir.Var("i", "int64"), tir.Var("j", "int64")],
         [tir.BinOp("floordiv", _ij[0], tir.IntImm(4, "int64")), _ij[1], tir.BinOp("floormod", _ij[0], tir.IntImm(4, "int64"))])}),

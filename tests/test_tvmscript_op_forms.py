@@ -126,6 +126,8 @@ CASES: dict[str, list[tuple[list, dict]]] = {
     "relax.slice_scatter": [([t(4, 5, 6), t(4, 2, 6), prim(3, "int64"), prim(5, "int64"), prim(1, "int64")],
                              {"axis": 1})],
     "relax.index_put": [([t(4, 5), tt(t(3, dtype="int64"), t(3, dtype="int32")), t(3)], {"accumulate": True})],
+    "relax.quantize": [([t(2, 3, 4), t(4), t(4, dtype="int8")], {"axis": 2, "out_dtype": "uint8"})],
+    "relax.dequantize": [([t(2, 3, 4, dtype="int8"), t(3), t(3, dtype="int8")], {"axis": 1, "out_dtype": "float16"})],
     "relax.layout_transform": [([t(6, 4)], {"index_map": "lambda i, j: (i // 4, j, i % 4)", "pad_value": 1.5}),
                                ([t(2, 8, 3, 3, dtype="int32")], {"index_map": "lambda n, c, h, w: (n, c // 4, h, w, c % 4)"}),
                                ([t(3, 4)], {"index_map": "lambda i, j: (j, i)"})],
@@ -243,6 +245,7 @@ WRITTEN: dict[str, tuple[list, str]] = {
     "slice_scatter(ints)": ([t(7, 4), t(3, 4)], "R.slice_scatter(a0, a1, 2, 7, 2)"),
     "index_put(list, positional)": ([t(4, 5), t(2, dtype="int64"), t(2, dtype="int64"), t(2)],
                                     "R.index_put(a0, [a1, a2], a3, True)"),
+    "quantize(positional)": ([t(2, 3), t(1), t(1, dtype="int32")], 'R.quantize(a0, a1, a2, 0, "int16")'),
     "layout_transform(T.index_map)": ([t(5, 4)], "R.layout_transform(a0, T.index_map(lambda i, j: (j, i // 2, i % 2)), 0.5)"),
     "layout_transform(int pad)": ([t(5, 4, dtype="int64")], "R.layout_transform(a0, lambda a, b: (a // 2, b, a % 2), -3)"),
 }
