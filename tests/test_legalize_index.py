@@ -189,6 +189,7 @@ CASES += [
     ("index_put", "x:4x5:float32 i:2x3:int64:idx4 j:3:int32:idx5 v:6:float32", "R.index_put(x, (i, j), v)"),
     ("index_put-acc", "x:4x5:float32 i:3:int64:idx4 v:3:float32", "R.index_put(x, (i, i), v, accumulate=True)"),
     ("index_put-bcast", "x:4x5:int32 i:2x1:int32:idx4 j:1x3:int64:idx5 v:6:int32", "R.index_put(x, (i, j), v, False)"),
+    ("index_put-one", "x:5:float32 i:2:int64:idx5 v:2:float32", "R.index_put(x, i, v)"),
     ("index_put-sym", "x:4xn:float32 i:3:int64:idx4 j:3:int32:idx2 v:3:float32", "R.index_put(x, (i, j), v, True)"),
 ]
 CASES += [random_index_put(random.Random(7400 + k), k) for k in range(30)]

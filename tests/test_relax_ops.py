@@ -550,7 +550,10 @@ FILLED_FROM_ARGS = {("relax.arange", "dtype")}
 
 @pytest.mark.tvm
 def test_attributes_and_struct_info_match_tvm():
-    cases = [{"name": n, "op": n, "args": sample(n)[0], "attrs": sample(n)[1]} for n in sorted(rx.relax_ops())]
+    # (R.layout_transform's index_map is a lambda, not JSON: tests/test_tvmscript_op_forms.py and
+    # tests/test_legalize_index.py compare its attributes and struct info with TVM's)
+    cases = [{"name": n, "op": n, "args": sample(n)[0], "attrs": sample(n)[1]} for n in sorted(rx.relax_ops())
+             if n != "relax.layout_transform"]
     tvm = run_tvm(cases)
     problems = []
     for case in cases:

@@ -20,7 +20,7 @@ legalize_ops/manipulate.py, TOPI's computes):
     index_put      `index_put` (TOPI's python index_put, an ir_builder program as scatter.py's):
                    one opaque `index_put_generic` sblock copying data, then for each k of the
                    indices' broadcast shape (parallel) out[flat(I0[k] + (I0[k] < 0) * d0, ...)]
-                   = values[k] (`+=` with accumulate); an index tuple given as a tuple literal,
+                   = values[k] (`+=` with accumulate); the indices a tuple literal or one tensor,
                    index shapes TOPI broadcasts (not two size variables: TVM's TOPI raises there)
 """
 
@@ -241,11 +241,18 @@ def _add_int(a, b):
 
 @register_legalize("relax.index_put")
 def _index_put(bb, call):
-    if not isinstance(call.args[1], rx.Tuple) or not isinstance(call.struct_info.shape, tuple):
+    indices = call.args[1]
+    if isinstance(indices, rx.Tuple):
+        fields = list(indices.fields_)
+    elif isinstance(indices.struct_info, rx.TensorStructInfo):  # one index tensor, as TVM takes it
+        fields = [indices]
+    else:
         return call
-    shapes = [f.struct_info.shape for f in call.args[1].fields_]
+    if not isinstance(call.struct_info.shape, tuple):
+        return call
+    shapes = [f.struct_info.shape for f in fields]
     if any(not isinstance(sh, tuple) for sh in shapes) or _index_put_broadcast(
             [[tb.const(d, "int64") if isinstance(d, int) else d for d in sh] for sh in shapes]) is None:
         return call  # TOPI's broadcast raises in TVM
-    return bb.call_te(index_put, call.args[0], list(call.args[1].fields_), call.args[2],
+    return bb.call_te(index_put, call.args[0], fields, call.args[2],
                       bool(call.attrs["accumulate"]), primfunc_name_hint="index_put")

@@ -723,8 +723,8 @@ def evaluate(call_op_name: str, arg_values: list, attrs, arg_dtypes: list | None
     for i, (kind, v) in enumerate(zip(op.arg_kinds, arg_values)):
         if kind == "tensor":
             v = np.asarray(v)
-        elif kind == "tensors":
-            v = tuple(np.asarray(x) for x in v)
+        elif kind == "tensors":  # one tensor where TVM also takes one (R.index_put's indices)
+            v = (v,) if isinstance(v, np.ndarray) else tuple(np.asarray(x) for x in v)
         elif kind in ("shape", "prims"):
             v = tuple(int(_as_number(x)) for x in v)
         elif kind == "prim":
