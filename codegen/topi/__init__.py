@@ -16,6 +16,9 @@ One module per family, each a table where the family allows:
     vision     roi_align, roi_pool              (`compute`; a data-dependent sample grid nests)
     nms        all_class_non_max_suppression    (computes and te.extern IR-builder programs)
     dynamic    dynamic_strided_slice            (a shape function, R.match_cast of its sizes)
+    layout     layout_transform                 (a passthrough with the mapped store, or the inverse map's loops)
+    advanced_index  index_tensor, reverse_sequence, slice_scatter, index_put
+    qdq        quantize, dequantize             (`quantized` / `dequantized` computes)
 
 Adding an op:
   - a family member: one table line (e.g. in `elemwise.UNARY`: Relax name, PrimFunc name,

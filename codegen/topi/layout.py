@@ -15,7 +15,7 @@ predicate is not a constant):
       == c - 1` when only the last is padding, no outer test when the outer extent is 1;
       `n % -c < 0 and ...` for a symbolic n), joined by `or`; pad_value 0 when it is None.
 
-Maps other than irtool/ops/relax_index.py's forms are left as Relax calls (see docs/passes.md).
+Maps other than irtool/ops/relax_index.py's forms are left as Relax calls (docs/ops.md says which).
 """
 
 from __future__ import annotations
