@@ -308,6 +308,11 @@ def test_layout_transform_reference_places_each_element():
     ("x:4x4:int32", "R.layout_transform(x, index_map=lambda i, j: (j, i), pad_value=1.5)",
      "layout_transform pad_value dtype (float64) and input dtype (int32) must be the same"),
     ("x:4x4:float32", "R.layout_transform(x, index_map=lambda i, j: (j, 0.5))", "integer indices"),
+    ("x:4x4:float32", "R.layout_transform(x, index_map=lambda i, i: (i, i))", "duplicate parameter names"),
+    ("x:4x4:float32", "R.layout_transform(x, index_map=lambda i, j: (k, i))", "undefined name `k`"),
+    ("x:4x4:float32", 'R.layout_transform(x, index_map=T.index_map(lambda i, j: (j, i), index_dtype="int32"))',
+     "only int64 indices"),
+    ("x:4x4:float32", "R.layout_transform(x, index_map=[1, 0])", "index_map must be a `T.index_map(lambda ...)`"),
     ("x:4x5:float32 i:2:float32", "R.index_tensor(x, (i,))", "index_tensor requires every index tensor to have an "
      "integer dtype; index 0 has dtype float32"),
     ("x:4x5:float32 i:2:int64 j:3:int64", "R.index_tensor(x, (i, j))", "cannot broadcast index shapes"),
