@@ -313,6 +313,8 @@ def test_layout_transform_reference_places_each_element():
     ("x:4x4:float32", 'R.layout_transform(x, index_map=T.index_map(lambda i, j: (j, i), index_dtype="int32"))',
      "only int64 indices"),
     ("x:4x4:float32", "R.layout_transform(x, index_map=[1, 0])", "index_map must be a `T.index_map(lambda ...)`"),
+    ("x:4x4:float32", "R.layout_transform(x, index_map=lambda i, j: (i * 2 + 1, j))", "must start at 0"),
+    ("x:4x4:float32", "R.layout_transform(x, index_map=lambda i, j: (i - j, j))", "must start at 0"),
     ("x:4x5:float32 i:2:float32", "R.index_tensor(x, (i,))", "index_tensor requires every index tensor to have an "
      "integer dtype; index 0 has dtype float32"),
     ("x:4x5:float32 i:2:int64 j:3:int64", "R.index_tensor(x, (i, j))", "cannot broadcast index shapes"),
@@ -354,6 +356,22 @@ def _reads_out_of_bounds(call: str, mod) -> bool:
     axis = int(call.split("axis=")[1].rstrip(")")) if "axis=" in call else int(call.split(", ")[5].rstrip(")"))
     dim = mod.functions["main"].params[0].struct_info.shape[axis]
     return min(max((dim - start + step - 2) // step, 0), dim - 1) >= (end - start + step - 1) // step
+
+
+@pytest.mark.parametrize("params, index_map, shape", [
+    # TVM 0.27's MapShape: a fuse of orthogonal splits has its largest term's extent times its
+    # scale (`i % 4 * 8 + j`: 32; `j % 2 * 8` alone: 16, not the 9 its values span); other sums
+    # (`i + j`) the range of their values; these maps stay calls in legalize-ops
+    ("x:8x8:float32", "lambda i, j: (i // 4, i % 4 * 8 + j)", (2, 32)),
+    ("x:8x8:float32", "lambda i, j: (j // 2, i, j % 2 * 8)", (4, 8, 16)),
+    ("x:4x4:float32", "lambda i, j: (i + j,)", (7,)),
+    ("x:2x3x4:float32", "lambda i, j, l: (i * 12 + j * 4 + l,)", (24,)),
+])
+def test_layout_transform_struct_info_of_other_maps(params, index_map, shape):
+    mod = parse(_text(params, f"R.layout_transform(x, index_map={index_map})"))
+    binding = mod.functions["main"].body.blocks[0].bindings[0]
+    assert binding.var.struct_info.shape == shape
+    assert "R.layout_transform" in to_text(legalize(mod))
 
 
 def test_index_put_of_two_size_variables_stays_a_call():

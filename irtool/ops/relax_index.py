@@ -134,11 +134,55 @@ def _mapped(m: tir.IndexMap, shape: tuple) -> list:
     return [np.broadcast_to(eval_index(e, env), shape) for e in m.final_indices]
 
 
+def _affine_extent(e, extents: dict) -> int | None:
+    """TVM's MapShape where DetectIterMap reads `e` as a sum of scaled splits of the initial
+    indices (`i`, `i // c`, `i % c`, times a constant) fused in order (each scale the one below
+    times its extent): the largest term's extent times its scale. None for another form."""
+    terms, stack = [], [e]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, tir.BinOp) and t.op == "add":
+            stack += [t.a, t.b]
+        else:
+            terms.append(t)
+    parts = []  # (scale, extent) of each term
+    for t in terms:
+        if isinstance(t, tir.IntImm):
+            if t.value:
+                raise TypeRelError("an index map's output must start at 0 (TVM's MapShape "
+                                   f"checks it), got an offset of {t.value}")
+            continue
+        scale = 1
+        if isinstance(t, tir.BinOp) and t.op == "mul" and isinstance(t.b, tir.IntImm) and t.b.value > 0:
+            t, scale = t.a, t.b.value
+        if isinstance(t, tir.Var) and id(t) in extents:
+            size = extents[id(t)]
+        elif isinstance(t, tir.BinOp) and t.op in ("floordiv", "floormod") and isinstance(t.a, tir.Var) \
+                and id(t.a) in extents and (_const(t.b) or 0) > 0:
+            size = -(-extents[id(t.a)] // t.b.value) if t.op == "floordiv" else t.b.value
+        else:
+            return None
+        parts.append((scale, size))
+    parts.sort()
+    for (scale, size), (next_scale, _) in zip(parts, parts[1:]):
+        if next_scale != scale * size:  # not a fuse of orthogonal splits: DetectIterMap fails
+            return None
+    return max((scale * size for scale, size in parts), default=1)
+
+
 def _range_shape(m: tir.IndexMap, shape: tuple) -> list[int]:
-    """MapShape of a static shape point by point: max - min + 1 of each final index."""
+    """MapShape of a static shape: TVM's affine extents where every index is such a sum, else
+    (TVM's EvalSet) max - min + 1 of each final index, evaluated point by point."""
     if any(d == 0 for d in shape):
         return [0] * len(m.final_indices)
-    return [int(v.max() - v.min() + 1) for v in _mapped(m, shape)]
+    extents = {id(v): n for v, n in zip(m.initial_indices, shape, strict=True)}
+    affine = [_affine_extent(e, extents) for e in m.final_indices]
+    if None not in affine:
+        return affine
+    mapped = _mapped(m, shape)
+    if any(v.min() != 0 for v in mapped):
+        raise TypeRelError("an index map's output must start at 0 (TVM's MapShape checks it)")
+    return [int(v.max() + 1) for v in mapped]
 
 
 # ----------------------------------------------------------------------------- layout_transform
