@@ -15,14 +15,15 @@ predicate is not a constant):
       == c - 1` when only the last is padding, no outer test when the outer extent is 1;
       `n % -c < 0 and ...` for a symbolic n), joined by `or`; pad_value 0 when it is None.
 
-Maps other than irtool/ops/relax_index.py's forms are left as Relax calls (docs/ops.md says which).
+A map other than irtool/ops/relax_index.py's forms gets the first form where it is one to one
+onto its output over a static shape (checked point by point); otherwise it stays a Relax call.
 """
 
 from __future__ import annotations
 
 from irtool.ir import relax as rx
 from irtool.ir import tir
-from irtool.ops.relax_index import index_map_forms, map_shape, padded_splits
+from irtool.ops.relax_index import index_map_forms, is_bijection, map_shape, padded_splits
 
 from .. import te
 from .. import tir_build as tb
@@ -124,12 +125,15 @@ def _layout_transform(bb, call):
     sinfo = x.struct_info
     m, pad_value = call.attrs["index_map"], call.attrs["pad_value"]
     forms = index_map_forms(m)
-    if forms is None or not isinstance(sinfo, rx.TensorStructInfo) or not isinstance(sinfo.shape, tuple) \
+    if not isinstance(sinfo, rx.TensorStructInfo) or not isinstance(sinfo.shape, tuple) \
             or not isinstance(call.struct_info.shape, tuple):
         return call
-    if map_shape(forms, list(sinfo.shape)) is None:
-        return call
-    if padded_splits(forms, list(sinfo.shape)):
+    if forms is None or map_shape(forms, list(sinfo.shape)) is None:
+        # another map: TVM's passthrough where the map is a bijection onto the output (no padding)
+        if not is_bijection(m, sinfo.shape, call.struct_info.shape):
+            return call
+        forms = None
+    elif padded_splits(forms, list(sinfo.shape)):
         name = "te_layout_transform_with_pad"
         func, call_args, out_sinfo, _ = gen_call_tir_inputs(
             lambda data: _padded(data, m, forms, pad_value, name), x)
@@ -138,7 +142,8 @@ def _layout_transform(bb, call):
     shapes = []
 
     def passthrough(data):
-        shapes.append(map_shape(forms, [d.value if isinstance(d, tir.IntImm) else d for d in data.shape]))
+        dims = [d.value if isinstance(d, tir.IntImm) else d for d in data.shape]
+        shapes.append(map_shape(forms, dims) if forms is not None else call.struct_info.shape)
         return te.compute(data.shape, lambda self, *indices: data(self, *indices), name=name)
 
     func, call_args, _, _ = gen_call_tir_inputs(passthrough, x)

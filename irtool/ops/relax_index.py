@@ -185,6 +185,24 @@ def _range_shape(m: tir.IndexMap, shape: tuple) -> list[int]:
     return [int(v.max() + 1) for v in mapped]
 
 
+def is_bijection(m: tir.IndexMap, shape, out_shape) -> bool:
+    """A static map that sends the input's points one to one onto the output's box (TVM's
+    inverse then has no padding), checked point by point."""
+    if not all(isinstance(d, int) for d in tuple(shape) + tuple(out_shape)) or len(out_shape) != len(
+            m.final_indices) or np.prod(shape, dtype=np.float64) > _MAX_POINTS:
+        return False
+    if np.prod(shape) != np.prod(out_shape) or not all(shape):
+        return False
+    try:
+        mapped = _mapped(m, tuple(shape))
+    except TypeRelError:
+        return False
+    if any(v.min() < 0 or v.max() >= d for v, d in zip(mapped, out_shape)):
+        return False
+    flat = np.ravel_multi_index(tuple(v.reshape(-1) for v in mapped), tuple(out_shape))
+    return len(np.unique(flat)) == flat.size
+
+
 # ----------------------------------------------------------------------------- layout_transform
 
 
