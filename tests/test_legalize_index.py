@@ -97,6 +97,30 @@ def random_layout_transform(rng: random.Random, k: int) -> tuple[str, str, str]:
 
 CASES += [random_layout_transform(random.Random(20261129 + k), k) for k in range(60)]
 
+
+def random_other_layout(rng: random.Random, k: int) -> tuple[str, str, str]:
+    """A one-to-one map out of the analysed forms: each axis split by a divisor of its size (or
+    kept), the pieces shuffled, then two neighbouring pieces fused (`p * extent(q) + q`)."""
+    names, dims = "ijk"[:rng.randint(2, 3)], []
+    pieces = []  # (text, extent)
+    for a in names:
+        c, n = rng.choice([2, 3]), rng.choice([2, 3]) * rng.randint(1, 3)
+        if n % c == 0 and rng.random() < 0.8:
+            pieces += [(f"{a} // {c}", n // c), (f"{a} % {c}", c)]
+        else:
+            pieces.append((a, n))
+        dims.append(n)
+    rng.shuffle(pieces)
+    at = rng.randrange(len(pieces) - 1)
+    (p, _), (q, eq) = pieces[at], pieces[at + 1]
+    pieces[at:at + 2] = [(f"{p} * {eq} + {q}", 0)]
+    body = ", ".join(t for t, _ in pieces) + ("," if len(pieces) == 1 else "")
+    return (f"layout_transform-other-random{k}", f"x:{'x'.join(map(str, dims))}:{rng.choice(['float32', 'int8'])}",
+            f"R.layout_transform(x, index_map=lambda {', '.join(names)}: ({body}))")
+
+
+CASES += [random_other_layout(random.Random(7600 + k), k) for k in range(40)]
+
 # index tensors ":idxN" hold values in [0, N)
 CASES += [
     ("index_tensor", "x:4x5x6:float32 i:2x3:int64:idx4 j:3:int32:idx5", "R.index_tensor(x, (i, j))"),

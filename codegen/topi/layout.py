@@ -108,7 +108,19 @@ def _within_extent(e, extents: dict):
         n = extents.get(id(e.a))
         if isinstance(n, tir.IntImm) and isinstance(e.b, tir.IntImm) and n.value <= e.b.value:
             return tir.IntImm(0, e.dtype) if e.op == "floordiv" else e.a
+    if isinstance(e, tir.BinOp) and e.op in ("add", "mul"):  # inside a fuse (`i % 3 * 4 + i // 3`)
+        a, b = _within_extent(e.a, extents), _within_extent(e.b, extents)
+        if e.op == "add" and _refused(a, b):
+            return a.a.a  # `i // c * c + i % c` is i
+        return tir.BinOp(e.op, a, b)
     return e
+
+
+def _refused(a, b) -> bool:
+    """`i // c * c` and `i % c`: a split fused back."""
+    return isinstance(a, tir.BinOp) and a.op == "mul" and isinstance(a.a, tir.BinOp) and a.a.op == "floordiv" \
+        and isinstance(b, tir.BinOp) and b.op == "floormod" and a.a.a is b.a \
+        and _const_extent(a.b) is not None and _const_extent(a.b) == _const_extent(a.a.b) == _const_extent(b.b)
 
 
 def _substitute(e, vmap: dict):
