@@ -111,7 +111,9 @@ def random_other_layout(rng: random.Random, k: int) -> tuple[str, str, str]:
             pieces.append((a, n))
         dims.append(n)
     rng.shuffle(pieces)
-    at = rng.randrange(len(pieces) - 1)
+    # (a piece of extent 1 fused in, `i % 2 * 1 + i // 2` of a size-2 axis, TVM simplifies to
+    # `(i + 1) // 2`, ours to `i`: the same values, not drawn)
+    at = rng.choice([a for a in range(len(pieces) - 1) if pieces[a + 1][1] != 1] or [0])
     (p, _), (q, eq) = pieces[at], pieces[at + 1]
     pieces[at:at + 2] = [(f"{p} * {eq} + {q}", 0)]
     body = ", ".join(t for t, _ in pieces) + ("," if len(pieces) == 1 else "")
@@ -240,6 +242,8 @@ def random_qdq(rng: random.Random, k: int) -> tuple[str, str, str]:
     data = rng.choice(["float32", "float16"]) if quantize else rng.choice(["int8", "uint8", "int16", "int32",
                                                                            "float16", "float32"])
     out = rng.choice(["int8", "uint8", "int16", "uint16"]) if quantize else rng.choice(["float32", "float16"])
+    if quantize and data == "float16" and out == "uint16":  # TVM fails there (a test below)
+        out = "int16"
     params = [f"x:{'x'.join(map(str, dims))}:{data}"]
     args = []
     for name, dtypes in (("s", ["float32", "float16"]), ("z", ["int8", "uint8", "int16", "int32"])):
@@ -405,6 +409,12 @@ def test_layout_transform_struct_info_of_other_maps(params, index_map, shape):
     binding = mod.functions["main"].body.blocks[0].bindings[0]
     assert binding.var.struct_info.shape == shape
     assert "R.layout_transform" in to_text(legalize(mod))
+
+
+def test_quantize_of_float16_to_uint16_stays_a_call():
+    """In float16 the bound of uint16 (65535) is no constant: TVM 0.27's legalization fails."""
+    mod = parse(_text("x:2x3:float16 s:3:float16", 'R.quantize(x, s, R.const(0, "int8"), out_dtype="uint16")'))
+    assert "R.quantize" in to_text(legalize(mod))
 
 
 def test_index_put_of_two_size_variables_stays_a_call():
