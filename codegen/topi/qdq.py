@@ -63,7 +63,7 @@ def _qdq(name: str, te_func):
         scale, zero_point = (try_convert_to_scalar_const(a) for a in call.args[1:])
         out_dtype = call.attrs["out_dtype"]
         if name == "quantize" and call.args[0].struct_info.dtype == "float16" \
-                and getattr(scale, "dtype", "") == "float16" and out_dtype in ("uint16", "int32", "uint32"):
+                and call.args[1].struct_info.dtype == "float16" and out_dtype in ("uint16", "int32", "uint32"):
             return call  # the bound (65535) is no float16 constant: TVM's legalization fails
         return bb.call_te(te_func, call.args[0], scale, zero_point, axis, call.attrs["out_dtype"],
                           primfunc_name_hint=name)
