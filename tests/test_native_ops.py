@@ -170,6 +170,13 @@ for dtype in F:
     case("reduce", f"median-{dtype}", f"x:3x7x5:{dtype}", "R.median(x, axis=[1])")
     case("reduce", f"median-{dtype}-all", f"x:4x5:{dtype}", "R.median(x)")
 
+# quantize / dequantize: constant, per-axis and singleton parameters
+case("qdq", "quantize-int8", "x:7x5:float32", 'R.quantize(x, R.const(0.25, "float32"), R.const(3, "int8"))')
+case("qdq", "quantize-axis-uint8", "x:7x5:float32 s:7:float32:pos z:7:uint8:idx9",
+     'R.quantize(x, s, z, axis=0, out_dtype="uint8")')
+case("qdq", "dequantize-int8", "x:7x5:int8", 'R.dequantize(x, R.const(0.5, "float32"), R.const(-2, "int8"))')
+case("qdq", "dequantize-f16", "x:7x5:uint8 s:1:float32:pos z:5:uint8:idx9", 'R.dequantize(x, s, z, 1, "float16")')
+
 # matmul: primes, vectors, batch broadcasting, empty and empty-reduction operands
 MATMUL = [("prime", "7x13", "13x5"), ("11", "1x1", "1x1"), ("vec-mat", "13", "13x5"), ("mat-vec", "7x13", "13"),
           ("batch", "3x7x13", "13x5"), ("bcast", "1x7x3", "5x3x2"), ("empty", "0x3", "3x4"), ("k0", "3x0", "0x4"),
@@ -289,6 +296,13 @@ for dtype in MOVE:
         ("scatter_nd", f"x:5x4:{d} i:3x1:int64:idx5 u:3x4:{d}", "R.scatter_nd(x, i, u)"),
         ("scatter_nd-max", f"x:5x5x2:{d} i:2x3x2:int64:idx5 u:2x3x2:{d}", 'R.scatter_nd(x, i, u, reduction="max")'),
         ("flip-first", f"x:3x1x37:{d}", "R.flip(x, axis=-3)"),
+        ("layout_transform-pad", f"x:2x6x5x3:{d}", "R.layout_transform(x, index_map=lambda n, c, h, w: (n, c // 4, h, w, c % 4))"),
+        ("layout_transform", f"x:7x6:{d}", "R.layout_transform(x, index_map=lambda i, j: (j // 3, i, j % 3))"),
+        ("index_tensor", f"x:7x5x3:{d} i:2x4:int64:idx7 j:4:int32:idx5", "R.index_tensor(x, (i, j))"),
+        ("reverse_sequence", f"x:7x5x3:{d} s:5:int32:any_idx7", "R.reverse_sequence(x, s, seq_axis=0, batch_axis=1)"),
+        ("slice_scatter", f"x:7x5:{d} s:7x3:{d}", "R.slice_scatter(x, s, 0, 5, 2, axis=1)"),
+        ("index_put", f"x:7x5:{d} i:3:int64:idx7 j:2x1:int32:idx5 u:6:{d}", "R.index_put(x, (i, j), u)"),
+        ("index_put-acc", f"x:7x5:{d} i:4:int64:idx5 u:4:{d}", "R.index_put(x, (i, i), u, accumulate=True)"),
         ("broadcast_to", f"x:7x1:{d}", "R.broadcast_to(x, R.shape([3, 7, 5]))"),
         ("broadcast_to-empty", f"x:1x5:{d}", "R.broadcast_to(x, R.shape([0, 5]))"),
         ("tile", f"x:3x5:{d}", "R.tile(x, repeats=[2, 1, 3])"),

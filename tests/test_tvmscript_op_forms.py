@@ -150,6 +150,17 @@ CASES: dict[str, list[tuple[list, dict]]] = {
                           ([t(5), t(dtype="int64")], {})],
     "relax.nn.pixel_shuffle": [([t(1, 8, 2, 3)], {"upscale_factor": 2})],
     "relax.median": [([F], {"axis": [1], "keepdims": True}), ([F], {}), ([t(2, 3, dtype="int32")], {"axis": -1})],
+    "relax.index_tensor": [([t(4, 5, 6), tt(t(2, 3, dtype="int64"), t(3, dtype="int32"))], {})],
+    "relax.reverse_sequence": [([t(4, 5, 6), t(5, dtype="int32")], {"seq_axis": 0, "batch_axis": 1}),
+                               ([t(3, 4), t(3, dtype="int64")], {})],
+    "relax.slice_scatter": [([t(4, 5, 6), t(4, 2, 6), prim(3, "int64"), prim(5, "int64"), prim(1, "int64")],
+                             {"axis": 1})],
+    "relax.index_put": [([t(4, 5), tt(t(3, dtype="int64"), t(3, dtype="int32")), t(3)], {"accumulate": True})],
+    "relax.quantize": [([t(2, 3, 4), t(4), t(4, dtype="int8")], {"axis": 2, "out_dtype": "uint8"})],
+    "relax.dequantize": [([t(2, 3, 4, dtype="int8"), t(3), t(3, dtype="int8")], {"axis": 1, "out_dtype": "float16"})],
+    "relax.layout_transform": [([t(6, 4)], {"index_map": "lambda i, j: (i // 4, j, i % 4)", "pad_value": 1.5}),
+                               ([t(2, 8, 3, 3, dtype="int32")], {"index_map": "lambda n, c, h, w: (n, c // 4, h, w, c % 4)"}),
+                               ([t(3, 4)], {"index_map": "lambda i, j: (j, i)"})],
     "relax.nn.batch_norm": [([t(2, 3, 4, 4), t(3), t(3), t(3), t(3)],
                              {"axis": 1, "epsilon": 1e-3, "center": False, "scale": False, "momentum": 0.3,
                               "training": False})],
@@ -278,6 +289,13 @@ WRITTEN: dict[str, tuple[list, str]] = {
     "pad(positional value)": ([t(2, 3)], 'R.nn.pad(a0, [0, 1, 1, 0], "constant", 2.0)'),
     "resize2d(int size)": ([t(1, 3, 4, 4)], "R.image.resize2d(a0, 8)"),
     "resize2d(tuple size)": ([t(1, 3, 4, 4)], "R.image.resize2d(a0, (8, 6))"),
+    "index_tensor(list)": ([t(4, 5), t(2, dtype="int64"), t(2, dtype="int64")], "R.index_tensor(a0, [a1, a2])"),
+    "slice_scatter(ints)": ([t(7, 4), t(3, 4)], "R.slice_scatter(a0, a1, 2, 7, 2)"),
+    "index_put(list, positional)": ([t(4, 5), t(2, dtype="int64"), t(2, dtype="int64"), t(2)],
+                                    "R.index_put(a0, [a1, a2], a3, True)"),
+    "quantize(positional)": ([t(2, 3), t(1), t(1, dtype="int32")], 'R.quantize(a0, a1, a2, 0, "int16")'),
+    "layout_transform(T.index_map)": ([t(5, 4)], "R.layout_transform(a0, T.index_map(lambda i, j: (j, i // 2, i % 2)), 0.5)"),
+    "layout_transform(int pad)": ([t(5, 4, dtype="int64")], "R.layout_transform(a0, lambda a, b: (a // 2, b, a % 2), -3)"),
 }
 
 
@@ -305,6 +323,9 @@ SYMBOLIC: dict[str, list[tuple[list, dict]]] = {
     "relax.nn.group_norm": [([t("n", 4, "m"), t(4), t(4)], {"num_groups": 2, "channel_axis": 1, "axes": [2]})],
     "relax.std": [([S], {"axis": [1]})],
     "relax.astype": [([S], {"dtype": "float16"})], "relax.where": [([t("n", dtype="bool"), t("n"), t(1)], {})],
+    "relax.layout_transform": [([t("n", 4)], {"index_map": "lambda i, j: (i // 4, j, i % 4)"})],
+    "relax.index_tensor": [([t(4, 5), tt(t("n", dtype="int64"), t("m", 1, dtype="int64"))], {})],
+    "relax.reverse_sequence": [([t("n", 3), t("n", dtype="int32")], {"seq_axis": 1, "batch_axis": 0})],
 }
 
 
@@ -359,6 +380,8 @@ def params_of(args):
 
 
 def value_text(v):
+    if isinstance(v, str) and v.startswith("lambda "):  # an index map (R.layout_transform)
+        return v
     if isinstance(v, str):
         return json.dumps(v)
     if isinstance(v, (list, tuple)):
@@ -423,7 +446,8 @@ def built(name, args, attrs):
             values.append(a["values"])
     with bb.function("main", list(params.values())):
         with bb.dataflow():
-            lv = bb.emit(fn(*values, **attrs))
+            lv = bb.emit(fn(*values, **{k: eval(v) if isinstance(v, str) and v.startswith("lambda ") else v
+                                        for k, v in attrs.items()}))
             gv = bb.emit_output(lv)
         bb.emit_func_output(gv)
     return bb.get()

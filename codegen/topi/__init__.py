@@ -17,6 +17,9 @@ One module per family, each a table where the family allows:
     nms        all_class_non_max_suppression    (computes and te.extern IR-builder programs)
     nms_classic  get_valid_counts, non_max_suppression  (te.extern IR-builder programs)
     dynamic    dynamic_strided_slice            (a shape function, R.match_cast of its sizes)
+    layout     layout_transform                 (a passthrough with the mapped store, or the inverse map's loops)
+    advanced_index  index_tensor, reverse_sequence, slice_scatter, index_put
+    qdq        quantize, dequantize             (`quantized` / `dequantized` computes)
 
 Adding an op:
   - a family member: one table line (e.g. in `elemwise.UNARY`: Relax name, PrimFunc name,
@@ -70,6 +73,7 @@ def _load() -> None:
         _loaded = True
         from . import (  # noqa: F401  (they register their ops)
             activation,
+            advanced_index,
             broadcast,
             conv_transpose,
             creation,
@@ -77,6 +81,7 @@ def _load() -> None:
             elemwise,
             image,
             indexing,
+            layout,
             linalg,
             nms,
             nms_classic,
@@ -84,6 +89,7 @@ def _load() -> None:
             norm,
             norms_losses,
             pool,
+            qdq,
             reduce,
             scatter,
             transform,

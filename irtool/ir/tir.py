@@ -341,6 +341,20 @@ class IterVar(Node):
         self.span = span
 
 
+class IndexMap(Node):
+    """TVM's tirx.IndexMap, `T.index_map(lambda i, j: (i // 4, j, i % 4))`: the `final_indices`
+    as expressions of the `initial_indices` (the lambda's parameters, int64 as TVM's Python
+    API makes them). R.layout_transform's attribute."""
+
+    __slots__ = ("initial_indices", "final_indices")
+    fields = ("initial_indices", "final_indices")
+
+    def __init__(self, initial_indices, final_indices, span=None) -> None:
+        self.initial_indices = tuple(initial_indices)
+        self.final_indices = tuple(final_indices)
+        self.span = span
+
+
 # ----------------------------------------------------------------------------- statements
 
 

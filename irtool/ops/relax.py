@@ -97,7 +97,9 @@ from typing import Any
 
 from ..ir.expr import Attrs, TypedScalar
 from . import registry, vision
+from . import relax_index as rindex
 from . import relax_norms as norms
+from . import relax_qdq as qdq
 from . import relax_scan_sort as scan_sort
 from . import relax_vision as rv
 from .common import np
@@ -632,6 +634,24 @@ _op("relax.vision.non_max_suppression", "data valid_count indices", rv.NMS_ATTRS
 _op("relax.vision.multibox_transform_loc", "cls_pred loc_pred anchor", rv.MULTIBOX_ATTRS, None,
     rel=rv.multibox_transform_loc_rel, deduce=rv.multibox_transform_loc_deduce, ref=rv._multibox_transform_loc_ref)
 
+# TVM 0.27's index and layout operators (relax_index)
+_op("relax.layout_transform",   "x", (_A("index_map", "any", REQUIRED, rindex.check_index_map),
+                                      _A("pad_value", "any", None, rindex.check_pad_value)), None,
+    rel=rindex.layout_transform_rel, ref=rindex.layout_transform_ref, sym_rel=rindex.layout_transform_sym,
+    python_call=rindex.layout_transform_call)
+_op("relax.index_tensor",       "data indices:tensors",          (),           None,
+    rel=rindex.index_tensor_rel, ref=rindex.index_tensor_ref, deduce=rindex.index_tensor_deduce)
+_op("relax.reverse_sequence",   "data seq_lengths",              (_A("seq_axis", "int", 1), _A("batch_axis", "int", 0)),
+    None, rel=rindex.reverse_sequence_rel, ref=rindex.reverse_sequence_ref)
+_op("relax.slice_scatter",      "input_tensor src start:prim end:prim step:prim", (_A("axis", "int", 0),), None,
+    rel=rindex.slice_scatter_rel, ref=rindex.slice_scatter_ref, deduce=rindex.slice_scatter_deduce)
+_op("relax.index_put",          "data indices:tensors values",   (_A("accumulate", "bool", False),), None,
+    rel=rindex.index_put_rel, ref=rindex.index_put_ref, deduce=rindex.index_put_deduce)
+for _name, _default in (("quantize", "int8"), ("dequantize", "float32")):
+    _op(f"relax.{_name}", "data scale zero_point", (_A("out_dtype", "dtype", _default), _A("axis", "int", -1)), None,
+        rel=qdq.qdq_rel(_name), ref=getattr(qdq, f"{_name}_ref"), deduce=qdq.qdq_deduce(_name),
+        positional_attrs=("axis", "out_dtype"))
+
 
 # ----------------------------------------------------------------------------- API
 
@@ -728,8 +748,8 @@ def evaluate(call_op_name: str, arg_values: list, attrs, arg_dtypes: list | None
     for i, (kind, v) in enumerate(zip(op.arg_kinds, arg_values)):
         if kind == "tensor":
             v = np.asarray(v)
-        elif kind == "tensors":
-            v = tuple(np.asarray(x) for x in v)
+        elif kind == "tensors":  # one tensor where TVM also takes one (R.index_put's indices)
+            v = (v,) if isinstance(v, np.ndarray) else tuple(np.asarray(x) for x in v)
         elif kind in ("shape", "prims"):
             v = tuple(int(_as_number(x)) for x in v)
         elif kind == "prim":

@@ -291,6 +291,8 @@ class _Printer(_TirPrinter, _RelaxPrinter):
             return self.value(dict(v.items()))
         if isinstance(v, tir.PrimExpr):
             return self.prim(v)
+        if isinstance(v, tir.IndexMap):
+            return self.index_map(v)
         if isinstance(v, rx.StructInfo):
             return self.sinfo(v)
         if isinstance(v, rx.Expr):
@@ -304,6 +306,16 @@ class _Printer(_TirPrinter, _RelaxPrinter):
         if isinstance(v, tir.Buffer):  # `T.sblock_attr({"layout_free_placeholders": [B]})`
             return self.buffer_ref(v)
         raise TypeError(f"cannot print an attribute value of type {type(v).__name__}")
+
+    def index_map(self, m: tir.IndexMap) -> _E:
+        """`T.index_map(lambda i, j: (j, i))`: the parameters named in a frame of their own
+        (`n_1` where a symbolic size is `n`), a one-index result as a 1-tuple."""
+        f = self.push(_Frame(m))
+        params = [self.define(v, v.name, f) for v in m.initial_indices]
+        finals = [self.prim(e).text for e in m.final_indices]
+        self.pop()
+        body = f"({finals[0]},)" if len(finals) == 1 else f"({', '.join(finals)})"
+        return _call(self.T("index_map"), [_E(f"lambda {', '.join(params)}: {body}")])
 
     def attr_dict(self, attrs) -> _E:
         items = sorted(((k, v) for k, v in attrs), key=lambda kv: kv[0].encode())

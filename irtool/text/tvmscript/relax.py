@@ -12,6 +12,7 @@ from ...ir import tir
 from ...ir.expr import Attrs, GlobalVar, Op
 from ...ir.types import is_valid_dtype
 from ...ops import relax_memory
+from . import index_map
 from .evaluate import _Dotted, _Module
 from .fused import FusedBinding, build_fused
 from .relax_struct_info import (
@@ -54,6 +55,8 @@ class _RelaxBuilder(_TirBuilder):
         self.blocks: list = []
         self.bindings: list = []
         self.dataflow_outputs: set[str] | None = None
+
+    e_lambdef = index_map.e_lambdef
 
     def undefined(self, name: str, node):
         if self.defining_symbols:
@@ -794,6 +797,7 @@ def _relax_calls() -> dict:
         "R.call_tir_inplace": r.r_call_tir_inplace, "R.call_packed": r.r_call_packed,
         "R.call_pure_packed": r.r_call_pure_packed, "R.match_cast": r.r_match_cast,
         "R.func_attr": r.r_statement_only, "R.output": r.r_statement_only, "R.dataflow": r.r_statement_only,
+        "T.index_map": index_map.t_index_map,
     })
     return calls
 
