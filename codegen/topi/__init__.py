@@ -69,6 +69,7 @@ def _load() -> None:
         _loaded = True
         from . import (  # noqa: F401  (they register their ops)
             activation,
+            attention,
             broadcast,
             conv_transpose,
             creation,
