@@ -152,6 +152,10 @@ case("stack", lambda x, y: O.stack([x, y], axis=1), T(2, 3), T(2, 3))
 case("tensor_to_shape_nonzero", O.nonzero, T(4, dtype="int32"))
 case("index_tensor", lambda x, i: O.index_tensor(x, [i]), T(5, 3), T(4, dtype="int64"))
 case("meshgrid", lambda x, y: O.meshgrid([x, y]), T(2), T(3))
+case("attention", lambda q, k, v: N.attention(q, k, v, causal_mask="BottomRight"), T(1, 4, 2, 4), T(1, 6, 2, 4),
+     T(1, 6, 2, 3))
+case("attention_bias", lambda q, k, v, b: N.attention(q, k, v, b, scale=0.5), T(1, 3, 2, 4), T(1, 3, 2, 4),
+     T(1, 3, 2, 4), T(1, 2, 3, 3))
 case("sym_add", lambda x, y: O.add(x, y), S("n", 3), T(3))
 case("sym_sum", lambda x: O.sum(x, axis=1), S("n", "m"))
 case("sym_matmul", O.matmul, S("n", 4), T(4, 5))

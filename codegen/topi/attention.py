@@ -18,6 +18,10 @@ of TOPI ops over query (B, S, H, D), key (B, Skv, Hk, D), value (B, Skv, Hk, Dv)
     T_batch_matmul_NN               probabilities @ v, then T_reshape (B, H, S, Dv) and
                                     T_transpose to (B, S, H, Dv)
 
+With a mask, the row maximum is taken over the zeros the mask puts in, so a row of very
+negative scores loses its exponentials to underflow (in float16 from about -17): TVM's
+numerics, which differ there from the reference's softmax over the kept scores alone.
+
 TVM's LegalizeOps fails on a window_size (an assertion) and on a causal mask other than the two
 (NotImplementedError): the call stays, as for R.nn.attention_var_len (TVM raises for every
 call). Where the key has fewer heads than the query (grouped-query attention, which the struct

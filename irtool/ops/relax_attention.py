@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import tir
-from ..ir.types import ANY
+from ..ir.types import ANY, TensorType
 from .registry import TypeRelError
 
 CAUSAL_MASKS = ("TopLeft", "BottomRight")
@@ -122,7 +122,7 @@ def _show(d) -> str:
 # ----------------------------------------------------------------------------- struct info
 
 
-def attention_shape(shapes: list, what: str = "the query") -> tuple:
+def attention_shape(shapes: list) -> tuple:
     """The result shape (B, S, H, Dv) for the shapes of query, key, value (and bias), each a
     tuple of ints, ANY or TIR expressions, or None for an unknown rank; TVM's errors otherwise."""
     for name, shape in zip(("query", "key", "value"), shapes):
@@ -161,15 +161,18 @@ def attention_shape(shapes: list, what: str = "the query") -> tuple:
     return (q[0], q[1], q[2], v[3])
 
 
+def _checked(values: list, is_tensor) -> list:
+    """The arguments whose shapes the struct info reads: query, key, value (and the bias); for
+    attention_var_len the first three. Every argument must be a tensor (GetInputTensorType)."""
+    for i, v in enumerate(values):
+        if not is_tensor(v):
+            raise TypeRelError(f"argument {i} must be a tensor")
+    return values[:3] if len(values) == 7 else values
+
+
 def attention_rel(args, attrs):
     """The Relay-level relation (TensorTypes of ints and ANY)."""
-    from .common import tensor_arg
-
-    tensors = [tensor_arg(args, i) for i in range(min(len(args), 4))]
-    if len(args) == 7:  # attention_var_len: the checks of its queries, keys, values
-        tensors = tensors[:3]
-    from ..ir.types import TensorType
-
+    tensors = _checked(args, lambda t: isinstance(t, TensorType))
     return TensorType(attention_shape([t.shape for t in tensors]), tensors[0].dtype)
 
 
@@ -177,18 +180,15 @@ def attention_deduce(args_sinfo: list, attrs: dict):
     """Struct info straight from the arguments' (symbolic sizes kept as the inputs' expressions)."""
     from ..ir.relax import TensorStructInfo, Var
 
-    tensors = args_sinfo[:3] if len(args_sinfo) == 7 else args_sinfo
     shapes = []
+    tensors = _checked(args_sinfo, lambda s: isinstance(s, TensorStructInfo))
     for i, s in enumerate(tensors):
-        if not isinstance(s, TensorStructInfo):
-            raise TypeRelError(f"argument {i} must be a tensor")
         shape = s.shape.struct_info.values if isinstance(s.shape, Var) else s.shape
         if s.ndim != -1 and shape is None:
             raise TypeRelError(f"argument {i} needs a known shape (TVM 0.27 reads its dims)")
         shapes.append(shape)
-    shape = attention_shape(shapes)
     q = tensors[0]
-    return TensorStructInfo(shape, q.dtype, vdevice=q.vdevice)
+    return TensorStructInfo(attention_shape(shapes), q.dtype, vdevice=q.vdevice)
 
 
 # ----------------------------------------------------------------------------- TVM's Python API
