@@ -199,6 +199,8 @@ def test_var_len_reference_attends_within_each_sequence():
      "key sequence length and the bias"),
     ("q:2x4x3x8:float32 k:2x6x3x8:float32 v:2x6x3x5:float32 b:2x3x4x6:float32", "R.nn.attention_bias(q, k, v, b, 1.0, 1)",
      "must be a string"),
+    ("q:1x7x2x4:float32 k:1x9x2x4:float32 v:1x9x2x3:float32 sq:3:int32",
+     "R.nn.attention_var_len(q, k, v, sq, R.prim_value(4))", "argument 5 must be a tensor"),
 ])
 def test_bad_calls_are_located_diagnostics(params, call, message):
     """TVM's InferTypeAttention errors, at the call."""
