@@ -5,7 +5,7 @@ results show, and its IndexDataTypeNormalizer for conditions.
 applies TVM's RewriteSimplifier rules that change what compute bodies print:
 
     a >= b  ->  b <= a          a > b  ->  b < a          (TVM keeps only < and <=)
-    x - c <= y  ->  x <= y + c  and the other merges of two sides' constant offsets
+    a >= x - c  ->  x <= a + c  and the other merges of two sides' constant offsets (of a >=)
     not (a < b) -> b <= a       not (a <= b) -> b < a     not (a == b) -> a != b
     (x + c1) + c2 -> x + (c1 + c2)   (x - c1) + c2 -> x + (c2 - c1)   (integers)
     (x + c1) // c2 -> x // c2 + c1 / c2   where c2 > 0 divides c1
@@ -40,8 +40,9 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
         return e
     if isinstance(e, tir.BinOp):
         a, b = simplify(e.a), simplify(e.b)
-        if e.op == "ge":
-            return simplify_cmp("le", b, a)
+        if e.op == "ge":  # TVM visits b <= a, which merges the two sides' constant offsets
+            merged = _merged_le(b, a)
+            return merged if merged is not None else simplify_cmp("le", b, a)
         if e.op == "gt":
             return simplify_cmp("lt", b, a)
         if e.op in ("add", "sub") and tb.is_int(e.dtype):
@@ -103,10 +104,6 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
 
 
 def simplify_cmp(op: str, a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr:
-    if op == "le":
-        merged = _merged_le(a, b)
-        if merged is not None:
-            return merged
     return _FOLD[op](a, b)
 
 
