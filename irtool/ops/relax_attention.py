@@ -9,8 +9,9 @@ python/tvm/relax/op/nn/nn.py), tensors in BSNH layout:
 query (B, S, H, D), key (B, Skv, Hk, D), value (B, Skv, Hk, Dv), bias (B|1, H|1, S|1, Skv).
 Attributes, all optional (printed `None`): `scale` (a float32 FloatImm, `T.float32(0.5)`;
 default 1 / sqrt(D)), `causal_mask` ("TopLeft": keys j <= i are seen; "BottomRight":
-j <= i + |S - Skv|, TVM's docstring and legalization), `window_size` (a sliding window, run
-by TVM only through CUTLASS/flash attention: window_size keys up to the mask's diagonal).
+j <= i + |S - Skv|, TVM's docstring and legalization), `window_size` (a sliding window, which
+TVM runs only through flash attention, with BottomRight: here the keys
+j > i + offset - window_size, offset the mask's diagonal, 0 without a mask).
 
 TVM's Python API builds `relax.nn.attention_bias` when a bias is given, to either name, and
 `relax.nn.attention` without one (`R.nn.attention(q, k, v, b)` prints
