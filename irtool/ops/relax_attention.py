@@ -37,10 +37,9 @@ with it where Hk == H; there is no legalization of attention_var_len.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir import tir
 from ..ir.types import ANY, TensorType
+from .common import np
 from .registry import TypeRelError
 
 CAUSAL_MASKS = ("TopLeft", "BottomRight")
