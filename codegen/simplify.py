@@ -5,6 +5,7 @@ results show, and its IndexDataTypeNormalizer for conditions.
 applies TVM's RewriteSimplifier rules that change what compute bodies print:
 
     a >= b  ->  b <= a          a > b  ->  b < a          (TVM keeps only < and <=)
+    a >= x - c  ->  x <= a + c  and the other merges of two sides' constant offsets (of a >=)
     not (a < b) -> b <= a       not (a <= b) -> b < a     not (a == b) -> a != b
     (x + c1) + c2 -> x + (c1 + c2)   (x - c1) + c2 -> x + (c2 - c1)   (integers)
     (x + c1) // c2 -> x // c2 + c1 / c2   where c2 > 0 divides c1
@@ -39,8 +40,9 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
         return e
     if isinstance(e, tir.BinOp):
         a, b = simplify(e.a), simplify(e.b)
-        if e.op == "ge":
-            return simplify_cmp("le", b, a)
+        if e.op == "ge":  # TVM visits b <= a, which merges the two sides' constant offsets
+            merged = _merged_le(b, a)
+            return merged if merged is not None else simplify_cmp("le", b, a)
         if e.op == "gt":
             return simplify_cmp("lt", b, a)
         if e.op in ("add", "sub") and tb.is_int(e.dtype):
@@ -103,6 +105,34 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
 
 def simplify_cmp(op: str, a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr:
     return _FOLD[op](a, b)
+
+
+def _offset(e) -> tuple:
+    """TVM's ExtractConstantOffset for `x + c` and `x - c`: (x, c or -c); else (e, 0)."""
+    if isinstance(e, tir.BinOp) and e.op in ("add", "sub") and isinstance(e.b, tir.IntImm):
+        return e.a, e.b.value if e.op == "add" else -e.b.value
+    return e, 0
+
+
+def _merged_le(a, b):
+    """`a <= b` of two non-constant integers as TVM writes it, `!(b < a)` with the constant
+    offsets of the two sides merged (merge_constants among RewriteSimplifier's LT rules):
+    `v_i2 - 2 <= v_i1` -> `v_i2 <= v_i1 + 2` (a causal mask's trilu). None: unchanged."""
+    if not tb.is_int(a.dtype) or isinstance(a, tir.IntImm) or isinstance(b, tir.IntImm):
+        return None
+    (lhs, lhs_offset), (rhs, rhs_offset) = _offset(b), _offset(a)  # the offsets of b < a
+    if lhs_offset == 0 and rhs_offset == 0:
+        return None
+    diff = rhs_offset - lhs_offset
+    if diff == 0:  # !(lhs < rhs)
+        return tb.le(rhs, lhs)
+    if diff == 1:  # !(lhs <= rhs)
+        return tb.lt(rhs, lhs)
+    if diff < 0 and rhs_offset != 0:  # !(lhs + -diff < rhs)
+        return tb.le(rhs, tb.add(lhs, -diff))
+    if diff > 0 and lhs_offset != 0:  # !(lhs < rhs + diff)
+        return tb.le(tb.add(rhs, diff), lhs)
+    return None
 
 
 _INDEX_DTYPES = ("int32", "int64")

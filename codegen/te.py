@@ -429,11 +429,19 @@ def _stmt_for_compute(op: ComputeOp, out_buffer: tir.Buffer, buffers: dict, name
                                                         for r in ranges])
                       for t, ranges in op.read_regions)
     block = tir.SBlock(name, block_iters, reads, writes, body, init,
-                       annotations=tuple((k, v) for k, v in op.attrs.items()))
+                       annotations=tuple((k, _annotation(v, buffers)) for k, v in op.attrs.items()))
     stmt: tir.Stmt = tir.SBlockRealize(bindings, tb.const(True, "bool"), block)
     for loop_var, dom in reversed(loop_vars):
         stmt = tir.For(loop_var, dom.min, dom.extent, "serial", stmt)
     return stmt
+
+
+def _annotation(value, buffers: dict):
+    """An sblock attribute, the tensors in it (batch_matmul's `layout_free_placeholders`) as
+    their buffers."""
+    if isinstance(value, list):
+        return [_annotation(v, buffers) for v in value]
+    return buffers[id(value)] if isinstance(value, Tensor) else value
 
 
 # ----------------------------------------------------------------------------- nested levels

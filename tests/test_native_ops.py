@@ -148,6 +148,13 @@ for dtype in F:
     case("nn", f"batch_norm-{dtype}-infer", bn, "R.nn.batch_norm(x, g, b, m, v, axis=1, training=False)")
     case("nn", f"batch_norm-{dtype}-train", bn, "R.nn.batch_norm(x, g, b, m, v, axis=1, training=True)")
     case("nn", f"prelu-{dtype}", f"x:2x3x5:{dtype} a:3:{dtype}", "R.nn.prelu(x, a)")
+    # (float16 scores in [0, 2]: TVM's masked softmax takes its maximum over the zeros it masks,
+    # under which the exponentials of very negative rows vanish in float16)
+    unit = ":unit" if dtype == "float16" else ""
+    qkv = f"q:2x5x3x4:{dtype}{unit} k:2x7x3x4:{dtype}{unit} v:2x7x3x3:{dtype}"
+    case("nn", f"attention-{dtype}", qkv, 'R.nn.attention(q, k, v, causal_mask="BottomRight")')
+    case("nn", f"attention_bias-{dtype}", f"{qkv} b:1x3x5x7:{dtype}{unit}",  # a float32 scale makes float16 float32
+         f'R.nn.attention_bias(q, k, v, b, {"None" if dtype == "float16" else 0.5}, "TopLeft")')
     case("nn", f"prelu-{dtype}-11", f"x:1x1:{dtype} a:1:{dtype}", "R.nn.prelu(x, a)")
 # group/instance norm (TOPI: float32 and float16 only), softplus, std, log_add_exp, atan2
 for dtype in ["float32", "float16"]:

@@ -16,7 +16,7 @@ import pytest
 
 from irtool.analysis.struct_info import deduce_call
 from irtool.ir import tir
-from irtool.ir.expr import Attrs
+from irtool.ir.expr import Attrs, TypedScalar
 from irtool.ir.relax import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from irtool.ir.types import TensorType
 from irtool.ops import registry
@@ -145,6 +145,13 @@ SAMPLES = {
     "relax.layout_transform": ([t((6, 4))], {"index_map": tir.IndexMap(
         _ij := [tir.Var("i", "int64"), tir.Var("j", "int64")],
         [tir.BinOp("floordiv", _ij[0], tir.IntImm(4, "int64")), _ij[1], tir.BinOp("floormod", _ij[0], tir.IntImm(4, "int64"))])}),
+    "relax.nn.attention": ([t((2, 4, 3, 8)), t((2, 6, 3, 8)), t((2, 6, 3, 5))],
+                           {"scale": 0.5, "causal_mask": "BottomRight"}),
+    "relax.nn.attention_bias": ([t((2, 4, 3, 8)), t((2, 6, 3, 8)), t((2, 6, 3, 5)), t((1, 3, 1, 6))],
+                                {"causal_mask": "TopLeft"}),
+    "relax.nn.attention_var_len": ([t((1, 7, 2, 4)), t((1, 9, 2, 4)), t((1, 9, 2, 3)), t((3,), "int32", "range:0:8"),
+                                    t((3,), "int32", "range:0:10"), t((), "int32", "range:5:6"),
+                                    t((), "int32", "range:6:7")], {"causal_mask": "BottomRight"}),
     "relax.nn.pad": ([t((2, 3))], {"pad_width": [1, 0, 2, 1], "pad_value": 1.5}),
     "relax.nn.prelu": ([t((1, 3, 4, 4)), t((3,))], {}),
     "relax.nn.leakyrelu": ([t((2, 3))], {"alpha": 0.2}),
@@ -582,6 +589,8 @@ def tvm_value(text: str):
 def ours_value(v):
     if isinstance(v, tuple):
         return [ours_value(x) for x in v]
+    if isinstance(v, TypedScalar):  # R.nn.attention's scale, a FloatImm
+        return v.value
     return None if v == "" else v
 
 

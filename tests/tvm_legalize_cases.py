@@ -165,6 +165,10 @@ case("index_put", lambda x, i, v: O.index_put(x, (i, i), v, accumulate=True), T(
 case("quantize", lambda x, s: O.quantize(x, s, relax.const(1, "int8"), axis=1), T(2, 3), T(3))
 case("dequantize", lambda x: O.dequantize(x, relax.const(0.5), relax.const(2, "int8"), out_dtype="float16"),
      T(2, 3, dtype="int8"))
+case("attention", lambda q, k, v: N.attention(q, k, v, causal_mask="BottomRight"), T(1, 4, 2, 4), T(1, 6, 2, 4),
+     T(1, 6, 2, 3))
+case("attention_bias", lambda q, k, v, b: N.attention(q, k, v, b, scale=0.5), T(1, 3, 2, 4), T(1, 3, 2, 4),
+     T(1, 3, 2, 4), T(1, 2, 3, 3))
 case("sym_add", lambda x, y: O.add(x, y), S("n", 3), T(3))
 case("sym_sum", lambda x: O.sum(x, axis=1), S("n", "m"))
 case("sym_matmul", O.matmul, S("n", 4), T(4, 5))

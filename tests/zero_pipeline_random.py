@@ -680,6 +680,10 @@ def random_sequence_module(seed):
                     ms = bb.emit(R.mean(R.multiply(a, a), axis=[-1], keepdims=True))
                     r_ = bb.emit(R.rsqrt(R.add(ms, scalar(1e-6))))
                     v = bb.emit(R.multiply(R.multiply(a, r_), const((D,))))
+                elif kind == "attention" and rng.random() < 0.5:  # the fused op (BSNH), a mask one time in two
+                    q, k, val = (bb.emit(R.reshape(linear(a), (N, M, HEADS, D // HEADS))) for _ in range(3))
+                    mask = rng.choice([None, "TopLeft", "BottomRight"])
+                    v = bb.emit(R.reshape(R.nn.attention(q, k, val, causal_mask=mask), (N, M, D)))
                 elif kind == "attention":
                     hd = D // HEADS
                     def heads(h):

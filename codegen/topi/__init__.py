@@ -74,6 +74,7 @@ def _load() -> None:
         from . import (  # noqa: F401  (they register their ops)
             activation,
             advanced_index,
+            attention,
             broadcast,
             conv_transpose,
             creation,

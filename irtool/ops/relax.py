@@ -36,6 +36,8 @@ Each `RelaxOp` says how a Relax call is written and what it means:
     python_call argument values, attributes -> the same: what TVM's Python API does with a call's
                 arguments before it builds the call, beyond filling in defaults (R.arange(n)
                 counts from 0 and its dtype follows the bounds; R.image.resize2d's size 8 is (8, 8)).
+    python_op   argument values -> the operator TVM's Python API builds for them (R.nn.attention
+                with a bias builds relax.nn.attention_bias).
     settle_args arguments, result struct info -> arguments (None: unchanged): how TVM's C++
                 constructor rewrites the arguments it stores (R.reshape's -1 becomes its size).
     dtype_from_prim  the index of the prim argument whose dtype is the result's (R.one_hot's on_value): the
@@ -97,6 +99,7 @@ from typing import Any
 
 from ..ir.expr import Attrs, TypedScalar
 from . import registry, vision
+from . import relax_attention as attention
 from . import relax_index as rindex
 from . import relax_norms as norms
 from . import relax_qdq as qdq
@@ -224,6 +227,7 @@ class RelaxOp:
     sym_rel: Callable | None = None
     positional_attrs: tuple[str, ...] | None = None
     python_call: Callable | None = None
+    python_op: Callable | None = None
     settle_args: Callable | None = None
     ref_options: tuple[tuple[str, Any], ...] = ()
     dtype_from_prim: int | None = None
@@ -530,6 +534,18 @@ _op("relax.nn.layer_norm",      "data gamma beta",               LAYER_NORM,   "
 RMS_NORM = (_A("axes", "ints", (-1,)), _A("epsilon", "float", 1e-5))
 _op("relax.nn.rms_norm",        "data weight",                   RMS_NORM,     None,               rel=_rms_norm_rel,
     ref=_rms_norm)
+# TVM 0.27's fused attention (relax_attention): R.nn.attention with a bias builds attention_bias
+ATTENTION = (_A("scale", "float?", None, attention.scale_attr), _A("causal_mask", "str?", None),
+             _A("window_size", "int?", None))
+for _name, _args_spec, _order in (("attention", "query key value", ("bias",) + tuple(a.name for a in ATTENTION)),
+                                  ("attention_bias", "query key value bias", None)):
+    _op(f"relax.nn.{_name}",    _args_spec,                      ATTENTION,    None,  rel=attention.attention_rel,
+        ref=attention.attention, deduce=attention.attention_deduce, positional_attrs=_order,
+        python_call=attention.attention_call, python_op=attention.attention_op)
+# named in the order they are written; a call stores (and prints) seqstart_k before max_seqlen_q
+_op("relax.nn.attention_var_len", "queries keys values seqstart_q max_seqlen_q seqstart_k max_seqlen_k",
+    ATTENTION, None, rel=attention.attention_rel, ref=attention.attention_var_len, deduce=attention.attention_deduce,
+    python_call=attention.attention_var_len_call)
 _op("relax.nn.softmax",         "data",                          (_A("axis", "int", -1),), "nn.softmax",
     float_only=True)
 _op("relax.nn.log_softmax",     "data",                          (_A("axis", "int", -1),), "nn.log_softmax",

@@ -300,6 +300,9 @@ class _RelaxBuilder(_TirBuilder):
                 self.error(f"`{name}` {err}", node)
             nodes += [node] * (len(values) - len(nodes))
             attrs_key = None
+        if op.python_op is not None:  # TVM's Python API picks the operator (R.nn.attention with a bias)
+            op = relax_ops.get(op.python_op(values))
+            name = "R." + op.name[6:]
         while len(values) > op.min_args and values[-1] is None:  # an optional argument given as None
             values.pop()
             nodes.pop()
