@@ -10,40 +10,9 @@ from .common import fmt_shape
 from .registry import TypeRelError
 from .relax_bridge import _strided_slice
 
-_INT64_MAX = 2**63 - 1
-
 
 def _imm(v):
     return tir.IntImm(v, "int64") if isinstance(v, int) else v
-
-
-def _fold(op: str, a, b):
-    """A TIR binary operation on ints or expressions, folded when both are ints."""
-    if isinstance(a, int) and isinstance(b, int):
-        return {"add": int.__add__, "sub": int.__sub__, "min": min, "max": max, "floordiv": int.__floordiv__}[op](a, b)
-    if op in ("add", "sub") and b == 0:
-        return a
-    return tir.BinOp(op, _imm(a), _imm(b))
-
-
-def _canonical_sym(i, d, stride: int):
-    """TOPI's index canonicalisation (negative from the end, clamped) on expressions, as TVM
-    0.27's StridedSlice struct info writes it: min(max(i < 0 ? i + d : i, lo), hi)."""
-    lo, hi = (-1, _fold("sub", d, 1)) if stride < 0 else (0, d)
-    if isinstance(i, int):
-        if isinstance(d, int):
-            from .transform import _canonical
-
-            return _canonical(i, d, stride)
-        if i >= _INT64_MAX // 2:  # "to the end"
-            return hi
-        if i <= -_INT64_MAX // 2:
-            return lo
-        if i < 0:
-            return _fold("max", _fold("add", d, i), lo)
-        return _fold("min", i, hi) if stride > 0 else _fold("max", _fold("min", i, hi), lo)
-    picked = tir.Call("int64", "tirx.if_then_else", [tir.BinOp("lt", i, _imm(0)), tir.BinOp("add", i, _imm(d)), i])
-    return _fold("min", _fold("max", picked, lo), hi)
 
 
 def _reshape_sym(args, at):
@@ -99,8 +68,9 @@ def _monomial(dims) -> tuple[int, list] | None:
 
 
 def _strided_slice_sym(args, at):
-    """relax.strided_slice on symbolic bounds or dimensions (TVM's formula; with assume_inbound,
-    the plain difference)."""
+    """relax.strided_slice on symbolic bounds or dimensions: TOPI's GetLength (TVM 0.27's
+    InferStructInfo), built with TVM's folding operators and simplified by an analyzer that
+    knows the tensor's size variables non-negative, as the BlockBuilder's does."""
     x = args[0]
     axes, begin, end = args[1:4]
     strides = args[4] if len(args) > 4 and args[4] is not None else (1,) * len(axes)
@@ -109,32 +79,71 @@ def _strided_slice_sym(args, at):
     ndim = len(x.shape)
     _strided_slice([x, axes, begin if all(isinstance(v, int) for v in begin) else (0,) * len(begin),
                     end if all(isinstance(v, int) for v in end) else (0,) * len(end), strides], at, None)
+    from ..codegen.topi.rewrite_simplify import Analyzer  # codegen imports the op table
+
+    analyzer = Analyzer(nonneg=_size_vars(x.shape))
     shape = list(x.shape)
     for a, b, e, s in zip(axes, begin, end, strides):
         a = a + ndim if a < 0 else a
-        d = shape[a]
         if s == 0:
             raise TypeRelError(f"strided_slice stride for axis {a} is 0")
-        if d is None or b is None or e is None:
+        if shape[a] is None or b is None or e is None:
             shape[a] = None
             continue
-        if at["assume_inbound"]:
-            cb = _fold("add", d, b) if isinstance(b, int) and b < 0 else b
-            ce = _fold("add", d, e) if isinstance(e, int) and e < 0 else e
-        else:
-            cb, ce = _canonical_sym(b, d, s), _canonical_sym(e, d, s)
-        diff = _fold("sub", ce, cb) if s > 0 else _fold("sub", cb, ce)
-        step = abs(s)
-        if isinstance(diff, int):
-            shape[a] = max(0, -(-diff // step))
-        else:
-            shape[a] = diff if step == 1 else _simplified(_fold("floordiv", _fold("add", diff, step - 1), step))
+        length = analyzer.simplify(slice_length(b, e, s, shape[a], at["assume_inbound"]))
+        shape[a] = length.value if isinstance(length, tir.IntImm) else length
     return TensorType(tuple(shape), x.dtype)
 
 
-def _simplified(e):
-    """TVM's Analyzer::Simplify of a struct info expression, as far as its canonical form goes
-    (`(min(100, n) - min(1, n) + 1) // 2` is `(min(100, n) + 1 - min(1, n)) // 2`)."""
-    from ..codegen.topi.canonical import canonical_simplify  # symbolic strides only
+def slice_length(begin, end, stride: int, extent, assume_inbound: bool) -> tir.PrimExpr:
+    """TOPI's GetLength before simplification: with assume_inbound `ceildiv(end - begin,
+    stride)` as written (negative bounds are not counted from the end, a negative stride
+    divides the same way), else of the canonicalised bounds."""
+    from ..codegen import tir_build as tb
 
-    return canonical_simplify(e)
+    begin, end, extent = _imm(begin), _imm(end), _imm(extent)
+    if assume_inbound:
+        return _ceildiv(tb.sub(end, begin), stride)
+    begin, end = _canonical_index(begin, extent, stride), _canonical_index(end, extent, stride)
+    return _ceildiv(tb.sub(begin, end), -stride) if stride < 0 else _ceildiv(tb.sub(end, begin), stride)
+
+
+def _ceildiv(a: tir.PrimExpr, b: int) -> tir.PrimExpr:
+    """tvm::ceildiv: floordiv(a + b - 1, b), folded as TryConstFold folds it."""
+    from ..codegen import tir_build as tb
+
+    return tb.floordiv(tb.sub(tb.add(a, b), 1), b)
+
+
+def _canonical_index(index: tir.PrimExpr, extent: tir.PrimExpr, stride: int) -> tir.PrimExpr:
+    """TOPI's CanonicalizeIndex: negative from the end, clamped to [0, extent] ([-1, extent - 1]
+    for a negative stride); static when index and extent are constants."""
+    from ..codegen import tir_build as tb
+
+    if isinstance(index, tir.IntImm) and isinstance(extent, tir.IntImm):
+        v, d = index.value, extent.value
+        v = v + d if v < 0 else v
+        lo, hi = (-1, d - 1) if stride < 0 else (0, d)
+        return tb.const(min(max(v, lo), hi), "int64")
+    if isinstance(index, tir.Var) and isinstance(extent, tir.Var) and index.name == extent.name:
+        return index
+    lo, hi = (tb.const(-1, "int64"), tb.sub(extent, 1)) if stride < 0 else (tb.const(0, "int64"), extent)
+    if not (isinstance(index, tir.IntImm) and index.value >= 0):
+        index = tb.if_then_else(tb.lt(index, 0), tb.add(index, extent), index)
+    return tb.min_(tb.max_(index, lo), hi)
+
+
+def _size_vars(dims) -> list:
+    found: list = []
+
+    def visit(e):
+        if isinstance(e, tir.Var):
+            found.append(e)
+        elif isinstance(e, tir.Node):
+            for f in type(e).fields:
+                v = getattr(e, f)
+                for item in v if isinstance(v, (tuple, list)) else (v,):
+                    visit(item)
+    for d in dims:
+        visit(d)
+    return found
