@@ -169,7 +169,7 @@ from .relax_bridge import (
     _variance_rel,
     _where,
 )
-from .relax_symbolic import _reshape_sym, _strided_slice_sym
+from .relax_symbolic import _reshape_sym, _strided_slice_deduce, _strided_slice_sym
 
 ARG_KINDS = ("tensor", "tensors", "shape", "prim", "prims")
 
@@ -490,7 +490,7 @@ _op("relax.split",              "x",                             SPLIT,        "
     ref=_split)
 _op("relax.strided_slice",      "x axes:prims begin:prims end:prims strides:prims?",
     (_A("assume_inbound", "bool", False),),                    "strided_slice",    convert=_strided_slice,
-    sym_rel=_strided_slice_sym)
+    sym_rel=_strided_slice_sym, deduce=_strided_slice_deduce)
 _op("relax.dynamic_strided_slice", "x begin end strides",       (),           None,
     rel=_dyn_strided_slice_rel, ref=_dynamic_strided_slice, deduce=_dynamic_strided_slice_deduce)
 _op("relax.take",               "x indices",                     TAKE,         "take",             convert=_take)

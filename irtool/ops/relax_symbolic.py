@@ -147,3 +147,30 @@ def _size_vars(dims) -> list:
     for d in dims:
         visit(d)
     return found
+
+
+def _strided_slice_deduce(args_sinfo: list, attrs: dict):
+    """relax.strided_slice with assume_inbound over a static shape: TVM's length is
+    `ceildiv(end - begin, stride)` of the bounds as written (`end=[-1]` from 0 gives -1 rows),
+    where the Relay relation would clamp. Other calls: the generic way (None)."""
+    from ..ir.relax import PrimStructInfo, TensorStructInfo, TupleStructInfo
+
+    x = args_sinfo[0]
+    if not attrs.get("assume_inbound") or not isinstance(x, TensorStructInfo) or not isinstance(x.shape, tuple) \
+            or not all(isinstance(d, int) for d in x.shape):
+        return None
+    lists = []
+    for arg in args_sinfo[1:]:
+        if not isinstance(arg, TupleStructInfo) or not all(
+                isinstance(f, PrimStructInfo) and isinstance(f.value, (int, tir.IntImm)) for f in arg.fields_):
+            return None
+        lists.append(tuple(int(getattr(f.value, "value", f.value)) for f in arg.fields_))
+    axes, begin, end = lists[:3]
+    strides = lists[3] if len(lists) > 3 else (1,) * len(axes)
+    _strided_slice([TensorType(x.shape, x.dtype), axes, begin, end, strides], attrs, None)  # the checks
+    shape = list(x.shape)
+    for a, b, e, s in zip(axes, begin, end, strides):
+        if s == 0:
+            raise TypeRelError(f"strided_slice stride for axis {a} is 0")
+        shape[a % len(shape)] = slice_length(b, e, s, shape[a % len(shape)], True).value
+    return TensorStructInfo(tuple(shape), x.dtype, vdevice=x.vdevice)
