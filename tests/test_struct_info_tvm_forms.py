@@ -182,3 +182,76 @@ def test_random_strided_slices_match_tvm(tvm_python):
         if ours(text) != struct_info_text(theirs) and not _overflowing(text):
             differ.append((text.splitlines()[-2].strip(), ours(text), struct_info_text(theirs)))
     assert not differ, differ[:5]
+
+
+# Convolutions and pools over a size variable: (call, x's shape, TVM's struct info)
+WINDOWS = [
+    ("R.nn.max_pool2d(x, pool_size=[1, 1], strides=[2, 1])", '(1, 2, "n", 8)',
+     'R.Tensor((1, 2, (n - 1) // 2 + 1, 8), dtype="float32")'),
+    ("R.nn.max_pool2d(x, pool_size=[1, 1], strides=[2, 1], ceil_mode=True)", '(1, 2, "n", 8)',
+     'R.Tensor((1, 2, T.if_then_else(n % 2 == 0, n // 2, n // 2 + 1), 8), dtype="float32")'),
+    ("R.nn.max_pool2d(x, pool_size=[1, 1], strides=[3, 1], ceil_mode=True)", '(1, 2, "n", 8)',
+     'R.Tensor((1, 2, T.if_then_else((n + 1) % 3 <= 1, (n + 1) // 3, (n + 1) // 3 + 1), 8), dtype="float32")'),
+    ("R.nn.avg_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])", '(1, 2, "n", 8)',
+     'R.Tensor((1, 2, (n - 1) // 2 + 1, 4), dtype="float32")'),
+    ("R.nn.conv2d(x, w, strides=[2, 1], padding=[2, 0, 2, 0])", '(1, 2, "n", 8)',
+     'R.Tensor((1, 2, (n + 1) // 2 + 1, 6), dtype="float32")'),
+    ("R.nn.conv2d(x, w, strides=[3, 1], padding=[2, 0, 2, 0])", '(1, 2, "n", 8)',
+     'R.Tensor((1, 2, (n + 1) // 3 + 1, 6), dtype="float32")'),
+    ("R.nn.conv2d(x, w, strides=[3, 1], padding=[3, 0, 2, 0])", '(1, 2, "n", 8)',
+     'R.Tensor((1, 2, (n + 2) // 3 + 1, 6), dtype="float32")'),
+]
+
+
+@pytest.mark.parametrize("call,shape,want", WINDOWS)
+def test_window_sizes_as_tvm_prints_them(call, shape, want):
+    """A fitted `(n + 3) // 2` is TVM's `(n + 1) // 2 + 1`, ceil_mode an if_then_else."""
+    assert ours(module(call, shape, ', w: R.Tensor((2, 2, 3, 3), dtype="float32")')) == want
+
+
+def random_windows(seed: int, count: int) -> list[str]:
+    """Pools and convolutions over size variables: NCHW/NHWC (and 3-D), one or both spatial
+    axes symbolic, a symbolic batch, kernels, strides, dilations, asymmetric pads, ceil_mode."""
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        three = rng.random() < 0.2
+        spatial = "DHW" if three else "HW"
+        layout = rng.choice(["NCDHW", "NDHWC"] if three else ["NCHW", "NHWC"])
+        sizes = {c: rng.choice(['"n"', '"m"', str(rng.randint(8, 12))]) for c in spatial}
+        sizes["N"] = rng.choice(["1", '"b"'])
+        sizes["C"] = "4"
+        shape = "(" + ", ".join(sizes[c] for c in layout) + ")"
+        k = [rng.randint(1, 4) for _ in spatial]
+        s = [rng.randint(1, 4) for _ in spatial]
+        d = [rng.randint(1, 2) for _ in spatial]
+        pads = [rng.randint(0, kk - 1) for kk in k] + [rng.randint(0, kk - 1) for kk in k]
+        nd = len(spatial)
+        params = ""
+        if rng.random() < 0.5:
+            op = rng.choice(["max_pool", "avg_pool"]) + f"{nd}d"
+            call = (f"R.nn.{op}(x, pool_size={k}, strides={s}, dilation={d}, padding={pads}, "
+                    f"ceil_mode={rng.random() < 0.4}, layout=\"{layout}\")")
+        else:
+            kl = "OI" + spatial if layout[1] == "C" else spatial + "IO"
+            wshape = {"O": 3, "I": 4, **dict(zip(spatial, k))}
+            params = f', w: R.Tensor(({", ".join(str(wshape[c]) for c in kl)}), dtype="float32")'
+            call = (f"R.nn.conv{nd}d(x, w, strides={s}, padding={pads}, dilation={d}, data_layout=\"{layout}\", "
+                    f"kernel_layout=\"{kl}\")")
+        text = module(call, shape, params)
+        declared = "".join(f"        {v} = T.int64()\n" for v in ("n", "m", "b") if f'"{v}"' in shape)
+        texts.append(text.replace("        n = T.int64()\n", declared))
+    return texts
+
+
+@pytest.mark.tvm
+def test_random_windows_match_tvm(tvm_python):
+    texts = random_windows(2027, 300)
+    differ, compared = [], 0
+    for text, theirs in zip(texts, tvm_printouts(tvm_python, texts)):
+        if theirs.startswith("ERROR"):
+            continue
+        compared += 1
+        if ours(text) != struct_info_text(theirs):
+            differ.append((text.splitlines()[-2].strip(), ours(text), struct_info_text(theirs)))
+    assert compared > 250 and not differ, differ[:5]

@@ -169,7 +169,7 @@ from .relax_bridge import (
     _variance_rel,
     _where,
 )
-from .relax_symbolic import _reshape_sym, _strided_slice_deduce, _strided_slice_sym
+from .relax_symbolic import _reshape_sym, _strided_slice_deduce, _strided_slice_sym, window_sym
 
 ARG_KINDS = ("tensor", "tensors", "shape", "prim", "prims")
 
@@ -513,20 +513,26 @@ _op("relax.shape_to_tensor",    "expr:shape",                    (),           N
     rel=_shape_to_tensor_rel, ref=_shape_to_tensor)
 _op("relax.matmul",             "x1 x2",                         OUT_DTYPE,    None,               rel=_matmul_rel,
     ref=_matmul, sym_rel=_matmul_sym)
-_op("relax.nn.conv2d",          "data weight",                   CONV2D,       "nn.conv2d",        derived=OUT_LAYOUT)
+_op("relax.nn.conv2d",          "data weight",                   CONV2D,       "nn.conv2d",        derived=OUT_LAYOUT,
+    sym_rel=window_sym("relax.nn.conv2d", "data_layout"))
 _op("relax.nn.conv2d_transpose", "data weight",                  CONV2D_T,     "nn.conv2d_transpose",
     derived=OUT_LAYOUT, post=_output_padding_below_strides)
 _op("relax.nn.max_pool2d",      "data",                          POOL2D,       "nn.max_pool2d",    derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.max_pool2d"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.max_pool2d"),
+    sym_rel=window_sym("relax.nn.max_pool2d", "layout"))
 _op("relax.nn.avg_pool2d",      "data",                          POOL2D,       "nn.avg_pool2d",    derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.avg_pool2d"))
-_op("relax.nn.conv3d",          "data weight",                   CONV3D,       "nn.conv3d",        derived=OUT_LAYOUT)
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.avg_pool2d"),
+    sym_rel=window_sym("relax.nn.avg_pool2d", "layout"))
+_op("relax.nn.conv3d",          "data weight",                   CONV3D,       "nn.conv3d",        derived=OUT_LAYOUT,
+    sym_rel=window_sym("relax.nn.conv3d", "data_layout"))
 _op("relax.nn.conv3d_transpose", "data weight",                  CONV3D_T,     "nn.conv3d_transpose",
     derived=OUT_LAYOUT, post=_output_padding_below_strides)
 _op("relax.nn.max_pool3d",      "data",                          _pool3d(False), "nn.max_pool3d",  derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.max_pool3d", "DHW"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.max_pool3d", "DHW"),
+    sym_rel=window_sym("relax.nn.max_pool3d", "layout"))
 _op("relax.nn.avg_pool3d",      "data",                          _pool3d(True), "nn.avg_pool3d",   derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.avg_pool3d", "DHW"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **_ceil_pool("nn.avg_pool3d", "DHW"),
+    sym_rel=window_sym("relax.nn.avg_pool3d", "layout"))
 _op("relax.nn.adaptive_avg_pool2d", "data",                      ADAPTIVE_POOL2D, "nn.adaptive_avg_pool2d",
     convert=_adaptive_pool, derived=POOL_OUT, post=_to_out_layout)
 _op("relax.nn.adaptive_avg_pool3d", "data",                      ADAPTIVE_POOL3D, None,

@@ -4,6 +4,7 @@ canonicalisation, the product rules and the simplifier's forms)."""
 
 from __future__ import annotations
 
+from ..codegen import tir_build as tb  # imports only the IR
 from ..ir import tir
 from ..ir.types import TensorType
 from .common import fmt_shape
@@ -99,7 +100,6 @@ def slice_length(begin, end, stride: int, extent, assume_inbound: bool) -> tir.P
     """TOPI's GetLength before simplification: with assume_inbound `ceildiv(end - begin,
     stride)` as written (negative bounds are not counted from the end, a negative stride
     divides the same way), else of the canonicalised bounds."""
-    from ..codegen import tir_build as tb
 
     begin, end, extent = _imm(begin), _imm(end), _imm(extent)
     if assume_inbound:
@@ -110,7 +110,6 @@ def slice_length(begin, end, stride: int, extent, assume_inbound: bool) -> tir.P
 
 def _ceildiv(a: tir.PrimExpr, b: int) -> tir.PrimExpr:
     """tvm::ceildiv: floordiv(a + b - 1, b), folded as TryConstFold folds it."""
-    from ..codegen import tir_build as tb
 
     return tb.floordiv(tb.sub(tb.add(a, b), 1), b)
 
@@ -118,7 +117,6 @@ def _ceildiv(a: tir.PrimExpr, b: int) -> tir.PrimExpr:
 def _canonical_index(index: tir.PrimExpr, extent: tir.PrimExpr, stride: int) -> tir.PrimExpr:
     """TOPI's CanonicalizeIndex: negative from the end, clamped to [0, extent] ([-1, extent - 1]
     for a negative stride); static when index and extent are constants."""
-    from ..codegen import tir_build as tb
 
     if isinstance(index, tir.IntImm) and isinstance(extent, tir.IntImm):
         v, d = index.value, extent.value
@@ -174,3 +172,58 @@ def _strided_slice_deduce(args_sinfo: list, attrs: dict):
             raise TypeRelError(f"strided_slice stride for axis {a} is 0")
         shape[a % len(shape)] = slice_length(b, e, s, shape[a % len(shape)], True).value
     return TensorStructInfo(tuple(shape), x.dtype, vdevice=x.vdevice)
+
+
+def window_sym(op_name: str, layout_attr: str):
+    """sym_rel of a convolution or pool (`op_name`) whose input has a size variable along a
+    spatial axis: that output size as TVM 0.27's InferStructInfo writes it,
+    `Simplify((n + pads - dilation * (kernel - 1) - 1) // stride + 1)` with n non-negative, and
+    with a pool's ceil_mode the last window dropped where it would start in the padding. The
+    other dims are the relation's on the static sizes (another size variable, the batch, goes
+    through as a sentinel). Compound sizes (`n * 2`) are left to the generic fit (None)."""
+    def rel(args, at):
+        from ..codegen.topi.pool import _symbolic_out_size
+        from ..codegen.topi.rewrite_simplify import Analyzer
+        from .relax import lookup
+
+        x = args[0]
+        layout = at[layout_attr]
+        out_layout = at["out_layout"] or layout
+        spatial = [c for c in layout if c in "DHW"]
+        if x.shape is None or not any(isinstance(x.shape[layout.index(c)], tir.Var) for c in spatial):
+            return None
+        if any(not isinstance(t, TensorType) or t.shape is None or not all(isinstance(d, int) for d in t.shape)
+               for t in args[1:]):
+            return None
+        sentinels, dims = {}, []
+        for i, d in enumerate(x.shape):
+            if not isinstance(d, int):
+                if layout[i] in spatial and not isinstance(d, tir.Var):
+                    return None
+                d_int = 720720 * (1009 + 2 * i)  # distinct, large, divisible by any small stride
+                sentinels[d_int] = d
+                d = d_int
+            dims.append(d)
+        out = lookup(op_name).infer([TensorType(tuple(dims), x.dtype), *args[1:]], at)
+        shape = [sentinels.get(v, v) if isinstance(v, int) else v for v in out.shape]
+        nd = len(spatial)
+        for i, c in enumerate(spatial):
+            n = x.shape[layout.index(c)]
+            if not isinstance(n, tir.Var):
+                continue
+            if "kernel_layout" in at:
+                kernel = args[1].shape[at["kernel_layout"].index(c)]
+            else:
+                kernel = at["pool_size"][i]
+            stride, dilation = at["strides"][i], at["dilation"][i]
+            head, tail = at["padding"][i], at["padding"][i + nd]
+            if at.get("ceil_mode"):
+                size = _symbolic_out_size(n, kernel, stride, dilation, head, tail + stride - 1, True)
+            else:
+                numerator = tb.sub(tb.sub(tb.add(n, head + tail), dilation * (kernel - 1)), 1)
+                size = Analyzer([n]).simplify(tb.add(tb.floordiv(numerator, stride), 1))
+            shape[out_layout.index(c)] = size
+        if any(isinstance(v, int) and v >= 720720 * 1009 for v in shape):
+            return None  # a size computed from a sentinel: not expressible here
+        return TensorType(tuple(shape), out.dtype)
+    return rel
