@@ -169,7 +169,7 @@ from .relax_bridge import (
     _variance_rel,
     _where,
 )
-from .relax_symbolic import _reshape_sym, _strided_slice_deduce, _strided_slice_sym, window_sym
+from .relax_symbolic import _arange_deduce, _reshape_sym, _strided_slice_deduce, _strided_slice_sym, window_sym
 
 ARG_KINDS = ("tensor", "tensors", "shape", "prim", "prims")
 
@@ -504,7 +504,7 @@ _op("relax.full",               "shape:shape fill_value",        DTYPE_OPT,    "
 _op("relax.zeros",              "shape:shape",                   DTYPE,        "zeros",            convert=_init)
 _op("relax.ones",               "shape:shape",                   DTYPE,        "ones",             convert=_init)
 _op("relax.arange",             "start:prim end:prim step:prim", DTYPE_OPT,    "arange",           convert=_arange,
-    python_call=_arange_call)
+    python_call=_arange_call, deduce=_arange_deduce)
 _op("relax.shape_of",           "expr",                          (),           "shape_of",         rel=_shape_of_rel,
     ref=_shape_of)
 _op("relax.tensor_to_shape",    "expr",                          (),           None,

@@ -4,6 +4,8 @@ canonicalisation, the product rules and the simplifier's forms)."""
 
 from __future__ import annotations
 
+import math
+
 from ..codegen import tir_build as tb  # imports only the IR
 from ..ir import tir
 from ..ir.types import TensorType
@@ -227,3 +229,34 @@ def window_sym(op_name: str, layout_attr: str):
             return None  # a size computed from a sentinel: not expressible here
         return TensorType(tuple(shape), out.dtype)
     return rel
+
+
+def _arange_deduce(args_sinfo: list, attrs: dict):
+    """relax.arange of constant bounds, where TVM's length is not the relation's: TVM's
+    InferStructInfo computes `floordiv(end - start + step - 1, step)` for integer bounds and
+    `cast(int64, ceil(cast(float32, end - start) / step))` for float ones with its folding
+    operators, which fold float16/bfloat16 arithmetic only by its zero rules (`end - 0`), and
+    Simplify folds nothing more but `x - x`: such a length stays an expression. An empty range
+    is a length of 0 (the relation would reject it); a negative length (TVM's for a step
+    pointing away from the end) and the rest: the generic way (None)."""
+    from ..ir.relax import PrimStructInfo, TensorStructInfo
+
+    values = []
+    for s in args_sinfo[:3]:
+        if not isinstance(s, PrimStructInfo) or not isinstance(s.value, (tir.IntImm, tir.FloatImm)):
+            return None
+        values.append(s.value)
+    start, end, step = values
+    if all(v.dtype.startswith(("int", "uint")) for v in values):
+        length = tb.floordiv(tb.sub(tb.add(tb.sub(end, start), step), 1), step)
+    else:
+        difference = tb.sub(end, start)
+        if isinstance(difference, tir.BinOp) and difference.a.value == difference.b.value:
+            difference = tb.const(0.0, difference.dtype)  # the rewrite simplifier's `x - x`
+        quotient = tb.div(tb.cast("float32", difference), step)
+        ceiled = tb.const(math.ceil(quotient.value), "float32") if isinstance(quotient, tir.FloatImm) \
+            else tb.call("ceil", quotient)
+        length = tb.cast("int64", ceiled)
+    if isinstance(length, tir.IntImm) and length.value != 0:
+        return None
+    return TensorStructInfo((length.value if isinstance(length, tir.IntImm) else length,), attrs["dtype"])
