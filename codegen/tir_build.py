@@ -119,6 +119,9 @@ def match_types(a: Operand, b: Operand) -> tuple[tir.PrimExpr, tir.PrimExpr]:
     ta, tb = a.dtype, b.dtype
     if ta == tb:
         return a, b
+    if is_float(ta) and is_float(tb) and ta.startswith("bfloat") != tb.startswith("bfloat"):
+        # PromoteBinaryOpType: bfloat is not a float type there; the float side wins (float16 too)
+        return (cast(tb, a), b) if ta.startswith("bfloat") else (a, cast(ta, b))
     if is_float(ta) and is_float(tb):
         return (cast(tb, a), b) if bits(ta) < bits(tb) else (a, cast(ta, b))
     if not is_float(ta) and is_float(tb):

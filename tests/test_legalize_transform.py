@@ -74,6 +74,11 @@ CASES: list[tuple[str, str, str]] = [
      "R.strided_slice(x, axes=[0], begin=[1], end=[3], assume_inbound=True)"),
     ("strided_slice-sym-end", "x:nx6:float32", "R.strided_slice(x, axes=[0], begin=[1], end=[n - 1])"),
     ("strided_slice-sym-neg", "x:nx6:float32", "R.strided_slice(x, axes=[0], begin=[-1], end=[0], strides=[-1])"),
+    # regression: a clamped negative-stride length over n is TOPI's Simplify'd form (`T.min(99, n)`)
+    ("strided_slice-sym-neg-clamped", "x:nx6:float32",
+     "R.strided_slice(x, axes=[0], begin=[-1], end=[-100], strides=[-1])"),
+    ("strided_slice-sym-neg2", "x:nx6:float32", "R.strided_slice(x, axes=[0], begin=[-2], end=[0], strides=[-2])"),
+    ("strided_slice-sym-neg3", "x:nx6:float32", "R.strided_slice(x, axes=[0], begin=[5], end=[1], strides=[-2])"),
     ("strided_slice-sym-inbound2", "x:nxm:float32",
      "R.strided_slice(x, axes=[1], begin=[0], end=[m], strides=[2], assume_inbound=True)"),
     ("take", "x:5x3:float32 i:4:int64", "R.take(x, i, axis=0)"),

@@ -22,6 +22,8 @@ Non-index expressions are rebuilt from their simplified operands with TVM's fold
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from irtool.ir import tir
 
 from .. import te
@@ -137,15 +139,17 @@ class Sum:
             return tb.const(self.base, self.dtype)
         args = _simplify_splits([a.copy() for a in self.args])
         res = tb.const(0, self.dtype)
+        # the dtype's least value has no negation: added as it is (`n + T.int64(-9223372036854775808)`)
+        is_min_value = self.base == -(1 << (tb.bits(self.dtype) - 1))
         for a in args:
             if a.scale > 0:
                 res = tb.add(res, a.normalize())
-        if self.base > 0:
+        if self.base > 0 or is_min_value:
             res = tb.add(res, tb.const(self.base, self.dtype))
         for a in args:
             if a.scale < 0:
                 res = tb.sub(res, a.normalize_with_scale(-1))
-        if self.base < 0:
+        if self.base < 0 and not is_min_value:
             res = tb.sub(res, tb.const(-self.base, self.dtype))
         return res
 
@@ -220,8 +224,25 @@ def _clamp(v: int) -> int:
     return max(NEG_INF, min(POS_INF, v))
 
 
+# An analyzer with variable bounds (rewrite_simplify.Analyzer) while `using` one: struct info
+# over size variables, whose analyzer knows them non-negative and visits min/max with its rules.
+_ANALYZER = None
+
+
+@contextmanager
+def using(analyzer):
+    global _ANALYZER
+    outer, _ANALYZER = _ANALYZER, analyzer
+    try:
+        yield
+    finally:
+        _ANALYZER = outer
+
+
 def const_int_bound(e) -> tuple[int, int]:
     """A constant interval holding `e` (TVM's ConstIntBound, with unbounded variables)."""
+    if _ANALYZER is not None:
+        return _ANALYZER.const_int_bound(e)
     e = _normalize(e)
     if isinstance(e, tir.IntImm):
         return e.value, e.value
@@ -307,9 +328,10 @@ def _rebuild(e):
     """Any other node: its operands simplified, rebuilt with the folding operators."""
     if isinstance(e, tir.BinOp):
         a, b = canonical_simplify(e.a), canonical_simplify(e.b)
-        if a is e.a and b is e.b:
-            return e
-        return _FOLD[e.op](a, b)
+        node = e if a is e.a and b is e.b else _FOLD[e.op](a, b)
+        if _ANALYZER is not None and e.op in ("min", "max") and _is_index(e.dtype):
+            return _ANALYZER.minmax_in_canonical(node)
+        return node
     if isinstance(e, tir.Cast):
         v = canonical_simplify(e.value)
         return e if v is e.value else tb.cast(e.dtype, v)

@@ -33,6 +33,7 @@ from ..simplify import simplify
 from . import register_legalize
 from .broadcast import broadcast_shape
 from .canonical import canonical_simplify, nonneg_condition, rewrite_bounds, simplify_index
+from .rewrite_simplify import Analyzer
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -250,18 +251,22 @@ def _canonical_bound(index, extent, stride):
 def _dynamic_strided_slice(x, begin, end, strides, axes, assume_inbound) -> te.Tensor:
     """TOPI's dynamic_strided_slice_with_axes as TVM 0.27 runs it: without assume_inbound, begin
     and end are clamped into the dimension (DynamicCanonicalizeIndex) and the clamped begin
-    indexes; the length is ceildiv(end - begin, stride), simplified (`rewrite_bounds`)."""
+    indexes; the length is ceildiv(end - begin, stride), simplified as TOPI's analyzer does."""
     out_shape = list(x.shape)
     starts = []
     for b, e, s, a in zip(begin, end, strides, axes):
         extent = out_shape[a]
+        raw_b, raw_e = b, e
         if assume_inbound:
             length = _ceildiv(tb.sub(e, b), s)
         else:
             b, e = (_canonical_bound(v, extent, s) for v in (b, e))
             length = tb.if_then_else(tb.lt(s, 0), _ceildiv(tb.sub(b, e), tb.neg(s)), _ceildiv(tb.sub(e, b), s))
         starts.append(rewrite_bounds(b))
-        out_shape[a] = rewrite_bounds(simplify(length))
+        if isinstance(raw_b, tir.IntImm) and isinstance(raw_e, tir.IntImm) or assume_inbound:
+            out_shape[a] = Analyzer().simplify(length)  # TOPI's analyzer->Simplify (no variable bounds)
+        else:  # symbolic bounds: their if_then_else conditions need the comparison rules of rewrite_bounds
+            out_shape[a] = rewrite_bounds(simplify(length))
 
     def element(ax):
         idx = list(ax)

@@ -101,7 +101,8 @@ def deduce_call(op_name: str, args_sinfo: list, attrs=None, arg_exprs=None, sinf
     op = relax_ops.lookup(op_name)
     if op is None:
         raise StructInfoError(f"unknown Relax operator `{op_name}`")
-    if op.deduce is not None and len(args_sinfo) == len(op.args):
+    required = sum(1 for _, kind in op.args if not kind.endswith("?"))
+    if op.deduce is not None and required <= len(args_sinfo) <= len(op.args):
         try:
             full = relax_ops.make_call_attrs(op, attrs)
             out = op.deduce(list(args_sinfo), dict(full.items()) if full is not None else {})

@@ -34,12 +34,13 @@ analyzer):
   shape and writes a -1 among constants as `n * m`, as TVM does); split of n
   at [3] gives ndim only, TVM
   `T.max(T.min(3, n) - T.min(0, n), 0)` and `T.max(n - 3, 0)`. strided_slice, whose symbolic
-  bounds are the common case, has its own symbolic relation (`RelaxOp.sym_rel`) that writes
-  TVM's clamping expression; TVM's analyzer then simplifies it further (`n - T.min(1, n)`
-  here is `T.max(n - 1, 0)` there, the same values);
-- floor forms are printed as fitted: conv2d stride 2 pad 1 on n gives `(n + 1) // 2`, TVM
-  `(n - 1) // 2 + 1` (the same values); a constant the divisor divides is taken out of the
-  floor as TVM's simplifier does (`(n + 6) // 3` is `n // 3 + 2`, TVM's form);
+  bounds are the common case, has its own symbolic relation (`RelaxOp.sym_rel`) that builds
+  TVM's clamping expression and simplifies it as TVM's analyzer does, size variables
+  non-negative (codegen/topi/rewrite_simplify.py: `T.max(n - 1, 0)`, `T.min(99, n)`);
+- convolutions and pools over a size variable have their own symbolic relation too (TVM's
+  `(n - 1) // 2 + 1`, ceil_mode's if_then_else); other floor forms are printed as fitted
+  (split into sections), a constant the divisor divides taken out of the floor as TVM's
+  simplifier does (`(n + 6) // 3` is `n // 3 + 2`, TVM's form);
 - a symbol is taken as large and distinct from other symbols and constants: where TVM cannot
   prove a shape check either way it accepts the call, here some checks fail instead
   (broadcast_to (2, 3) -> (n, 3), reshape (2, 3) -> (n, 4) are errors here);

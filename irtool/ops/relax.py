@@ -184,7 +184,7 @@ from .relax_image import (
     resize3d_ref,
     resize3d_rel,
 )
-from .relax_symbolic import _reshape_sym, _strided_slice_sym
+from .relax_symbolic import _arange_deduce, _reshape_sym, _strided_slice_deduce, _strided_slice_sym, window_sym
 from .relax_window import (
     ADAPTIVE_POOL1D,
     CONV1D,
@@ -475,7 +475,7 @@ _op("relax.split",              "x",                             SPLIT,        "
     ref=_split)
 _op("relax.strided_slice",      "x axes:prims begin:prims end:prims strides:prims?",
     (_A("assume_inbound", "bool", False),),                    "strided_slice",    convert=_strided_slice,
-    sym_rel=_strided_slice_sym)
+    sym_rel=_strided_slice_sym, deduce=_strided_slice_deduce)
 _op("relax.dynamic_strided_slice", "x begin end strides",       (),           None,
     rel=_dyn_strided_slice_rel, ref=_dynamic_strided_slice, deduce=_dynamic_strided_slice_deduce)
 _op("relax.take",               "x indices",                     TAKE,         "take",             convert=_take)
@@ -489,7 +489,7 @@ _op("relax.full",               "shape:shape fill_value",        DTYPE_OPT,    "
 _op("relax.zeros",              "shape:shape",                   DTYPE,        "zeros",            convert=_init)
 _op("relax.ones",               "shape:shape",                   DTYPE,        "ones",             convert=_init)
 _op("relax.arange",             "start:prim end:prim step:prim", DTYPE_OPT,    "arange",           convert=_arange,
-    python_call=_arange_call)
+    python_call=_arange_call, deduce=_arange_deduce)
 _op("relax.shape_of",           "expr",                          (),           "shape_of",         rel=_shape_of_rel,
     ref=_shape_of)
 _op("relax.tensor_to_shape",    "expr",                          (),           None,
@@ -498,20 +498,26 @@ _op("relax.shape_to_tensor",    "expr:shape",                    (),           N
     rel=_shape_to_tensor_rel, ref=_shape_to_tensor)
 _op("relax.matmul",             "x1 x2",                         OUT_DTYPE,    None,               rel=_matmul_rel,
     ref=_matmul, sym_rel=_matmul_sym)
-_op("relax.nn.conv2d",          "data weight",                   CONV2D,       "nn.conv2d",        derived=OUT_LAYOUT)
+_op("relax.nn.conv2d",          "data weight",                   CONV2D,       "nn.conv2d",        derived=OUT_LAYOUT,
+    sym_rel=window_sym("relax.nn.conv2d", "data_layout"))
 _op("relax.nn.conv2d_transpose", "data weight",                  CONV2D_T,     "nn.conv2d_transpose",
     derived=OUT_LAYOUT, post=_output_padding_below_strides)
 _op("relax.nn.max_pool2d",      "data",                          POOL2D,       "nn.max_pool2d",    derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("max", "HW"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("max", "HW"),
+    sym_rel=window_sym("relax.nn.max_pool2d", "layout"))
 _op("relax.nn.avg_pool2d",      "data",                          POOL2D,       "nn.avg_pool2d",    derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("avg", "HW"))
-_op("relax.nn.conv3d",          "data weight",                   CONV3D,       "nn.conv3d",        derived=OUT_LAYOUT)
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("avg", "HW"),
+    sym_rel=window_sym("relax.nn.avg_pool2d", "layout"))
+_op("relax.nn.conv3d",          "data weight",                   CONV3D,       "nn.conv3d",        derived=OUT_LAYOUT,
+    sym_rel=window_sym("relax.nn.conv3d", "data_layout"))
 _op("relax.nn.conv3d_transpose", "data weight",                  CONV3D_T,     "nn.conv3d_transpose",
     derived=OUT_LAYOUT, post=_output_padding_below_strides)
 _op("relax.nn.max_pool3d",      "data",                          _pool3d(False), "nn.max_pool3d",  derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("max", "DHW"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("max", "DHW"),
+    sym_rel=window_sym("relax.nn.max_pool3d", "layout"))
 _op("relax.nn.avg_pool3d",      "data",                          _pool3d(True), "nn.avg_pool3d",   derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("avg", "DHW"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("avg", "DHW"),
+    sym_rel=window_sym("relax.nn.avg_pool3d", "layout"))
 _op("relax.nn.adaptive_avg_pool2d", "data",                      ADAPTIVE_POOL2D, "nn.adaptive_avg_pool2d",
     convert=_adaptive_pool, derived=POOL_OUT, post=_to_out_layout)
 _op("relax.nn.adaptive_avg_pool3d", "data",                      ADAPTIVE_POOL3D, None,
