@@ -209,15 +209,36 @@ def test_window_sizes_as_tvm_prints_them(call, shape, want):
     assert ours(module(call, shape, ', w: R.Tensor((2, 2, 3, 3), dtype="float32")')) == want
 
 
+# the 1-D forms (call, x's shape, the weight's shape or None, TVM's struct info)
+WINDOWS_1D = [
+    ("R.nn.conv1d(x, w, strides=3, padding=[0, 0])", '(1, 4, "n")', "(3, 4, 2)",
+     'R.Tensor((1, 3, (n - 2) // 3 + 1), dtype="float32")'),
+    ("R.nn.conv1d(x, w, strides=2, padding=[1, 2])", '(1, 4, "n")', "(3, 4, 3)",
+     'R.Tensor((1, 3, n // 2 + 1), dtype="float32")'),
+    ("R.nn.max_pool1d(x, pool_size=3, strides=2, padding=[1, 1])", '(1, 4, "n")', None,
+     'R.Tensor((1, 4, (n - 1) // 2 + 1), dtype="float32")'),
+    ("R.nn.avg_pool1d(x, pool_size=2, strides=2, ceil_mode=True)", '(1, 4, "n")', None,
+     'R.Tensor((1, 4, (n - 1) // 2 + 1), dtype="float32")'),
+    ('R.nn.avg_pool1d(x, pool_size=3, strides=2, padding=[0, 1], layout="NWC")', '(1, "n", 4)', None,
+     'R.Tensor((1, n // 2, 4), dtype="float32")'),
+]
+
+
+@pytest.mark.parametrize("call,shape,weight,want", WINDOWS_1D)
+def test_1d_window_sizes_as_tvm_prints_them(call, shape, weight, want):
+    """The 1-D windows write TVM's size too (a fitted `(n + 1) // 3` is TVM's `(n - 2) // 3 + 1`)."""
+    params = f', w: R.Tensor({weight}, dtype="float32")' if weight else ""
+    assert ours(module(call, shape, params)) == want
+
+
 def random_windows(seed: int, count: int) -> list[str]:
-    """Pools and convolutions over size variables: NCHW/NHWC (and 3-D), one or both spatial
+    """Pools and convolutions over size variables: NCHW/NHWC (and 1-D, 3-D), one or all spatial
     axes symbolic, a symbolic batch, kernels, strides, dilations, asymmetric pads, ceil_mode."""
     rng = random.Random(seed)
     texts = []
     for _ in range(count):
-        three = rng.random() < 0.2
-        spatial = "DHW" if three else "HW"
-        layout = rng.choice(["NCDHW", "NDHWC"] if three else ["NCHW", "NHWC"])
+        spatial = rng.choice(["W", "HW", "HW", "HW", "DHW"])
+        layout = rng.choice(["NC" + spatial, "N" + spatial + "C"])
         sizes = {c: rng.choice(['"n"', '"m"', str(rng.randint(8, 12))]) for c in spatial}
         sizes["N"] = rng.choice(["1", '"b"'])
         sizes["C"] = "4"

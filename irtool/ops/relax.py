@@ -524,13 +524,15 @@ _op("relax.nn.adaptive_avg_pool3d", "data",                      ADAPTIVE_POOL3D
     derived=POOL_OUT, post=_to_out_layout, **adaptive_pool("DHW"))
 # the 1-D forms (TVM 0.27's own ops; no Relay counterpart): relax_window's n-D relations over W
 _op("relax.nn.conv1d",          "data weight",                   CONV1D,       None,               rel=conv1d_rel,
-    ref=conv1d_ref, derived=OUT_LAYOUT)
+    ref=conv1d_ref, derived=OUT_LAYOUT, sym_rel=window_sym("relax.nn.conv1d", "data_layout"))
 _op("relax.nn.conv1d_transpose", "data weight",                  CONV1D_T,     None,
     rel=conv1d_transpose_rel, ref=conv1d_transpose_ref, derived=OUT_LAYOUT, post=_output_padding_below_strides)
 _op("relax.nn.max_pool1d",      "data",                          pool1d(False), None,              derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("max", "W"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("max", "W"),
+    sym_rel=window_sym("relax.nn.max_pool1d", "layout"))
 _op("relax.nn.avg_pool1d",      "data",                          pool1d(True), None,               derived=POOL_OUT,
-    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("avg", "W"))
+    positional_attrs=POOL_PYTHON_ORDER, post=_to_out_layout, **ceil_pool("avg", "W"),
+    sym_rel=window_sym("relax.nn.avg_pool1d", "layout"))
 _op("relax.nn.adaptive_avg_pool1d", "data",                      ADAPTIVE_POOL1D, None,            derived=POOL_OUT,
     post=_to_out_layout, **adaptive_pool("W"))
 _op("relax.nn.batch_norm",      "data gamma beta moving_mean moving_var", BATCH_NORM, "nn.batch_norm",
