@@ -71,6 +71,7 @@ def _load() -> None:
             activation,
             broadcast,
             conv_transpose,
+            create_shape,
             creation,
             dynamic,
             elemwise,

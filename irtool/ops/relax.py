@@ -98,6 +98,7 @@ from typing import Any
 from ..ir.expr import Attrs, TypedScalar
 from ..ir.types import ANY, TensorType
 from . import registry, vision
+from . import relax_creation as creation
 from . import relax_scan_sort as scan_sort
 from .common import np, tensor_arg
 from .dynamic import strided_slice_rel as _dyn_strided_slice_rel
@@ -606,6 +607,18 @@ _op("relax.vision.all_class_non_max_suppression",
     (_A("output_format", "str", "onnx"),),                     "vision.all_class_non_max_suppression",
     rel=vision.nms_relax_rel, sym_rel=vision.nms_relax_sym,
     ref=lambda *args, **at: vision._all_class_nms(*args, topi_027=True, **at))
+# TVM 0.27's creation and shape ops without a Relay counterpart (relax_creation): PrimValue k and sizes
+for _name, _ref in (("tril", creation._tril), ("triu", creation._triu)):
+    _op(f"relax.{_name}",       "x k:prim",                      (),           None,  rel=creation._trilu_rel, ref=_ref,
+        deduce=creation._trilu_deduce, python_call=creation._k_default)
+_op("relax.eye",                "n:prim m:prim k:prim",          (_A("dtype", "dtype", "float32"),), None,
+    rel=creation._eye_rel, ref=creation._eye, deduce=creation._eye_deduce, python_call=creation._eye_call)
+_op("relax.eye_like",           "x k:prim",                      DTYPE_OPT,    None,  rel=creation._eye_like_rel,
+    ref=creation._eye_like, deduce=creation._eye_like_deduce, python_call=creation._k_default)
+_op("relax.outer",              "x1 x2",                         (),           None,  rel=creation._outer_rel,
+    ref=creation._outer)
+_op("relax.flatten",            "x",                             (),           None,  rel=creation._flatten_rel,
+    ref=creation._flatten, sym_rel=creation._flatten_sym)
 
 
 # ----------------------------------------------------------------------------- API

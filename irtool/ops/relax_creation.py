@@ -1,0 +1,161 @@
+"""Relations, struct info and NumPy references of TVM 0.27's Relax creation and shape-collapsing
+operators that have no Relay counterpart: tril, triu, eye, eye_like, outer, flatten. `irtool.ops.relax`
+declares them, one line each; their struct info follows TVM 0.27's FInferType
+(src/relax/op/tensor/{create,linear_algebra,manipulate}.cc):
+
+    tril / triu(x, k)           x's struct info; x of rank 2 or more (or unknown rank); k a
+                                PrimValue (R.tril(x) is R.tril(x, 0), an int64 0)
+    eye(n, m, k, dtype)         (n, m) as given (symbolic sizes too), dtype (float32 by default);
+                                R.eye(n) is R.eye(n, n, 0)
+    eye_like(x, k, dtype)       x's shape; dtype, or x's; x of rank 2 (or unknown rank)
+    outer(x1, x2)               (len(x1), len(x2)), x1's dtype; both of rank 1
+    flatten(x)                  (prod(shape),) as TVM's ComputeShapeProduct writes it (1 * d0 * d1
+                                ..., constants folded); a 0-d tensor gives (1,), a 1-d one itself
+
+The references are NumPy's tril, triu (on the last two axes), eye, outer and ravel.
+"""
+
+from __future__ import annotations
+
+from ..ir.types import ANY, TensorType
+from .common import np, tensor_arg
+from .registry import TypeRelError
+from .relax_scan_sort import _product
+
+
+def _prim_value(sinfo):
+    """The value of a PrimValue argument's struct info: an int, a TIR expression, or None."""
+    from ..ir import tir
+    from ..ir.relax import PrimStructInfo
+
+    if not isinstance(sinfo, PrimStructInfo):
+        raise TypeRelError(f"expects a PrimValue, got {type(sinfo).__name__}")
+    value = sinfo.value
+    return value.value if isinstance(value, tir.IntImm) else value
+
+
+# ----------------------------------------------------------------------------- tril, triu
+
+
+def _trilu_rel(args, attrs):
+    x = tensor_arg(args, 0, "x")
+    if len(x.shape) < 2:
+        raise TypeRelError(f"needs a tensor of at least two dimensions, got one of {len(x.shape)}")
+    return TensorType(x.shape, x.dtype)
+
+
+def _trilu_deduce(args_sinfo: list, attrs: dict):
+    """TVM's InferTypeTrilTriu: x's struct info unchanged (an unknown rank too)."""
+    from ..ir.relax import TensorStructInfo
+
+    x = args_sinfo[0]
+    if not isinstance(x, TensorStructInfo):
+        return None
+    _prim_value(args_sinfo[1])
+    if x.ndim != -1 and x.ndim < 2:
+        raise TypeRelError(f"needs a tensor of at least two dimensions, got one of {x.ndim}")
+    return TensorStructInfo(x.shape, x.dtype, x.ndim, vdevice=x.vdevice)
+
+
+def _k_default(values: list, attrs: dict) -> tuple[list, dict]:
+    """TVM's R.tril/R.triu(x, k=0) and R.eye_like(x, k=0, dtype=None): k is 0 when not given."""
+    values = list(values) + [None] * (2 - len(values))
+    if values[1] is None:
+        values[1] = 0
+    return values, attrs
+
+
+def _tril(x, k):
+    return np.tril(x, int(k))
+
+
+def _triu(x, k):
+    return np.triu(x, int(k))
+
+
+# ----------------------------------------------------------------------------- eye, eye_like
+
+
+def _eye_call(values: list, attrs: dict) -> tuple[list, dict]:
+    """TVM's R.eye(n, m=None, k=0, dtype="float32"): m is n when not given."""
+    n, m, k = (list(values) + [None, None, None])[:3]
+    if n is None:
+        raise ValueError("needs argument `n`")
+    return [n, n if m is None else m, 0 if k is None else k], attrs
+
+
+def _eye_rel(args, attrs):
+    n, m = args[0], args[1]
+    return TensorType((n, m), attrs["dtype"])
+
+
+def _eye_deduce(args_sinfo: list, attrs: dict):
+    """TVM's InferTypeEye: (n, m) as given, symbolic sizes included."""
+    from ..ir.relax import TensorStructInfo
+
+    n, m = _prim_value(args_sinfo[0]), _prim_value(args_sinfo[1])
+    _prim_value(args_sinfo[2])
+    if n is None or m is None:
+        return TensorStructInfo(None, attrs["dtype"], 2)
+    return TensorStructInfo((n, m), attrs["dtype"])
+
+
+def _eye(n, m, k, dtype="float32"):
+    return np.eye(int(n), int(m), int(k), dtype=dtype)
+
+
+def _eye_like_rel(args, attrs):
+    x = tensor_arg(args, 0, "x")
+    if len(x.shape) != 2:
+        raise TypeRelError(f"needs a 2-dimensional tensor, got one of {len(x.shape)} dimensions")
+    return TensorType(x.shape, attrs["dtype"] or x.dtype)
+
+
+def _eye_like_deduce(args_sinfo: list, attrs: dict):
+    from ..ir.relax import TensorStructInfo
+
+    x = args_sinfo[0]
+    if not isinstance(x, TensorStructInfo):
+        raise TypeRelError(f"expects the input `x` to be a tensor, got {type(x).__name__}")
+    _prim_value(args_sinfo[1])
+    if x.ndim not in (2, -1):
+        raise TypeRelError(f"needs a 2-dimensional tensor, got one of {x.ndim} dimensions")
+    return TensorStructInfo(x.shape, attrs["dtype"] or x.dtype, x.ndim, vdevice=x.vdevice)
+
+
+def _eye_like(x, k, dtype=""):
+    return np.eye(x.shape[0], x.shape[1], int(k), dtype=dtype or x.dtype)
+
+
+# ----------------------------------------------------------------------------- outer, flatten
+
+
+def _outer_rel(args, attrs):
+    x1, x2 = tensor_arg(args, 0, "x1"), tensor_arg(args, 1, "x2")
+    if len(x1.shape) != 1 or len(x2.shape) != 1:
+        raise TypeRelError(f"needs two 1-D tensors, got ranks {len(x1.shape)} and {len(x2.shape)}")
+    return TensorType((x1.shape[0], x2.shape[0]), x1.dtype)
+
+
+def _outer(x1, x2):
+    return np.multiply.outer(x1, x2.astype(x1.dtype))
+
+
+def _flatten_rel(args, attrs):
+    x = tensor_arg(args, 0, "x")
+    n = 1
+    for d in x.shape:
+        n = ANY if n is ANY or d is ANY else n * d
+    return TensorType((n,), x.dtype)
+
+
+def _flatten_sym(args, attrs):
+    """TVM's ComputeShapeProduct over symbolic dims; a 1-d tensor is returned as it is."""
+    x = args[0]
+    if len(x.shape) == 1:
+        return TensorType(x.shape, x.dtype)
+    return TensorType((_product(x.shape),), x.dtype)
+
+
+def _flatten(x):
+    return np.ravel(x).copy()
