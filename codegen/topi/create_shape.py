@@ -89,3 +89,110 @@ def _flatten(bb, call):
     if not isinstance(shape, tuple):
         return call
     return bb.call_te(reshape, call.args[0], rx.ShapeExpr(list(shape)), primfunc_name_hint="reshape")
+
+
+def meshgrid(inputs: list, indexing: str) -> list:
+    """TOPI's meshgrid: one `T_meshgrid` compute per input over the grid's shape (the first two
+    lengths swapped for "xy"), reading its input at its own axis."""
+    cartesian = indexing == "xy" and len(inputs) >= 2
+
+    def source(i: int) -> int:
+        return 1 - i if cartesian and i < 2 else i
+
+    shape = [inputs[source(i)].shape[0] if inputs[source(i)].shape else 1 for i in range(len(inputs))]
+    return [te.compute_ax(shape, lambda ax, i=i: inputs[i](ax[source(i)]) if inputs[i].shape else inputs[i](),
+                          name="T_meshgrid", tag="injective") for i in range(len(inputs))]
+
+
+@register_legalize("relax.meshgrid")
+def _meshgrid(bb, call):
+    """TVM's legalization: the tuple's fields where it is (bound to) a tuple expression, else
+    one TupleGetItem emitted per field."""
+    t = call.args[0]
+    while isinstance(t, rx.Var):
+        bound = bb.lookup_binding(t)
+        if not isinstance(bound, (rx.Tuple, rx.Var)):
+            break
+        t = bound
+    if isinstance(t, rx.Tuple):
+        fields = list(t.fields_)
+    else:
+        fields = [bb.emit(rx.TupleGetItem(t, i)) for i in range(len(call.args[0].struct_info.fields_))]
+    return bb.call_te(meshgrid, fields, call.attrs["indexing"] or "ij")
+
+
+def collapse_sum(data: te.Tensor, target_shape) -> te.Tensor:
+    """TOPI's collapse_sum: from the last axis, a data axis the target lacks or has as 1 (the
+    data's not) is summed (`<data>_red`, reduce axes k<i>); nothing summed: `tensor`, a copy."""
+    from .reduce import reduce_axes
+
+    ishape, oshape = list(data.shape), [tb.as_expr(d, "int64") if isinstance(d, int) else d for d in target_shape]
+    reduce, squeeze = [], []
+    o = len(oshape) - 1
+    for i in range(len(ishape) - 1, -1, -1):
+        if o >= 0 and _equal(ishape[i], oshape[o]):
+            o -= 1
+            continue
+        reduce.append(i)
+        if o < 0:
+            squeeze.append(i)
+        elif _equal(1, oshape[o]):
+            o -= 1
+    if not reduce:
+        return te.compute_ax(ishape, lambda ax: data(*ax), name="tensor", tag="comm_reduce")
+    reduce.reverse()
+    raxes = reduce_axes(reduce, data)
+
+    def element(indices):
+        index, arg, red = [], 0, 0
+        for i in range(len(ishape)):
+            if i in reduce:
+                index.append(raxes[red].var)
+                red += 1
+                arg += i not in squeeze
+            else:
+                index.append(indices[arg])
+                arg += 1
+        return te.sum(data(*index), axis=raxes)
+
+    return te.compute_ax(oshape, element, name=data.name + "_red", tag="comm_reduce")
+
+
+def _equal(a, b) -> bool:
+    """TOPI's EqualCheck: equal constants, or the same expression (ExprDeepEqual)."""
+    from .canonical import _index_equal
+    from .common import const_int
+
+    if const_int(a) is not None or const_int(b) is not None:
+        return const_int(a) == const_int(b)
+    return _index_equal(a, b)
+
+
+@register_legalize("relax.collapse_sum_to")
+def _collapse_sum_to(bb, call):
+    shape = call.args[1]
+    while isinstance(shape, rx.Var):  # TVM follows a shape variable to its bound shape expression
+        shape = bb.lookup_binding(shape)
+    if not isinstance(shape, rx.ShapeExpr):
+        return call
+    return bb.call_te(collapse_sum, call.args[0], shape, primfunc_name_hint="collapse_sum")
+
+
+@register_legalize("relax.collapse_sum_like")
+def _collapse_sum_like(bb, call):
+    shape = call.args[1].struct_info.shape
+    return bb.call_te(collapse_sum, call.args[0], rx.ShapeExpr(list(shape)), primfunc_name_hint="collapse_sum")
+
+
+@register_legalize("relax.size")
+def _size(bb, call):
+    """TVM's legalization: R.prod(R.shape_to_tensor(R.shape_of(x))), each bound and legalized."""
+    from irtool.ir.expr import Op
+    from irtool.ir.relax_visitor import deduce_struct_info
+    from irtool.ops.relax import get, make_call_attrs
+
+    shape = bb.emit(rx.Call(Op.get("relax.shape_of"), [call.args[0]], None))
+    tensor = bb.emit(rx.Call(Op.get("relax.shape_to_tensor"), [shape], None))
+    out = rx.Call(Op.get("relax.prod"), [tensor], make_call_attrs(get("relax.prod"), None))
+    out.struct_info = deduce_struct_info(out, bb.module())
+    return out

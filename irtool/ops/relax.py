@@ -619,6 +619,14 @@ _op("relax.outer",              "x1 x2",                         (),           N
     ref=creation._outer)
 _op("relax.flatten",            "x",                             (),           None,  rel=creation._flatten_rel,
     ref=creation._flatten, sym_rel=creation._flatten_sym)
+_op("relax.size",               "expr",                          (),           None,  rel=creation._size_rel,
+    ref=creation._size)
+_op("relax.meshgrid",           "tensors:tensors",               (_A("indexing", "str?", "ij"),), None,
+    rel=creation._meshgrid_rel, ref=creation._meshgrid)
+_op("relax.collapse_sum_to",    "data shape:shape",              (),           None,
+    rel=creation._collapse_sum_to_rel, ref=creation._collapse_sum_to)
+_op("relax.collapse_sum_like",  "data collapse_target",          (),           None,
+    rel=creation._collapse_sum_like_rel, ref=creation._collapse_sum_like)
 
 
 # ----------------------------------------------------------------------------- API

@@ -17,7 +17,7 @@ The references are NumPy's tril, triu (on the last two axes), eye, outer and rav
 
 from __future__ import annotations
 
-from ..ir.types import ANY, TensorType
+from ..ir.types import ANY, TensorType, TupleType
 from .common import np, tensor_arg
 from .registry import TypeRelError
 from .relax_scan_sort import _product
@@ -159,3 +159,84 @@ def _flatten_sym(args, attrs):
 
 def _flatten(x):
     return np.ravel(x).copy()
+
+
+# ----------------------------------------------------------------------------- size, meshgrid
+
+
+def _size_rel(args, attrs):
+    tensor_arg(args, 0, "expr")
+    return TensorType((), "int64")
+
+
+def _size(expr):
+    return np.asarray(np.size(expr), dtype="int64")
+
+
+def _meshgrid_rel(args, attrs):
+    """TVM 0.27's InferTypeMeshgrid: every grid has the inputs' lengths in input order, whatever
+    the indexing (its struct info for "xy" is (len0, len1, ...) although the values, and the
+    legalized call's, are (len1, len0, ...)); 1-D inputs of one dtype."""
+    fields = args[0].fields if hasattr(args[0], "fields") else None
+    if not fields:
+        raise TypeRelError("meshgrid expects at least one 1-D tensor in the input tuple")
+    dtypes = {f.dtype for f in fields if f.dtype}
+    for i, f in enumerate(fields):
+        if len(tensor_arg(fields, i, f"tensors[{i}]").shape) != 1:
+            raise TypeRelError(f"meshgrid expects each input tensor to be 1-D, got rank {len(f.shape)} at index {i}")
+    if len(dtypes) > 1:
+        raise TypeRelError(f"meshgrid expects input tensors of one dtype, got {', '.join(sorted(dtypes))}")
+    shape = tuple(f.shape[0] for f in fields)
+    return TupleType([TensorType(shape, fields[0].dtype) for _ in fields])
+
+
+def _meshgrid(tensors, indexing="ij"):
+    return tuple(np.ascontiguousarray(g) for g in np.meshgrid(*tensors, indexing=indexing or "ij"))
+
+
+# ----------------------------------------------------------------------------- collapse_sum
+
+
+def _collapse_check(data_shape, target_shape) -> None:
+    """TVM's CheckCollapseShape: from the last axis, each target dim equals the data's or is 1;
+    a symbolic pair TVM cannot prove equal is an error (it asks for a match_cast)."""
+    target_ax = len(target_shape) - 1
+    for data_ax in range(len(data_shape) - 1, -1, -1):
+        if target_ax < 0:
+            continue
+        d0, d1 = data_shape[data_ax], target_shape[target_ax]
+        if d0 is not ANY and d1 is not ANY and d0 == d1 or d1 == 1:
+            target_ax -= 1
+        elif isinstance(d0, int) and isinstance(d1, int) and d0 is not ANY and d1 is not ANY:
+            raise TypeRelError(f"the data shape at dim {data_ax} is {d0} and the target shape at dim {target_ax} "
+                               f"is {d1}, which do not match the rule of collapse sum")
+        else:
+            raise TypeRelError(f"fails to match the axes because of an unknown or symbolic dim (data dim {data_ax}, "
+                               f"target dim {target_ax}); consider a match_cast first")
+
+
+def _collapse_sum_to_rel(args, attrs):
+    x = tensor_arg(args, 0, "data")
+    shape = tuple(args[1])
+    _collapse_check(x.shape, shape)
+    return TensorType(shape, x.dtype)
+
+
+def _collapse_sum_like_rel(args, attrs):
+    x, target = tensor_arg(args, 0, "data"), tensor_arg(args, 1, "collapse_target")
+    _collapse_check(x.shape, target.shape)
+    return TensorType(target.shape, x.dtype)
+
+
+def _collapse_sum_to(data, shape):
+    """The sum over the leading axes the shape lacks and the axes where it has 1."""
+    shape = tuple(int(d) for d in shape)
+    lead = data.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and data.shape[lead + i] != 1)
+    with np.errstate(all="ignore"):
+        out = np.sum(data, axis=axes, keepdims=True, dtype=data.dtype) if axes else data.copy()
+    return out.reshape(shape)
+
+
+def _collapse_sum_like(data, collapse_target):
+    return _collapse_sum_to(data, collapse_target.shape)
