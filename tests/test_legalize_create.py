@@ -66,6 +66,12 @@ CASES: list[tuple[str, str, str]] = [
     ("collapse_sum_like",  "x:2x3x4:float32 t:3x4:float32", "R.collapse_sum_like(x, t)"),
     ("collapse_sum_like-ones", "x:2x3x4:float16 t:2x1x4:float16", "R.collapse_sum_like(x, t)"),
     ("collapse_sum_like-sym", "x:2xnx1:int32 t:nx1:int32", "R.collapse_sum_like(x, t)"),
+    ("hamming_window",     "", 'R.hamming_window(8, True, 0.54, 0.46, "float32")'),
+    ("hamming_window-symmetric", "", 'R.hamming_window(5, False, 0.54, 0.46, "float32")'),
+    ("hamming_window-one", "", 'R.hamming_window(1, True, 0.54, 0.46, "float16")'),
+    ("hamming_window-f16", "", 'R.hamming_window(4, True, 0.5, 0.5, dtype="float16")'),
+    ("hamming_window-int-coefs", "", 'R.hamming_window(3, False, 1, 0, "float64")'),
+    ("hamming_window-prim-value", "", 'R.hamming_window(R.prim_value(T.int64(7)), False, 0.54, 0.46, "float32")'),
 ]
 
 
@@ -99,6 +105,11 @@ def _random_cases() -> list[tuple[str, str, str]]:
             out.append((f"collapse_sum_like-random{k}",
                         f"x:{'x'.join(map(str, dims))}:float32 t:{'x'.join(map(str, target))}:float32",
                         "R.collapse_sum_like(x, t)"))
+    for k in range(8):
+        size, periodic = rng.randint(1, 12), rng.choice([True, False])
+        alpha, beta = round(rng.uniform(0.3, 0.7), 3), round(rng.uniform(0.2, 0.5), 3)
+        out.append((f"hamming_window-random{k}", "",
+                    f'R.hamming_window({size}, {periodic}, {alpha}, {beta}, "{rng.choice(["float32", "float64"])}")'))
     for k in range(8):
         lengths = [rng.randint(1, 4) for _ in range(rng.randint(1, 4))]
         params = " ".join(f"a{i}:{n}:float32" for i, n in enumerate(lengths))
@@ -195,9 +206,43 @@ def test_eye_like_dtype_ignored_as_tvm():
     assert 'out_ty=R.Tensor((2, 3), dtype="float32")' in to_text(out)
 
 
+def _symbolic_text(call: str) -> str:
+    """A module calling `call` with a size variable n in scope (the length of x)."""
+    return _case_text("x:n:float32", call).replace("        with R.dataflow():", "        n = T.int64()\n"
+                                                     "        with R.dataflow():")
+
+
+SYMBOLIC = {"hamming_window-sym": 'R.hamming_window(n, False, 0.54, 0.46, "float32")',
+            "hamming_window-sym-expr": 'R.hamming_window(n + 1, False, 0.5, 0.5, "float16")',
+            "eye-sym": "R.eye(n, n + 2, 1)",
+            "tril-sym-k": "R.tril(R.zeros(R.shape([n, 4]), \"float32\"), R.prim_value(n - 2))"}
+
+
+@pytest.mark.parametrize("name", SYMBOLIC)
+def test_symbolic_sizes_legalize(name):
+    out = legalize(parse(_symbolic_text(SYMBOLIC[name])))
+    assert "R.call_tir" in to_text(out) and structural_equal(parse(to_text(out)), out)
+
+
+def test_periodic_window_of_symbolic_size_stays_a_call():
+    """TOPI's periodic window slices to a static size: TVM's legalization raises, ours leaves the call."""
+    out = legalize(parse(_symbolic_text('R.hamming_window(n, True, 0.54, 0.46, "float32")')))
+    assert "R.hamming_window(n, True" in to_text(out)
+
+
+@pytest.mark.parametrize("params, call, message", [
+    ("", 'R.hamming_window(4, True, 0.54, 0.46, "int32")', "float dtype"),
+    ("", 'R.hamming_window(0, True, 0.54, 0.46, "float32")', "greater than zero"),
+])
+def test_bad_windows_are_diagnostics(params, call, message):
+    with pytest.raises(DiagnosticError, match=message):
+        parse(_case_text(params, call), "case.py")
+
+
 @pytest.mark.tvm
 def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     """TVM 0.27's LegalizeOps on every case module prints exactly what ours prints."""
     texts = [(name, _case_text(params, call)) for name, params, call in CASES]
     texts.append(("eye_like-other-dtype", _case_text("x:2x3:float32", 'R.eye_like(x, 0, "int32")')))
+    texts += [(name, _symbolic_text(call)) for name, call in SYMBOLIC.items()]
     assert_legalized_like_tvm(tvm_python, tmp_path, texts)

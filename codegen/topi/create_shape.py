@@ -1,5 +1,6 @@
-"""Legalizations of TVM 0.27's Relax tril, triu, eye, eye_like, outer and flatten
-(legalize_ops/{create,linear_algebra,manipulate}.py and the TOPI computes they call):
+"""Legalizations of TVM 0.27's Relax tril, triu, eye, eye_like, outer, flatten, meshgrid,
+collapse_sum_to/like, size and hamming_window (legalize_ops/{create,linear_algebra,manipulate,
+inspect_op}.py and the TOPI computes they call):
 
     tril / triu    TOPI's trilu: `trilu` over i0, i1, ...: Select(row >= col - k (tril) or
                    row <= col - k (triu), x[...], 0), k cast to int32 first (TOPI's "make sure
@@ -13,6 +14,13 @@
                    eye, its struct info no longer the call's), as we do
     outer          Relax's te_outer: `outer` over i, j: x1[i] * x2[j]
     flatten        TOPI's reshape to the call's (prod(shape),): `T_reshape`, PrimFunc `reshape`
+    meshgrid       TOPI's meshgrid: one `T_meshgrid` per input (a PrimFunc with several outputs)
+    collapse_sum_to / collapse_sum_like
+                   TOPI's collapse_sum: `<data>_red` summing the axes the target lacks or has
+                   as 1; `tensor` (a copy) when nothing is summed
+    size           prod(shape_to_tensor(shape_of(x))), the first two bound, each legalized
+    hamming_window TOPI's chain of ops (see `hamming_window`); a periodic window of symbolic
+                   size, or a symbolic `periodic`, stays a call (TVM's legalization raises)
 """
 
 from __future__ import annotations
@@ -196,3 +204,40 @@ def _size(bb, call):
     out = rx.Call(Op.get("relax.prod"), [tensor], make_call_attrs(get("relax.prod"), None))
     out.struct_info = deduce_struct_info(out, bb.module())
     return out
+
+
+def hamming_window(window_size, periodic, alpha, beta, dtype: str) -> te.Tensor:
+    """TOPI's hamming_window, step by step as its Python writes it (each step a TOPI op:
+    `T_arange`, `T_multiply` by the float32 2 * pi, `T_divide` by N - 1, `compute` cos,
+    `T_multiply_1` by beta, `T_subtract` from alpha, `compute_1` the cast, and for a periodic
+    window `T_strided_slice` dropping the last of N = window_size + 1); a window of one is
+    TOPI's `const_vector` [1]."""
+    import math
+
+    from .broadcast import topi_binary
+    from .creation import arange
+    from .elemwise import cast
+
+    multiply, divide, subtract = topi_binary("multiply"), topi_binary("divide"), topi_binary("subtract")
+    if isinstance(window_size, tir.IntImm) and window_size.value == 1:
+        return te.compute((1,), lambda i: tb.const(1, dtype), name="const_vector")
+    if periodic.value:
+        window_size = tb.add(window_size, 1)
+    index = arange(tb.const(0, "int64"), window_size, tb.const(1, "int64"), dtype)
+    angular_freq = divide(multiply(tir.FloatImm(2 * math.pi, "float32"), index), tb.sub(window_size, 1))
+    cos_values = te.compute(angular_freq.shape, lambda *i: tb.call("cos", angular_freq(*i)))
+    window = cast(subtract(alpha, multiply(beta, cos_values)), dtype)
+    if periodic.value:
+        return te.compute_ax((tb.sub(window.shape[0], 1),), lambda ax: window(ax[0]), name="T_strided_slice",
+                             tag="injective")
+    return window
+
+
+@register_legalize("relax.hamming_window")
+def _hamming_window(bb, call):
+    window_size, periodic, alpha, beta = (prim_value(a) for a in call.args)
+    periodic = tb.cast("bool", periodic)
+    if not isinstance(periodic, tir.IntImm) or periodic.value and not isinstance(window_size, tir.IntImm):
+        return call  # TOPI's `if periodic:` needs a constant, its slice a static size: TVM's legalization raises
+    return bb.call_te(hamming_window, window_size, periodic, alpha, beta, call.attrs["dtype"],
+                      primfunc_name_hint="hamming_window")

@@ -627,6 +627,8 @@ _op("relax.collapse_sum_to",    "data shape:shape",              (),           N
     rel=creation._collapse_sum_to_rel, ref=creation._collapse_sum_to)
 _op("relax.collapse_sum_like",  "data collapse_target",          (),           None,
     rel=creation._collapse_sum_like_rel, ref=creation._collapse_sum_like)
+_op("relax.hamming_window",     "window_size:prim periodic:prim alpha:prim beta:prim", (_A("dtype", "dtype"),), None,
+    rel=creation._hamming_rel, ref=creation._hamming_window)
 
 
 # ----------------------------------------------------------------------------- API

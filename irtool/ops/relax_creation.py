@@ -1,7 +1,8 @@
 """Relations, struct info and NumPy references of TVM 0.27's Relax creation and shape-collapsing
-operators that have no Relay counterpart: tril, triu, eye, eye_like, outer, flatten. `irtool.ops.relax`
-declares them, one line each; their struct info follows TVM 0.27's FInferType
-(src/relax/op/tensor/{create,linear_algebra,manipulate}.cc):
+operators that have no Relay counterpart: tril, triu, eye, eye_like, outer, flatten, size,
+meshgrid, collapse_sum_to, collapse_sum_like, hamming_window. `irtool.ops.relax` declares them,
+one line each; their struct info follows TVM 0.27's FInferType
+(src/relax/op/{op.cc,tensor/{create,linear_algebra,manipulate}.cc}):
 
     tril / triu(x, k)           x's struct info; x of rank 2 or more (or unknown rank); k a
                                 PrimValue (R.tril(x) is R.tril(x, 0), an int64 0)
@@ -11,8 +12,17 @@ declares them, one line each; their struct info follows TVM 0.27's FInferType
     outer(x1, x2)               (len(x1), len(x2)), x1's dtype; both of rank 1
     flatten(x)                  (prod(shape),) as TVM's ComputeShapeProduct writes it (1 * d0 * d1
                                 ..., constants folded); a 0-d tensor gives (1,), a 1-d one itself
+    size(expr)                  (), int64
+    meshgrid(tensors, indexing) a tuple of grids of shape (len0, len1, ...), whatever the indexing
+                                (TVM's; the "xy" values are (len1, len0, ...)); 1-D inputs, one dtype
+    collapse_sum_to(data, shape) / collapse_sum_like(data, collapse_target)
+                                the target shape, data's dtype; from the last axis each target dim
+                                equals the data's or is 1 (CheckCollapseShape's errors)
+    hamming_window(window_size, periodic, alpha, beta, dtype)
+                                (window_size,), dtype (float only; a size below 1 is an error)
 
-The references are NumPy's tril, triu (on the last two axes), eye, outer and ravel.
+The references are NumPy's tril, triu (on the last two axes), eye, outer, ravel, size, meshgrid,
+sums over the collapsed axes, and the window alpha - beta * cos(2 pi i / (N - 1)) in float64.
 """
 
 from __future__ import annotations
@@ -240,3 +250,27 @@ def _collapse_sum_to(data, shape):
 
 def _collapse_sum_like(data, collapse_target):
     return _collapse_sum_to(data, collapse_target.shape)
+
+
+# ----------------------------------------------------------------------------- hamming_window
+
+
+def _hamming_rel(args, attrs):
+    dtype = attrs["dtype"]
+    if dtype.startswith(("int", "uint")):
+        raise TypeRelError(f"hamming_window expects a float dtype, got {dtype}")
+    size = args[0]
+    if isinstance(size, (int, np.integer)) and size is not ANY and size < 1:
+        raise TypeRelError(f"hamming_window expects a window_size greater than zero, got {size}")
+    return TensorType((size,), dtype)
+
+
+def _hamming_window(window_size, periodic, alpha, beta, dtype):
+    """alpha - beta * cos(2 pi i / (N - 1)) for i < window_size, N = window_size (+ 1 if
+    periodic); a window of one is [1]."""
+    size = int(window_size)
+    if size == 1:
+        return np.ones(1, dtype=dtype)
+    n = size + 1 if periodic else size
+    i = np.arange(size, dtype="float64")
+    return (float(alpha) - float(beta) * np.cos(2 * np.pi * i / (n - 1))).astype(dtype)
