@@ -71,6 +71,11 @@ CASES: list[tuple[str, str, str]] = [
     ("hamming_window-one", "", 'R.hamming_window(1, True, 0.54, 0.46, "float16")'),
     ("hamming_window-f16", "", 'R.hamming_window(4, True, 0.5, 0.5, dtype="float16")'),
     ("hamming_window-int-coefs", "", 'R.hamming_window(3, False, 1, 0, "float64")'),
+    ("bucketize",          "x:3x4:float32 b:5:float32", "R.bucketize(x, b)"),
+    ("bucketize-right-i32", "x:2x3x4:int32 b:5:int32", "R.bucketize(x, b, True, True)"),
+    ("bucketize-1d",       "x:7:float16 b:3:float16", "R.bucketize(x, b, out_int32=True)"),
+    ("bucketize-0d",       "x::float32 b:4:float32", "R.bucketize(x, b, right=True)"),
+    ("bucketize-sym",      "x:nx2:float32 b:m:float32", "R.bucketize(x, b, right=True)"),
     ("hamming_window-prim-value", "", 'R.hamming_window(R.prim_value(T.int64(7)), False, 0.54, 0.46, "float32")'),
 ]
 
@@ -105,6 +110,11 @@ def _random_cases() -> list[tuple[str, str, str]]:
             out.append((f"collapse_sum_like-random{k}",
                         f"x:{'x'.join(map(str, dims))}:float32 t:{'x'.join(map(str, target))}:float32",
                         "R.collapse_sum_like(x, t)"))
+    for k in range(8):
+        dims = [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
+        flags = f"{rng.choice([True, False])}, {rng.choice([True, False])}"
+        out.append((f"bucketize-random{k}", f"x:{'x'.join(map(str, dims))}:int32 b:{rng.randint(1, 6)}:int32",
+                    f"R.bucketize(x, b, {flags})"))
     for k in range(8):
         size, periodic = rng.randint(1, 12), rng.choice([True, False])
         alpha, beta = round(rng.uniform(0.3, 0.7), 3), round(rng.uniform(0.2, 0.5), 3)
@@ -145,7 +155,9 @@ def test_legalized_matches_reference(case):
     assert structural_equal(parse(to_text(out)), out)
     if "sym" in name:  # the interpreter needs concrete inputs: the symbolic cases are printed only
         return
-    inputs = [random_input(p.struct_info, np.random.default_rng(0)) for p in mod.functions["main"].params]
+    params_ = mod.functions["main"].params
+    inputs = [random_input(p.struct_info, np.random.default_rng(0)) for p in params_]
+    inputs = [np.sort(v) if p.name_hint == "b" else v for p, v in zip(params_, inputs)]  # sorted boundaries
     got = run_relax(out, inputs)
     if '"xy"' in call:  # TVM's struct info of an "xy" meshgrid is not its value's shape: the reference itself
         expected = evaluate("relax.meshgrid", [tuple(inputs)], {"indexing": "xy"})
@@ -190,6 +202,9 @@ def test_struct_info_as_tvm():
     ("x:2x3x4:float32", "R.eye_like(x)", "2-dimensional"),
     ("a:2x2:float32 b:3:float32", "R.outer(a, b)", "1-D"),
     ("x:3x4:float32 y:3x4:float32", "R.triu(x, y)", "PrimValue"),
+    ("x:3x4:float32 b:2x2:float32", "R.bucketize(x, b)", "1-D boundaries"),
+    ("x:2x3x4:float32", "R.collapse_sum_to(x, R.shape([3, 2]))", "rule of collapse sum"),
+    ("a:3:float32 b:3:int32", "R.meshgrid((a, b))", "one dtype"),
 ])
 def test_bad_calls_are_diagnostics(params, call, message):
     """TVM's InferType errors, as located parse-time diagnostics."""

@@ -1,6 +1,6 @@
 """Legalizations of TVM 0.27's Relax tril, triu, eye, eye_like, outer, flatten, meshgrid,
-collapse_sum_to/like, size and hamming_window (legalize_ops/{create,linear_algebra,manipulate,
-inspect_op}.py and the TOPI computes they call):
+collapse_sum_to/like, size, hamming_window and bucketize (legalize_ops/{create,linear_algebra,
+manipulate,inspect_op,search}.py and the TOPI computes they call):
 
     tril / triu    TOPI's trilu: `trilu` over i0, i1, ...: Select(row >= col - k (tril) or
                    row <= col - k (triu), x[...], 0), k cast to int32 first (TOPI's "make sure
@@ -21,6 +21,7 @@ inspect_op}.py and the TOPI computes they call):
     size           prod(shape_to_tensor(shape_of(x))), the first two bound, each legalized
     hamming_window TOPI's chain of ops (see `hamming_window`); a periodic window of symbolic
                    size, or a symbolic `periodic`, stays a call (TVM's legalization raises)
+    bucketize      TOPI's searchsorted of the values in the boundaries: an extern (see `searchsorted`)
 """
 
 from __future__ import annotations
@@ -241,3 +242,46 @@ def _hamming_window(bb, call):
         return call  # TOPI's `if periodic:` needs a constant, its slice a static size: TVM's legalization raises
     return bb.call_te(hamming_window, window_size, periodic, alpha, beta, call.attrs["dtype"],
                       primfunc_name_hint="hamming_window")
+
+
+def searchsorted(sorted_sequence: te.Tensor, values: te.Tensor, right: bool = False,
+                 out_dtype: str = "int64") -> te.Tensor:
+    """TOPI's searchsorted on a 1-D sorted sequence (R.bucketize's boundaries): an extern whose
+    IR-builder program runs, for each value in parallel (the flat index unravelled as TVM's
+    buffer proxy does), binary_search's loop on two local bounds:
+        lo, hi = 0, len;  while lo < hi: mid = lo + (hi - lo >> 1);
+        if seq[mid] < value (right: <=): lo = mid + 1 else hi = mid;  out = lo"""
+    from .nms import _local, _with_locals
+    from .scatter import _load, _loop, _product, _store
+
+    zero = tb.const(0, "int64")
+
+    def body(ins, out):
+        seq, vals = ins
+
+        def search(v):
+            def loop(lo, hi):
+                lo0, hi0 = tir.BufferLoad(lo, [zero]), tir.BufferLoad(hi, [zero])
+                mid = tb.add(lo0, tir.Call(out_dtype, "tirx.shift_right", [tb.sub(hi0, lo0), tb.const(1, out_dtype)]))
+                index = mid
+                if out_dtype != "int64":  # CreatePrimFunc's IndexDataTypeNormalizer: the index in int64
+                    index = tb.add(tir.Cast("int64", lo0), tir.Call("int64", "tirx.shift_right", [
+                        tir.Cast("int64", tb.sub(hi0, lo0)), tb.const(1, "int64")]))
+                found = (tb.le if right else tb.lt)(_load(seq, index), _load(vals, v))
+                step = tir.IfThenElse(found, tir.BufferStore(lo, tb.add(mid, 1), [zero]),
+                                      tir.BufferStore(hi, mid, [zero]))
+                return tir.seq([tir.BufferStore(lo, tb.const(0, out_dtype), [zero]),
+                                tir.BufferStore(hi, tb.cast(out_dtype, seq.shape[-1]), [zero]),
+                                tir.While(tb.lt(lo0, hi0), step), _store(out, v, lo0)])
+            return _with_locals([_local(out_dtype), _local(out_dtype)], loop)
+
+        return _loop(_product(values.shape), "parallel", search)
+
+    return te.extern(te.extern_output("searchsorted", values.shape, out_dtype), [sorted_sequence, values], body,
+                     name="searchsorted")
+
+
+@register_legalize("relax.bucketize")
+def _bucketize(bb, call):
+    return bb.call_te(searchsorted, call.args[1], call.args[0], call.attrs["right"],
+                      "int32" if call.attrs["out_int32"] else "int64")

@@ -629,6 +629,9 @@ _op("relax.collapse_sum_like",  "data collapse_target",          (),           N
     rel=creation._collapse_sum_like_rel, ref=creation._collapse_sum_like)
 _op("relax.hamming_window",     "window_size:prim periodic:prim alpha:prim beta:prim", (_A("dtype", "dtype"),), None,
     rel=creation._hamming_rel, ref=creation._hamming_window)
+_op("relax.bucketize",          "input_tensor boundaries",       (_A("out_int32", "bool", False),
+                                                                  _A("right", "bool", False)), None,
+    rel=creation._bucketize_rel, ref=creation._bucketize)
 
 
 # ----------------------------------------------------------------------------- API

@@ -1,8 +1,8 @@
 """Relations, struct info and NumPy references of TVM 0.27's Relax creation and shape-collapsing
 operators that have no Relay counterpart: tril, triu, eye, eye_like, outer, flatten, size,
-meshgrid, collapse_sum_to, collapse_sum_like, hamming_window. `irtool.ops.relax` declares them,
+meshgrid, collapse_sum_to, collapse_sum_like, hamming_window, bucketize. `irtool.ops.relax` declares them,
 one line each; their struct info follows TVM 0.27's FInferType
-(src/relax/op/{op.cc,tensor/{create,linear_algebra,manipulate}.cc}):
+(src/relax/op/{op.cc,tensor/{create,linear_algebra,manipulate,search}.cc}):
 
     tril / triu(x, k)           x's struct info; x of rank 2 or more (or unknown rank); k a
                                 PrimValue (R.tril(x) is R.tril(x, 0), an int64 0)
@@ -20,9 +20,12 @@ one line each; their struct info follows TVM 0.27's FInferType
                                 equals the data's or is 1 (CheckCollapseShape's errors)
     hamming_window(window_size, periodic, alpha, beta, dtype)
                                 (window_size,), dtype (float only; a size below 1 is an error)
+    bucketize(input_tensor, boundaries, out_int32, right)
+                                input_tensor's shape, int32 or int64; 1-D boundaries
 
 The references are NumPy's tril, triu (on the last two axes), eye, outer, ravel, size, meshgrid,
-sums over the collapsed axes, and the window alpha - beta * cos(2 pi i / (N - 1)) in float64.
+sums over the collapsed axes, the window alpha - beta * cos(2 pi i / (N - 1)) in float64, and
+NumPy's searchsorted (left, or right) for bucketize.
 """
 
 from __future__ import annotations
@@ -274,3 +277,19 @@ def _hamming_window(window_size, periodic, alpha, beta, dtype):
     n = size + 1 if periodic else size
     i = np.arange(size, dtype="float64")
     return (float(alpha) - float(beta) * np.cos(2 * np.pi * i / (n - 1))).astype(dtype)
+
+
+# ----------------------------------------------------------------------------- bucketize
+
+
+def _bucketize_rel(args, attrs):
+    x, boundaries = tensor_arg(args, 0, "input_tensor"), tensor_arg(args, 1, "boundaries")
+    if len(boundaries.shape) != 1:
+        raise TypeRelError(f"bucketize requires 1-D boundaries, got rank {len(boundaries.shape)}")
+    return TensorType(x.shape, "int32" if attrs["out_int32"] else "int64")
+
+
+def _bucketize(input_tensor, boundaries, out_int32=False, right=False):
+    """The bucket of each value: the number of boundaries below it (right: at or below it)."""
+    side = "right" if right else "left"
+    return np.searchsorted(boundaries, input_tensor, side=side).astype("int32" if out_int32 else "int64")
