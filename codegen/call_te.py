@@ -159,7 +159,7 @@ class BlockBuilder:
 def make_call_tir(gv: GlobalVar, args: list, out_sinfo, tir_vars=None) -> rx.Call:
     """`R.call_tir(gv, (args..., tir_vars...), out_ty=out_sinfo)`, normalised: the TIR
     variables are PrimValues of the tuple (the PrimFunc takes them before its outputs)."""
-    args = list(args) + [rx.PrimValue(v) for v in tir_vars or ()]
+    args = list(args) + [rx.PrimValue(v) if isinstance(v, tir.PrimExpr) else v for v in tir_vars or ()]
     arg_tuple = rx.Tuple(args)
     arg_tuple.struct_info = rx.TupleStructInfo([a.struct_info for a in args])
     call_args = [gv, arg_tuple]
@@ -235,6 +235,8 @@ def gen_call_tir_inputs(te_func: Callable, *args, **kwargs):
     extra: list = []
 
     def convert(arg):
+        if isinstance(arg, rx.Var) and isinstance(arg.struct_info, rx.PrimStructInfo):
+            return prim_var(arg)
         if isinstance(arg, tir.PrimExpr):
             _copy_vars(arg, var_map)
             new = substitute(arg, var_map)
@@ -269,6 +271,24 @@ def gen_call_tir_inputs(te_func: Callable, *args, **kwargs):
             return {k: convert(v) for k, v in arg.items()}
         return arg
 
+    relax_of: dict = {}  # a TIR variable standing for a Relax int64 scalar variable -> that variable
+
+    def prim_var(arg: rx.Var):
+        """A Relax scalar variable (`p: R.Prim("int64")`) as TVM's call_te takes it: a known
+        value is that value; an int64 one is a TIR variable of the PrimFunc passed after the
+        tensors, as a size variable is; another dtype a scalar parameter in argument order."""
+        value = arg.struct_info.value
+        if value is not None:
+            return convert(value if isinstance(value, tir.PrimExpr) else tir.const(value, arg.struct_info.dtype))
+        param = tir.Var(arg.name_hint, arg.struct_info.dtype)
+        if arg.struct_info.dtype == "int64":
+            relax_of[param] = arg
+            extra.append(param)
+        else:
+            call_args.append(arg)
+            prim_args.append(param)
+        return param
+
     te_args = convert(args)
     te_kwargs = convert(kwargs)
     out = te_func(*te_args, **te_kwargs)
@@ -279,7 +299,7 @@ def gen_call_tir_inputs(te_func: Callable, *args, **kwargs):
     sinfos = [rx.TensorStructInfo(tuple(_relax_dim(substitute(d, inverse)) for d in o.shape), o.dtype)
               for o in outs]
     out_sinfo = sinfos[0] if len(sinfos) == 1 else rx.TupleStructInfo(sinfos)
-    tir_vars = [substitute(v, inverse) for v in unbound]
+    tir_vars = [relax_of.get(v) or substitute(v, inverse) for v in unbound]
     return func, call_args, out_sinfo, tir_vars
 
 
@@ -288,6 +308,9 @@ def _unbound_vars(tensors: list, extra: list) -> list:
     used: list = []
     bound: list = []
     for t in tensors:
+        if isinstance(t, tir.Var):  # a scalar parameter
+            bound.append(t)
+            continue
         for d in t.shape:
             _free_vars(d, used)
             if isinstance(d, tir.Var):

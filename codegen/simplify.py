@@ -7,7 +7,10 @@ applies TVM's RewriteSimplifier rules that change what compute bodies print:
     a >= b  ->  b <= a          a > b  ->  b < a          (TVM keeps only < and <=)
     a >= x - c  ->  x <= a + c  and the other merges of two sides' constant offsets (of a >=)
     not (a < b) -> b <= a       not (a <= b) -> b < a     not (a == b) -> a != b
+    x - c < y -> x < y + c      x < y - c -> x + c < y    x < y + 1 -> x <= y   (indices;
+    a <= b as not (b < a): x - c <= y -> x <= y + c, x <= y - c -> x + c <= y, x + 1 <= y -> x < y)
     (x + c1) + c2 -> x + (c1 + c2)   (x - c1) + c2 -> x + (c2 - c1)   (integers)
+    c * x -> x * c    x * c1 * c2 -> x * (c1 * c2)    x * c * y -> x * y * c   (integers)
     (x + c1) // c2 -> x // c2 + c1 / c2   where c2 > 0 divides c1
     truncmod(x, -c) -> truncmod(x, c)                               (int32/int64, c > 0)
     select / if_then_else of a constant condition -> the chosen branch
@@ -53,9 +56,8 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
             signed = _signed_constant(e.op, a, b)
             if signed is not None:
                 return signed
-        if e.op == "lt" and tb.is_int(a.dtype) and isinstance(b, tir.BinOp) and b.op == "add" and \
-                isinstance(b.b, tir.IntImm) and b.b.value == 1 and not isinstance(b.a, tir.IntImm):
-            return tb.le(a, b.a)  # TVM's rewrite rule `x < y + 1` -> `x <= y` (symbolic pad bounds)
+        if e.op in ("lt", "le"):  # TVM's rewrite rules of comparisons (`x < y + 1` -> `x <= y` ...)
+            return simplify_cmp(e.op, a, b)
         if e.op == "floordiv" and tb.is_int(e.dtype) and isinstance(b, tir.IntImm) and b.value > 0 and \
                 isinstance(a, tir.BinOp) and a.op in ("add", "sub") and isinstance(a.b, tir.IntImm) and \
                 not isinstance(a.a, tir.IntImm) and a.b.value % b.value == 0:
@@ -71,6 +73,9 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
         if e.op == "mul" and tb.is_int(e.dtype) and isinstance(b, tir.IntImm) and isinstance(a, tir.BinOp) and \
                 a.op == "mul" and isinstance(a.b, tir.IntImm):
             return tb.mul(a.a, a.b.value * b.value)  # scales multiply: `n * 3 * 2` -> `n * 6`
+        if e.op == "mul" and tb.is_int(e.dtype) and not isinstance(b, tir.IntImm) and isinstance(a, tir.BinOp) and \
+                a.op == "mul" and isinstance(a.b, tir.IntImm):
+            return tb.mul(tb.mul(a.a, b), a.b)  # the scale moves out: `n * 2 * m` -> `n * m * 2` (flatten)
         return _FOLD[e.op](a, b)
     if isinstance(e, tir.Not):
         a = simplify(e.a)
@@ -104,10 +109,45 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
 
 
 def simplify_cmp(op: str, a: tir.PrimExpr, b: tir.PrimExpr) -> tir.PrimExpr:
+    if op in ("lt", "le") and a.dtype in _INDEX_DTYPES and b.dtype == a.dtype:
+        if op == "lt":
+            return _simplify_lt(a, b)
+        flipped = _simplify_lt(b, a)  # TVM rewrites `a <= b` as `not (b < a)`
+        if isinstance(flipped, tir.BinOp) and flipped.op in ("lt", "le"):
+            return (tb.le if flipped.op == "lt" else tb.lt)(flipped.b, flipped.a)
+    if op == "lt" and tb.is_int(a.dtype):
+        return _plus_one(a, b)
     return _FOLD[op](a, b)
 
 
-def _offset(e) -> tuple:
+def _offset(e) -> int | None:
+    """c of `x - c` (c > 0), the form an index minus a constant takes."""
+    if isinstance(e, tir.BinOp) and e.op == "sub" and isinstance(e.b, tir.IntImm) and e.b.value > 0 \
+            and not isinstance(e.a, tir.IntImm):
+        return e.b.value
+    return None
+
+
+def _simplify_lt(a, b):
+    """TVM's RewriteSimplifier on an index `<`: a constant subtracted moves to the other side as
+    an addition, `x - c < y` -> `x < y + c`, `x < y - c` -> `x + c < y`, then `x < y + 1` ->
+    `x <= y` (tril/triu's `row >= col - k`)."""
+    if _offset(a) is not None:
+        a, b = a.a, _fold_offsets("add", b, a.b) or tb.add(b, a.b)
+    elif _offset(b) is not None:
+        a, b = _fold_offsets("add", a, b.b) or tb.add(a, b.b), b.a
+    return _plus_one(a, b)
+
+
+def _plus_one(a, b):
+    """`x < y + 1` -> `x <= y` (symbolic pad bounds)."""
+    if isinstance(b, tir.BinOp) and b.op == "add" and isinstance(b.b, tir.IntImm) and b.b.value == 1 \
+            and not isinstance(b.a, tir.IntImm):
+        return tb.le(a, b.a)
+    return tb.lt(a, b)
+
+
+def _constant_offset(e) -> tuple:
     """TVM's ExtractConstantOffset for `x + c` and `x - c`: (x, c or -c); else (e, 0)."""
     if isinstance(e, tir.BinOp) and e.op in ("add", "sub") and isinstance(e.b, tir.IntImm):
         return e.a, e.b.value if e.op == "add" else -e.b.value
@@ -120,7 +160,7 @@ def _merged_le(a, b):
     `v_i2 - 2 <= v_i1` -> `v_i2 <= v_i1 + 2` (a causal mask's trilu). None: unchanged."""
     if not tb.is_int(a.dtype) or isinstance(a, tir.IntImm) or isinstance(b, tir.IntImm):
         return None
-    (lhs, lhs_offset), (rhs, rhs_offset) = _offset(b), _offset(a)  # the offsets of b < a
+    (lhs, lhs_offset), (rhs, rhs_offset) = _constant_offset(b), _constant_offset(a)  # the offsets of b < a
     if lhs_offset == 0 and rhs_offset == 0:
         return None
     diff = rhs_offset - lhs_offset

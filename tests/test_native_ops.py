@@ -39,7 +39,7 @@ ALL = FI + ["bool"]
 # (family, case id, parameters "name:shape:dtype[:domain]", the call). Shapes like 7x5, "" for
 # a 0-d tensor, n for a symbolic size; domains: pos (> 0), nonzero, small (|x| <= 3, exact quarters),
 # idxN (0 <= i < N), any_idxN (-2N <= i < 2N, for take's clip/wrap), unit (0 <= x < 1, 30% zeros),
-# byte (0 <= x < 100: every integer type holds it), pow (exponents).
+# byte (0 <= x < 100: every integer type holds it), pow (exponents), sorted (ascending).
 
 CASES: list[tuple[str, str, str, str]] = []
 
@@ -399,6 +399,27 @@ case("vision", "multibox_transform_loc", "c:1x3x5:float32 l:1x20:float32:small a
      "R.vision.multibox_transform_loc(c, l, a, clip=True, threshold=0.2)")
 case("image", "resize2d-int32-nearest", "x:1x1x3x3:int32", 'R.image.resize2d(x, R.shape([6, 6]), method="nearest_neighbor")')
 case("image", "resize2d-uint8-linear", "x:1x1x3x3:uint8", 'R.image.resize2d(x, R.shape([5, 4]))')
+# TVM 0.27's creation and shape ops (irtool/ops/relax_creation.py, codegen/topi/create_shape.py)
+for dtype in ["float32", "int32", "float16", "uint8"]:
+    case("create_shape", f"tril-{dtype}", f"x:2x5x7:{dtype}", "R.tril(x, 1)")
+    case("create_shape", f"triu-{dtype}", f"x:7x5:{dtype}", "R.triu(x, -2)")
+    case("create_shape", f"eye-{dtype}", "", f'R.eye(7, 5, -1, "{dtype}")')
+    case("create_shape", f"eye_like-{dtype}", f"x:5x7:{dtype}", "R.eye_like(x, 2)")
+    case("create_shape", f"outer-{dtype}", f"a:7:{dtype}:small b:5:{dtype}:small", "R.outer(a, b)")
+    case("create_shape", f"flatten-{dtype}", f"x:3x1x37:{dtype}", "R.flatten(x)")
+    case("create_shape", f"meshgrid-{dtype}", f"a:7:{dtype} b:5:{dtype} c:3:{dtype}", "R.meshgrid((a, b, c))")
+    case("create_shape", f"collapse_sum_to-{dtype}", f"x:2x7x5:{dtype}:small", "R.collapse_sum_to(x, R.shape([7, 1]))")
+    case("create_shape", f"collapse_sum_like-{dtype}", f"x:3x1x37:{dtype}:small t:1x37:{dtype}",
+         "R.collapse_sum_like(x, t)")
+    case("create_shape", f"size-{dtype}", f"x:3x1x37:{dtype}", "R.size(x)")
+    case("create_shape", f"bucketize-{dtype}", f"x:3x1x37:{dtype}:idx12",
+         f'R.bucketize(x, R.arange(R.prim_value(0), R.prim_value(10), R.prim_value(2), dtype="{dtype}"), True)')
+for dtype in ["float32", "float64", "float16"]:
+    case("create_shape", f"hamming_window-{dtype}", "", f'R.hamming_window(37, True, 0.54, 0.46, "{dtype}")')
+# "xy" swaps the first two axes, which TVM's struct info does not (lengths equal here)
+case("create_shape", "meshgrid-xy", "a:5:float32 b:5:float32 c:3:float32", 'R.meshgrid((a, b, c), "xy")')
+case("create_shape", "hamming_window-symmetric", "", 'R.hamming_window(9, False, 0.5, 0.5, "float32")')
+case("create_shape", "bucketize-int32-out", "x:7x5:float32 b:4:float32:sorted", "R.bucketize(x, b, out_int32=True)")
 
 # symbolic sizes: bound natively from the arguments
 SYMBOLIC = [("add", "x:nx5:float32 y:5:float32", "R.add(x, y)"), ("exp", "x:nxm:float32", "R.exp(x)"),
@@ -467,6 +488,8 @@ def random_array(shape: tuple, dtype: str, domain: str, rng: np.random.Generator
         start, size = rng.random((2, shape[0])) * 9 - 1, rng.random((2, shape[0])) * 6 + 0.3
         rows = [np.zeros(shape[0]), start[0], start[1], start[0] + size[0], start[1] + size[1]]
         return np.stack(rows, 1).astype(dtype)
+    if domain == "sorted":  # bucketize's boundaries
+        return np.sort(rng.standard_normal(shape)).astype(dtype)
     if domain == "special":
         special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-40, -1e-45, 3e38, -3e38,
                             65504.0, 1e5, 88.7, -103.0, 7.0])
@@ -545,7 +568,7 @@ def test_op_natively_matches_interpreter_and_reference(k):
     mod, legalized = mods[k]
     main = legalized.functions["main"]
     calls = [b.value.op.name for blk in main.body.blocks for b in blk.bindings if isinstance(b.value, rx.Call)]
-    assert calls and set(calls) <= {"relax.call_tir"}, f"not legalized: {calls}"
+    assert calls and set(calls) <= {"relax.call_tir", "relax.shape_of"}, f"not legalized: {calls}"  # R.size's
     inputs = _inputs_for(k, mod)
     expected = run_relax(legalized, inputs)
     got = NativeRelax(legalized, lib, f"c{k}_").run(inputs)

@@ -20,11 +20,7 @@ OUT_OF_SCOPE = {
                       "used by TVM's own run-time checks",
 }
 # Operators TVM legalizes that irtool does not declare yet (docs/passes.md names them too).
-NOT_YET: set[str] = {
-    "relax.bucketize", "relax.collapse_sum_like", "relax.collapse_sum_to", "relax.eye", "relax.eye_like",
-    "relax.flatten", "relax.hamming_window", "relax.meshgrid", "relax.outer", "relax.size", "relax.tril",
-    "relax.triu",
-}
+NOT_YET: set[str] = set()
 
 _LIST_LEGALIZED = """
 import tvm

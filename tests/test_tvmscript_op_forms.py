@@ -199,6 +199,16 @@ CASES: dict[str, list[tuple[list, dict]]] = {
                    ([F], {"k": 3, "ret_type": "both"})],
     "relax.one_hot": [([t(2, 3, dtype="int32"), prim(2.0, "float16"), prim(-1.0, "float16")], {"depth": 4, "axis": 1})],
     "relax.nonzero": [([t(2, 3, dtype="int32")], {})],
+    "relax.tril": [([F, prim(1, "int64")], {}), ([t(3, 4), prim(-2, "int64")], {})],
+    "relax.triu": [([F, prim(-1, "int64")], {})],
+    "relax.eye": [([prim(3, "int64"), prim(4, "int64"), prim(1, "int64")], {"dtype": "int32"})],
+    "relax.eye_like": [([t(3, 4), prim(-1, "int64")], {"dtype": "float16"})],
+    "relax.outer": [([t(3), t(4)], {})], "relax.flatten": [([F], {})], "relax.size": [([F], {})],
+    "relax.meshgrid": [([tt(t(3), t(4))], {"indexing": "xy"}), ([tt(t(3), t(4), t(2))], {})],
+    "relax.collapse_sum_to": [([F, shape(3, 1)], {})], "relax.collapse_sum_like": [([F, t(3, 4)], {})],
+    "relax.hamming_window": [([prim(8, "int64"), prim(True, "bool"), prim(0.54, "float64"), prim(0.46, "float64")],
+                              {"dtype": "float32"})],
+    "relax.bucketize": [([F, t(5)], {"out_int32": True, "right": True})],
     "relax.image.grid_sample": [([t(1, 2, 4, 5), t(1, 2, 3, 2)],
                                  {"method": "nearest", "padding_mode": "border", "align_corners": True})],
     "relax.image.resize3d": [([t(1, 2, 3, 4, 4), shape(4, 6, 2)],
@@ -308,6 +318,12 @@ WRITTEN: dict[str, tuple[list, str]] = {
     "attention_bias(no bias)": ([t(1, 3, 2, 4)] * 3, "R.nn.attention_bias(a0, a1, a2)"),
     "attention_var_len(defaults)": ([t(1, 5, 2, 4)] * 3 + [t(3, dtype="int32"), t(dtype="int32")],
                                     "R.nn.attention_var_len(a0, a1, a2, a3, a4)"),
+    "tril(default k)": ([t(3, 4)], "R.tril(a0)"),
+    "eye(n)": ([], "R.eye(3)"), "eye(n, m=, k=)": ([], "R.eye(3, m=2, k=-1)"),
+    "eye_like(default k)": ([t(3, 4)], "R.eye_like(a0)"),
+    "meshgrid(list, None)": ([t(3), t(2)], "R.meshgrid([a0, a1], None)"),
+    "collapse_sum_to(tuple)": ([F], "R.collapse_sum_to(a0, (3, 4))"),
+    "hamming_window(Python values)": ([], 'R.hamming_window(5, False, 0.5, 0.5, "float16")'),
 }
 
 
@@ -319,6 +335,9 @@ SYMBOLIC: dict[str, list[tuple[list, dict]]] = {
     "relax.nn.softmax": [([S], {"axis": 0})], "relax.matmul": [([t("n", 4), t(4, "m")], {})],
     "relax.concat": [([tt(S, t(2, 3, 4))], {"axis": 0})], "relax.permute_dims": [([S], {"axes": [2, 0, 1]})],
     "relax.take": [([S, t("k", dtype="int64")], {"axis": 0})],
+    "relax.tril": [([t("n", "m"), prim(1, "int64")], {})], "relax.flatten": [([S], {})],
+    "relax.outer": [([t("n"), t("m")], {})], "relax.meshgrid": [([tt(t("n"), t(3))], {"indexing": "xy"})],
+    "relax.collapse_sum_like": [([S, t(3, 4)], {})], "relax.bucketize": [([S, t("m")], {})],
     # (left out: a negative stride on a symbolic axis, where TVM's analyzer writes the length as
     # `(T.min(100, n + 1) + 1) // 3` and ours as the equal `(T.max(n - 1, -1) + 2 - T.max(n - 100, -1)) // 3`;
     # and assume_inbound with a negative end, which TVM does not count from the end: `-1` long)

@@ -77,6 +77,7 @@ def _load() -> None:
             attention,
             broadcast,
             conv_transpose,
+            create_shape,
             creation,
             dynamic,
             elemwise,

@@ -300,6 +300,9 @@ class RelaxInterpreter:
         if len(args) != len(func.params):
             raise DiagnosticError(f"`{gv.name_hint}` takes {len(func.params)} buffers and scalars, but call_tir "
                                   f"passes {len(args)} ({len(inputs)} inputs, {len(outputs)} outputs)", call.span)
+        # a Relax scalar variable (`p: R.Prim("int64")`) passed to a scalar parameter: its number
+        args = [a.item() if isinstance(a, np.ndarray) and a.ndim == 0 and func.buffer_of(p) is None else a
+                for a, p in zip(args, func.params)]
         self.run_kernel(gv.name_hint, func, args)
         return out
 

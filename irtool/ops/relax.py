@@ -100,6 +100,7 @@ from typing import Any
 from ..ir.expr import Attrs, TypedScalar
 from . import registry, vision
 from . import relax_attention as attention
+from . import relax_creation as creation
 from . import relax_index as rindex
 from . import relax_norms as norms
 from . import relax_qdq as qdq
@@ -675,6 +676,31 @@ for _name, _default in (("quantize", "int8"), ("dequantize", "float32")):
     _op(f"relax.{_name}", "data scale zero_point", (_A("out_dtype", "dtype", _default), _A("axis", "int", -1)), None,
         rel=qdq.qdq_rel(_name), ref=getattr(qdq, f"{_name}_ref"), deduce=qdq.qdq_deduce(_name),
         positional_attrs=("axis", "out_dtype"))
+# TVM 0.27's creation and shape ops without a Relay counterpart (relax_creation): PrimValue k and sizes
+for _name, _ref in (("tril", creation._tril), ("triu", creation._triu)):
+    _op(f"relax.{_name}",       "x k:prim",                      (),           None,  rel=creation._trilu_rel, ref=_ref,
+        deduce=creation._trilu_deduce, python_call=creation._k_default)
+_op("relax.eye",                "n:prim m:prim k:prim",          (_A("dtype", "dtype", "float32"),), None,
+    rel=creation._eye_rel, ref=creation._eye, deduce=creation._eye_deduce, python_call=creation._eye_call)
+_op("relax.eye_like",           "x k:prim",                      DTYPE_OPT,    None,  rel=creation._eye_like_rel,
+    ref=creation._eye_like, deduce=creation._eye_like_deduce, python_call=creation._k_default)
+_op("relax.outer",              "x1 x2",                         (),           None,  rel=creation._outer_rel,
+    ref=creation._outer)
+_op("relax.flatten",            "x",                             (),           None,  rel=creation._flatten_rel,
+    ref=creation._flatten, sym_rel=creation._flatten_sym)
+_op("relax.size",               "expr",                          (),           None,  rel=creation._size_rel,
+    ref=creation._size)
+_op("relax.meshgrid",           "tensors:tensors",               (_A("indexing", "str?", "ij"),), None,
+    rel=creation._meshgrid_rel, ref=creation._meshgrid)
+_op("relax.collapse_sum_to",    "data shape:shape",              (),           None,
+    rel=creation._collapse_sum_to_rel, ref=creation._collapse_sum_to)
+_op("relax.collapse_sum_like",  "data collapse_target",          (),           None,
+    rel=creation._collapse_sum_like_rel, ref=creation._collapse_sum_like)
+_op("relax.hamming_window",     "window_size:prim periodic:prim alpha:prim beta:prim", (_A("dtype", "dtype"),), None,
+    rel=creation._hamming_rel, ref=creation._hamming_window)
+_op("relax.bucketize",          "input_tensor boundaries",       (_A("out_int32", "bool", False),
+                                                                  _A("right", "bool", False)), None,
+    rel=creation._bucketize_rel, ref=creation._bucketize)
 
 
 # ----------------------------------------------------------------------------- API
