@@ -69,8 +69,8 @@ from ..ir.relax import (
 from ..ir.relax import Tuple as RelaxTuple
 from ..ir.relax import Var as RelaxVar
 from ..ir.types import ANY, TensorType, TupleType
-from ..ops import relax as relax_ops
 from ..ops.registry import AttrError, TypeRelError
+from ..ops.relax_bridge import ShapeResult
 
 
 class StructInfoError(Exception):
@@ -524,7 +524,7 @@ def _flatten(out, dims: list, sig: list) -> None:
     elif isinstance(out, TensorType):
         sig.append(("T", len(out.shape), out.dtype))
         dims += out.shape
-    elif isinstance(out, relax_ops.ShapeResult):
+    elif isinstance(out, ShapeResult):
         sig.append(("S", len(out.values)))
         dims += out.values
     else:
