@@ -9,7 +9,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_legalize_ops import _TVM_RUNNER, assert_legalized_like_tvm, case_text, legalize
+from test_legalize_ops import _TVM_RUNNER, assert_legalized_like_tvm, case_text, legalize, legalized_to_one_call
 
 from irtool.exec.relax import random_input, run_relax
 from irtool.ir import relax as rx
@@ -161,11 +161,7 @@ def _flat(value) -> list:
 def test_legalized_matches_reference(case):
     """One R.call_tir, whose PrimFunc, run by the TIR interpreter, equals the op's reference."""
     name, params, call = case
-    mod = parse(case_text(params, call))
-    out = legalize(mod)
-    main = out.functions["main"]
-    ops = [b.value.op.name for blk in main.body.blocks for b in blk.bindings if isinstance(b.value, rx.Call)]
-    assert ops == ["relax.call_tir"], f"not legalized: {ops}"
+    mod, out = legalized_to_one_call(params, call)
     inputs = _inputs(mod, name, np.random.default_rng(0))
     expected, got = _flat(run_relax(mod, inputs)), _flat(run_relax(out, inputs))
     assert len(got) == len(expected)

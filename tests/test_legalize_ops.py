@@ -109,6 +109,20 @@ def case_text(params: str, call: str) -> str:
             f"        with R.dataflow():\n            gv = {call}\n            R.output(gv)\n        return gv\n")
 
 
+def main_call_ops(mod) -> list[str]:
+    """The operators main's bindings call, in order."""
+    main = mod.functions["main"]
+    return [b.value.op.name for blk in main.body.blocks for b in blk.bindings if isinstance(b.value, rx.Call)]
+
+
+def legalized_to_one_call(params: str, call: str):
+    """(module, legalized module) of a one-call case; the call must have become one R.call_tir."""
+    mod = parse(case_text(params, call))
+    out = legalize(mod)
+    assert main_call_ops(out) == ["relax.call_tir"], f"not legalized: {main_call_ops(out)}"
+    return mod, out
+
+
 def _inputs(fn, rng):
     out = []
     for p in fn.params:
@@ -125,11 +139,7 @@ def _inputs(fn, rng):
 def test_legalized_matches_reference(case):
     """The legalized PrimFunc, run by the TIR interpreter, equals the op's NumPy reference."""
     name, params, call = case
-    mod = parse(case_text(params, call))
-    out = legalize(mod)
-    main = out.functions["main"]
-    ops = [b.value.op.name for blk in main.body.blocks for b in blk.bindings if isinstance(b.value, rx.Call)]
-    assert ops == ["relax.call_tir"], f"not legalized: {ops}"
+    mod, out = legalized_to_one_call(params, call)
     inputs = _inputs(mod.functions["main"], np.random.default_rng(0))
     if any(k in name for k in ("log", "sqrt", "rsqrt", "power")):
         inputs = [np.abs(v) + 0.5 if v.dtype.kind == "f" else v for v in inputs]
