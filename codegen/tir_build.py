@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from irtool._util import lazy_import
 from irtool.ir import tir
+
+np = lazy_import("numpy")  # loaded when a constant needs it: the Relax table's struct info imports this module
 
 Operand = tir.PrimExpr | int | float | bool
 

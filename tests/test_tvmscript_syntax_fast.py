@@ -28,7 +28,8 @@ from irtool.text.tvmscript.coarse import expand, first_token_of
 
 # The expression rules as they were before the speed-ups: one rule per precedence level,
 # atoms one reduction below atom_expr, a unit `arg` rule, no coarse tokens
-_LEVELS = '''?test: or_test
+_LEVELS = '''?test: or_test | lambdef
+lambdef: "lambda" [NAME ("," NAME)*] ":" test
 ?or_test: and_test | and_test ("or" and_test)+ -> or_chain
 ?and_test: not_test | not_test ("and" not_test)+ -> and_chain
 ?not_test: "not" not_test -> not_

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from ..codegen import tir_build as tb  # imports only the IR
+from ..codegen import tir_build as tb
 from ..ir import tir
 from ..ir.types import TensorType
 from .common import fmt_shape
