@@ -38,8 +38,10 @@ ALL = FI + ["bool"]
 # ----------------------------------------------------------------------------- the cases
 # (family, case id, parameters "name:shape:dtype[:domain]", the call). Shapes like 7x5, "" for
 # a 0-d tensor, n for a symbolic size; domains: pos (> 0), nonzero, small (|x| <= 3, exact quarters),
-# idxN (0 <= i < N), any_idxN (-2N <= i < 2N, for take's clip/wrap), unit (0 <= x < 1, 30% zeros),
-# byte (0 <= x < 100: every integer type holds it), pow (exponents), sorted (ascending).
+# idxN (0 <= i < N), distinctN (idxN without repeats: index_put's scatter loop is parallel, in
+# TOPI too, so repeated positions race), any_idxN (-2N <= i < 2N, for take's clip/wrap), unit
+# (0 <= x < 1, 30% zeros), byte (0 <= x < 100: every integer type holds it), pow (exponents),
+# sorted (ascending).
 
 CASES: list[tuple[str, str, str, str]] = []
 
@@ -308,8 +310,8 @@ for dtype in MOVE:
         ("index_tensor", f"x:7x5x3:{d} i:2x4:int64:idx7 j:4:int32:idx5", "R.index_tensor(x, (i, j))"),
         ("reverse_sequence", f"x:7x5x3:{d} s:5:int32:any_idx7", "R.reverse_sequence(x, s, seq_axis=0, batch_axis=1)"),
         ("slice_scatter", f"x:7x5:{d} s:7x3:{d}", "R.slice_scatter(x, s, 0, 5, 2, axis=1)"),
-        ("index_put", f"x:7x5:{d} i:3:int64:idx7 j:2x1:int32:idx5 u:6:{d}", "R.index_put(x, (i, j), u)"),
-        ("index_put-acc", f"x:7x5:{d} i:4:int64:idx5 u:4:{d}", "R.index_put(x, (i, i), u, accumulate=True)"),
+        ("index_put", f"x:7x5:{d} i:3:int64:distinct7 j:2x1:int32:distinct5 u:6:{d}", "R.index_put(x, (i, j), u)"),
+        ("index_put-acc", f"x:7x5:{d} i:4:int64:distinct5 u:4:{d}", "R.index_put(x, (i, i), u, accumulate=True)"),
         ("broadcast_to", f"x:7x1:{d}", "R.broadcast_to(x, R.shape([3, 7, 5]))"),
         ("broadcast_to-empty", f"x:1x5:{d}", "R.broadcast_to(x, R.shape([0, 5]))"),
         ("tile", f"x:3x5:{d}", "R.tile(x, repeats=[2, 1, 3])"),
@@ -476,6 +478,8 @@ def random_array(shape: tuple, dtype: str, domain: str, rng: np.random.Generator
     """Values of `dtype` in `domain` (see the table's header)."""
     if dtype == "bool":
         return np.asarray(rng.random(shape) < 0.5)
+    if domain.startswith("distinct"):
+        return rng.permutation(int(domain[8:]))[:int(np.prod(shape))].reshape(shape).astype(dtype)
     if domain.startswith("idx"):
         n = int(domain[3:])
         return rng.integers(0, n, size=shape).astype(dtype)

@@ -268,20 +268,23 @@ def _tvm_fails(call) -> bool:
         any(const_int(o) == 1 for o in sizes)
 
 
-@register_legalize("relax.image.resize2d")
-def _resize2d(bb, call):
-    at = call.attrs
-    if at["layout"] not in ("NCHW", "NHWC") or at["coordinate_transformation_mode"] not in _MODES or \
-            at["method"] not in ("nearest_neighbor", "linear", "cubic") or _tvm_fails(call):
-        return call
-    try:
-        return bb.call_te(resize2d, call.args[0], roi=list(at["roi"]), size=call.args[1], layout=at["layout"],
-                          method=at["method"], coordinate_transformation_mode=at["coordinate_transformation_mode"],
-                          rounding_method=at["rounding_method"], bicubic_alpha=at["cubic_alpha"],
-                          bicubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"])
-        # (TVM 0.27 passes no out_dtype: the result keeps the data's dtype, whatever the call says)
-    except _TvmFails:
-        return call  # as TVM cannot legalize it, the call stays
+def _legalize_resize(compute, layouts: tuple[str, ...]):
+    """resize2d's and resize3d's legalization: the TOPI compute for the layouts TVM's takes."""
+    def legalize(bb, call):
+        at = call.attrs
+        if at["layout"] not in layouts or at["coordinate_transformation_mode"] not in _MODES or \
+                at["method"] not in ("nearest_neighbor", "linear", "cubic") or _tvm_fails(call):
+            return call
+        try:
+            return bb.call_te(compute, call.args[0], roi=list(at["roi"]), size=call.args[1], layout=at["layout"],
+                              method=at["method"],
+                              coordinate_transformation_mode=at["coordinate_transformation_mode"],
+                              rounding_method=at["rounding_method"], bicubic_alpha=at["cubic_alpha"],
+                              bicubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"])
+            # (TVM 0.27 passes no out_dtype: the result keeps the data's dtype, whatever the call says)
+        except _TvmFails:
+            return call  # as TVM cannot legalize it, the call stays
+    return legalize
 
 
 def resize3d(data: te.Tensor, roi, size, layout: str = "NCDHW", method: str = "linear",
@@ -342,20 +345,10 @@ def resize3d(data: te.Tensor, roi, size, layout: str = "NCDHW", method: str = "l
     return te.compute(out_shape, compute, name="resize", tag="injective")
 
 
-@register_legalize("relax.image.resize3d")
-def _resize3d(bb, call):
-    at = call.attrs
-    if at["layout"] not in ("NCDHW", "NDHWC") or at["coordinate_transformation_mode"] not in _MODES or \
-            at["method"] not in ("nearest_neighbor", "linear", "cubic") or _tvm_fails(call):
-        return call
-    try:
-        return bb.call_te(resize3d, call.args[0], roi=list(at["roi"]), size=call.args[1], layout=at["layout"],
-                          method=at["method"], coordinate_transformation_mode=at["coordinate_transformation_mode"],
-                          rounding_method=at["rounding_method"], bicubic_alpha=at["cubic_alpha"],
-                          bicubic_exclude=at["cubic_exclude"], extrapolation_value=at["extrapolation_value"])
-        # (TVM 0.27 passes no out_dtype: the result keeps the data's dtype, whatever the call says)
-    except _TvmFails:
-        return call  # as TVM cannot legalize it, the call stays
+
+
+register_legalize("relax.image.resize2d", _legalize_resize(resize2d, ("NCHW", "NHWC")))
+register_legalize("relax.image.resize3d", _legalize_resize(resize3d, ("NCDHW", "NDHWC")))
 
 
 # ----------------------------------------------------------------------------- grid_sample
