@@ -98,7 +98,7 @@ from .relax_bridge import (
     _reshape,
     _reshape_settle,
     _resize2d,
-    _resize2d_call,
+    _resize_call,
     _rms_norm,
     _rms_norm_rel,
     _roi_pool_rel,
@@ -129,7 +129,6 @@ from .relax_image import (
     affine_grid_call,
     affine_grid_ref,
     affine_grid_rel,
-    resize3d_call,
     resize3d_ref,
     resize3d_rel,
 )
@@ -399,10 +398,10 @@ _op("relax.nn.pad",             "data",                          PAD,          "
 _op("relax.nn.prelu",           "data alpha",                    (_A("axis", "int", 1),), "nn.prelu")
 _op("relax.nn.batch_flatten",   "data",                          (),           "nn.batch_flatten")
 _op("relax.image.resize2d",     "data size:shape",               RESIZE2D,     "image.resize2d",   convert=_resize2d,
-    python_call=_resize2d_call,
+    python_call=_resize_call(2),
     ref_options=(("int_div_floor_only", True),))
 _op("relax.image.resize3d",     "data size:shape",               RESIZE3D,     None,               rel=resize3d_rel,
-    ref=resize3d_ref, python_call=resize3d_call)
+    ref=resize3d_ref, python_call=_resize_call(3))
 _op("relax.image.affine_grid",  "data size:shape",               AFFINE_GRID,  None,               rel=affine_grid_rel,
     ref=affine_grid_ref, python_call=affine_grid_call)
 SCATTER = (_A("axis", "int", 0), _A("reduction", "str", "update"))

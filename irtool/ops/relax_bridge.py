@@ -260,22 +260,24 @@ def _arange_call(values: list, attrs: dict) -> tuple[list, dict]:
     return bounds, attrs
 
 
-def _resize2d_call(values: list, attrs: dict) -> tuple[list, dict]:
-    """TVM's relax.op.image.resize2d before it builds the call: a size `s` or `[s]` is `(s, s)`;
-    a float roi is the same on all four sides, None is zeros."""
-    if len(values) > 1:
-        size = values[1]
-        if isinstance(size, int) or isinstance(size, tir.PrimExpr):
-            size = (size, size)
-        if isinstance(size, (tuple, list)) and len(size) == 1:
-            size = (size[0], size[0])
-        values = [values[0], size, *values[2:]]
-    roi = attrs.get("roi")
-    if isinstance(roi, float):
-        attrs["roi"] = (roi,) * 4
-    elif roi is None and "roi" in attrs:
-        del attrs["roi"]
-    return values, attrs
+def _resize_call(spatial: int):
+    """TVM's relax.op.image.resize2d/resize3d (`spatial` axes) before it builds the call: a size
+    `s` or `[s]` is `s` on every axis; a float roi is the same on every side, None is zeros."""
+    def python_call(values: list, attrs: dict) -> tuple[list, dict]:
+        if len(values) > 1:
+            size = values[1]
+            if isinstance(size, int) or isinstance(size, tir.PrimExpr):
+                size = (size,) * spatial
+            if isinstance(size, (tuple, list)) and len(size) == 1:
+                size = (size[0],) * spatial
+            values = [values[0], size, *values[2:]]
+        roi = attrs.get("roi")
+        if isinstance(roi, float):
+            attrs["roi"] = (roi,) * (2 * spatial)
+        elif roi is None and "roi" in attrs:
+            del attrs["roi"]
+        return values, attrs
+    return python_call
 
 
 def _arange(args, at, ctx):

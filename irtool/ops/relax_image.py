@@ -59,24 +59,6 @@ RESIZE3D = (AttrSpec("roi", "floats", (0.0,) * 6), AttrSpec("layout", "str", "NC
             AttrSpec("out_dtype", "dtype", ""))
 
 
-def resize3d_call(values: list, attrs: dict) -> tuple[list, dict]:
-    """TVM's relax.op.image.resize3d before it builds the call: a size `s` or `[s]` is
-    `(s, s, s)`; a float roi is the same six times, None is zeros."""
-    if len(values) > 1:
-        size = values[1]
-        if isinstance(size, int) or isinstance(size, tir.PrimExpr):
-            size = (size,) * 3
-        if isinstance(size, (tuple, list)) and len(size) == 1:
-            size = (size[0],) * 3
-        values = [values[0], size, *values[2:]]
-    roi = attrs.get("roi")
-    if isinstance(roi, float):
-        attrs["roi"] = (roi,) * 6
-    elif roi is None and "roi" in attrs:
-        del attrs["roi"]
-    return values, attrs
-
-
 def resize3d_rel(args, at):
     data, size = tensor_arg(args, 0, "data"), tuple(args[1])
     if len(size) != 3:
