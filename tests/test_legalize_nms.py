@@ -12,7 +12,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_legalize_ops import assert_legalized_like_tvm, legalize
+from test_legalize_ops import assert_legalized_like_tvm, assert_tvm_legalize_raises, legalize
 from test_legalize_vision import T, module
 from tvm_text import canonical_elem_offsets, canonical_type_vars
 
@@ -150,16 +150,6 @@ def test_legalized_dtype_symbolic_and_limit_forms_match_tvm(tvm_python, tmp_path
                               NMS_BOX_WIDTHS, normalize=_canonical)
 
 
-_RAISES_RUNNER = """
-import sys, tvm
-from tvm import relax
-for path in sys.argv[1:]:
-    mod = tvm.script.from_source(open(path).read())
-    try:
-        relax.transform.LegalizeOps()(mod)
-    except Exception as err:
-        print(path, type(err).__name__)
-"""
 
 
 @pytest.mark.tvm
@@ -167,16 +157,7 @@ def test_forms_left_as_calls_are_those_tvm_fails_on(tvm_python, tmp_path):
     """float64 boxes, a symbolic N without a constant limit, a score_threshold that is not 0-d, a
     1-D constant limit: TVM 0.27's LegalizeOps raises (a Select of float32 and float64; `int()` of
     a size variable or a 1-D array; a 1-D tensor read at `[()]`); ours leaves the call."""
-    paths = []
-    for name, text in NMS_LEFT:
-        paths.append(tmp_path / f"{name}.py")
-        paths[-1].write_text(text)
-    runner = tmp_path / "runner.py"
-    runner.write_text(_RAISES_RUNNER)
-    proc = subprocess.run([tvm_python, str(runner), *map(str, paths)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert sorted(line.split()[0] for line in proc.stdout.splitlines()) == sorted(map(str, paths))
+    assert_tvm_legalize_raises(tvm_python, tmp_path, NMS_LEFT)
 
 
 @pytest.mark.parametrize("case", NMS_LEFT, ids=lambda c: c[0])

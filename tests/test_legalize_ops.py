@@ -109,6 +109,32 @@ def case_text(params: str, call: str) -> str:
             f"        with R.dataflow():\n            gv = {call}\n            R.output(gv)\n        return gv\n")
 
 
+_RAISES_RUNNER = """
+import sys, tvm
+from tvm import relax
+for path in sys.argv[1:]:
+    mod = tvm.script.from_source(open(path).read())
+    try:
+        relax.transform.LegalizeOps()(mod)
+    except Exception as err:
+        print(path, type(err).__name__)
+"""
+
+
+def assert_tvm_legalize_raises(tvm_python: str, tmp_path, cases) -> None:
+    """TVM 0.27 parses every (name, module text) of `cases` and its LegalizeOps raises on each."""
+    paths = []
+    for name, text in cases:
+        paths.append(tmp_path / f"{name}.py")
+        paths[-1].write_text(text)
+    runner = tmp_path / "runner.py"
+    runner.write_text(_RAISES_RUNNER)
+    proc = subprocess.run([tvm_python, str(runner), *map(str, paths)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(line.split()[0] for line in proc.stdout.splitlines()) == sorted(map(str, paths))
+
+
 def main_call_ops(mod) -> list[str]:
     """The operators main's bindings call, in order."""
     main = mod.functions["main"]

@@ -12,7 +12,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_legalize_ops import assert_legalized_like_tvm, legalize
+from test_legalize_ops import assert_legalized_like_tvm, assert_tvm_legalize_raises, legalize
 from test_legalize_vision import T, module
 
 import irtool
@@ -148,29 +148,11 @@ def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     assert_legalized_like_tvm(tvm_python, tmp_path, CASES + FORMS + RANDOM)
 
 
-_RAISES_RUNNER = """
-import sys, tvm
-from tvm import relax
-for path in sys.argv[1:]:
-    try:
-        relax.transform.LegalizeOps()(tvm.script.from_source(open(path).read()))
-    except Exception as err:
-        print(path, type(err).__name__)
-"""
 
 
 @pytest.mark.tvm
 def test_forms_left_as_calls_are_those_tvm_fails_on(tvm_python, tmp_path):
-    paths = []
-    for name, text in LEFT:
-        paths.append(tmp_path / f"{name}.py")
-        paths[-1].write_text(text)
-    runner = tmp_path / "runner.py"
-    runner.write_text(_RAISES_RUNNER)
-    proc = subprocess.run([tvm_python, str(runner), *map(str, paths)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert sorted(line.split()[0] for line in proc.stdout.splitlines()) == sorted(map(str, paths))
+    assert_tvm_legalize_raises(tvm_python, tmp_path, LEFT)
 
 
 @pytest.mark.parametrize("case", LEFT, ids=lambda c: c[0])
