@@ -167,6 +167,7 @@ class _FusedTIRConstructor:
         self.mod = mod
         self.fn = fn
         self.expr2buffers: dict = {}
+        self.scalar_params: dict = {}  # R.Prim parameter -> the TIR variable it becomes
         self.alloc_buffers: list[tir.Buffer] = []
         self.bodies: list[tir.Stmt] = []
         self.params: list[tir.Var] = []
@@ -223,7 +224,9 @@ class _FusedTIRConstructor:
                 out.append(buf)
             elif isinstance(sinfo, rx.PrimStructInfo):
                 value = sinfo.value
-                out.append(value if isinstance(value, tir.Var) else tir.Var(p.name_hint, sinfo.dtype))
+                scalar = value if isinstance(value, tir.Var) else tir.Var(p.name_hint, sinfo.dtype)
+                self.scalar_params[p] = scalar  # `n: T.int64`, which FuseOps gives a size argument
+                out.append(scalar)
                 self.expr2buffers[p] = []
             elif isinstance(sinfo, rx.ShapeStructInfo) and sinfo.values is not None:
                 for v in sinfo.values:
@@ -313,6 +316,8 @@ class _FusedTIRConstructor:
                 buffer_list.append(buf)
             else:
                 value = _prim_of(arg)
+                if value is None:
+                    value = self.scalar_params.get(arg)
                 if value is None:
                     _fail(f"scalar parameter `{param.name}` of `{gv.name_hint}` needs a TIR scalar argument", call)
                 self.matcher.match(param, value)
@@ -436,6 +441,8 @@ class _CallRewriter(ExprMutator):
                 args.extend(rx.PrimValue(v) for v in sinfo.values)
             elif isinstance(sinfo, rx.PrimStructInfo):
                 value = _prim_of(arg)
+                if value is None:
+                    value = self.scalar_params.get(arg)
                 if value is None:
                     _fail("fuse-tir expects scalar arguments to be TIR expressions", call)
                 args.append(arg if isinstance(arg, rx.PrimValue) else rx.PrimValue(value))

@@ -20,7 +20,9 @@
    which only items are read is split into `name_i` parameters), its outputs the
    non-dataflow variables and the variables other groups read, returned as one value
    or a tuple; outputs are rebound to fresh `gv`, `gv1`, ... as TVM's BlockBuilder
-   names them. Size variables no parameter defines come in as a last `tir_vars` shape.
+   names them. A size a call_tir passes (`(n,)`) is a `T.int64` parameter unless all its
+   variables occur in the group's struct info; size variables no parameter defines come
+   in as a last `tir_vars` shape.
 3. Callers (TVM's OperatorFusor): each dataflow block is re-emitted with its bindings
    ordered by group dependencies; a group's call replaces its last binding (named by
    the module-wide name supply: `lv`/`gv`, `lv1`...), a multi-output call is followed
@@ -211,7 +213,7 @@ class FunctionCreator(ExprMutator):
         self.outputs: list[rx.Var] = []
         self.inlined: dict = {}
         self.n_const_params = 0
-        self.tuple_param_index: dict = {}
+        self.size_arguments: list = []  # call_tir prim values given a parameter so far
         self.partial_tuples: dict = {}  # tuple argument -> indices read through projections
 
     # ------------------------------------------------------------------ collecting
@@ -251,7 +253,7 @@ class FunctionCreator(ExprMutator):
             self.outputs.append(var)
 
     def check_def_and_update_param(self, expr, call: rx.Call | None = None, position: int = 0) -> None:
-        if any(a is expr for a in self.arguments):
+        if any(_same_argument(a, expr) for a in self.arguments):
             return
         is_var = isinstance(expr, rx.Var)
         if is_var and expr not in self.defined:
@@ -264,35 +266,54 @@ class FunctionCreator(ExprMutator):
                 return
         if is_var and expr in self.defined:
             return
-        name = expr.name_hint if is_var else f"param_{self.n_const_params}"
-        if not is_var:
+        size_var = isinstance(expr, rx.PrimValue) and isinstance(expr.value, tir.Var)
+        name = expr.name_hint if is_var else expr.value.name if size_var else f"param_{self.n_const_params}"
+        if not (is_var or size_var):
             self.n_const_params += 1
-        # a size variable a call_tir passes (`R.call_tir(f, (x, d))`, a PrimFunc taking `d`
-        # because only `d * 2` is a dimension) stays in the call, as in TVM 0.27's output;
-        # the function gets it through its `tir_vars` shape parameter
-        if not _is_inlinable(expr) and not (call is not None and isinstance(expr, rx.PrimValue)):
+        if _is_inlinable(expr):
+            return
+        if call is not None and isinstance(expr, rx.PrimValue):
+            # a size a call_tir passes (`R.call_tir(f, (x, n))`) becomes a `T.int64`
+            # parameter, unless create_function finds all its variables in the group's
+            # struct info (then the call keeps it and `tir_vars` brings the variables in)
+            self.size_arguments.append(expr)
+            sinfo = rx.PrimStructInfo(expr.value.dtype)
+        else:
             sinfo = _constant_param_struct_info(expr, call, position, self.mod)
-            self.arguments.append(expr)
-            self.params.append(rx.Var(name, sinfo))
+        self.arguments.append(expr)
+        self.params.append(rx.Var(name, sinfo))
         if isinstance(expr.struct_info, rx.TupleStructInfo):
             self.partial_tuples[expr] = []
-            self.tuple_param_index[expr] = len(self.arguments) - 1
+
+    def _drop_sizes_the_struct_info_knows(self) -> None:
+        """What TVM 0.27's FuseOps gives: a size argument all of whose variables occur in the
+        struct info of the group's parameters or bindings stays in the inner call (found on
+        TVM: `(m,)` with a parameter `z: R.Tensor((m,))`, `(k * 3,)` next to `(k * 2,)`),
+        any other becomes a parameter (`n` for a bare variable, `param_N` for `k * m`)."""
+        if not self.size_arguments:
+            return
+        known = set(tir_vars([p.struct_info for p in self.params] + [b.var.struct_info for b in self.bindings]))
+        drop = {id(a) for a in self.size_arguments if set(tir_vars(a.value)) <= known}
+        kept = [(a, p) for a, p in zip(self.arguments, self.params) if id(a) not in drop]
+        self.arguments = [a for a, _ in kept]
+        self.params = [p for _, p in kept]
 
     # ------------------------------------------------------------------ building
     def visit_expr(self, e):
         for i, a in enumerate(self.arguments):
-            if a is e:
+            if _same_argument(a, e):
                 return self.params[i]
         if e in self.inlined:
             return self.inlined[e]
         return super().visit_expr(e)
 
     def create_function(self) -> None:
+        self._drop_sizes_the_struct_info_knows()
         remap_items: dict = {}  # tuple argument -> {index: parameter}
         # TVM walks an unordered_map keyed by address, which lists few entries newest first;
         # so later (rightmost) parameters split first and recorded positions stay valid
         for tuple_arg, indices in reversed(self.partial_tuples.items()):
-            at = self.tuple_param_index[tuple_arg]
+            at = next(i for i, a in enumerate(self.arguments) if a is tuple_arg)
             name, fields = self.params[at].name_hint, tuple_arg.struct_info.fields_
             item_params = [rx.Var(f"{name}_{i}", fields[i]) for i in indices]
             item_args = []
@@ -339,6 +360,12 @@ class FunctionCreator(ExprMutator):
             self.arguments.append(rx.ShapeExpr(free))
             self.params.append(rx.Var("tir_vars", rx.ShapeStructInfo(free)))
             self.function = rx.Function(self.params, seq, body.struct_info, True, attrs, private=True)
+
+
+def _same_argument(a, e) -> bool:
+    """TVM's `same_as` on arguments: a size is one TIR expression however many prim values
+    wrap it."""
+    return a is e or (isinstance(a, rx.PrimValue) and isinstance(e, rx.PrimValue) and a.value is e.value)
 
 
 def _is_inlinable(e) -> bool:
