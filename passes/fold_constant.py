@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import math
+import platform
 import re
 from dataclasses import dataclass
 
@@ -412,7 +413,11 @@ class _RelaxFolder(RelaxExprMutator):
 # operands LLVM knows once it has unrolled the loops (`-1 + f32(i) * 0.4` in affine_grid,
 # `start + f32(i) * step` in arange): the constant folder rounds that once, like an FMA.
 # Which loops LLVM unrolls is its own decision, so such a kernel is compiled as TVM
-# compiles it (native.py, like_tvm) and LLVM decides the same way.
+# compiles it (native.py, like_tvm) and LLVM decides the same way. Elsewhere than x86 the
+# generic CPU has an FMA instruction (AArch64), every fmuladd is fused at run time, and so
+# every kernel with a float multiply-add is compiled (not exercised on this project's x86-64
+# machines).
+_GENERIC_CPU_FUSES = platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86")
 _LIBM_ROUNDED = frozenset(("exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
                            "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf", "hypot",
                            "sigmoid"))
@@ -423,11 +428,12 @@ def _is_float_mul(e) -> bool:
     return isinstance(e, tir.BinOp) and e.op == "mul" and e.dtype.startswith("float")
 
 
-def foldable_multiply_add(func: tir.PrimFunc) -> bool:
+def foldable_multiply_add(func: tir.PrimFunc, any_operands: bool = False) -> bool:
     """Does `func` hold a float `a * b + c` (the multiply TVM's LowerIntrin fuses: the
     right operand if it is one, else the left) none of whose three operands reads a
     parameter buffer? LLVM may know all three once loops are unrolled, and then rounds once.
-    Loads of the function's own allocations count as known (LLVM may forward stores)."""
+    Loads of the function's own allocations count as known (LLVM may forward stores).
+    `any_operands`: any float multiply-add, whatever its operands read."""
     from irtool.ir.tir_visitor import StmtExprVisitor, children
 
     params = {buf.data for _, buf in func.buffer_map}
@@ -459,7 +465,8 @@ def foldable_multiply_add(func: tir.PrimFunc) -> bool:
                 return False
             if e.op == "add" and e.dtype.startswith("float"):
                 product, addend = (e.b, e.a) if _is_float_mul(e.b) else (e.a, e.b)
-                if _is_float_mul(product) and not any(map(reads_parameter, (product.a, product.b, addend))):
+                if _is_float_mul(product) and (
+                        any_operands or not any(map(reads_parameter, (product.a, product.b, addend)))):
                     found.append(e)
                     return False
             return None
@@ -482,7 +489,7 @@ def _wants_native(func: tir.PrimFunc, arrays: list) -> bool:
 
     try:
         _Calls(once=True).visit(func.body)
-        return bool(found) or foldable_multiply_add(func)
+        return bool(found) or foldable_multiply_add(func, any_operands=_GENERIC_CPU_FUSES)
     except Exception:  # noqa: BLE001 — a visitor gap: fall back to the interpreter
         return False
 
