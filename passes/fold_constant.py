@@ -419,8 +419,8 @@ class _RelaxFolder(RelaxExprMutator):
 # machines).
 _GENERIC_CPU_FUSES = platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86")
 _LIBM_ROUNDED = frozenset(("exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
-                           "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf", "hypot",
-                           "sigmoid"))
+                           "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh",
+                           "atanh", "erf", "hypot", "sigmoid"))
 NATIVE_ELEMENTS = 1 << 16  # and so is a large one (faster than the interpreter)
 
 

@@ -413,6 +413,9 @@ FLOAT_BIT_CASES = [
     ("r = R.power(R.abs(c0), c1)", (ROWS, ROWS[::-1].copy())),
     ("r = R.variance(c0, axis=[2])", (ROWS,)),
     ("r = R.nn.gelu(c0)", (ROWS,)),
+    ("r = R.tan(c0)", (ROWS,)),
+    ("r = R.atanh(c0)", (np.tanh(ROWS),)),
+    ("r = R.sinh(R.acos(c0))", (np.tanh(ROWS),)),
 ]
 
 
