@@ -120,8 +120,8 @@ class ModuleBuilder:
         otherwise it is declared, and the JIT links the process-wide one (native.py).
         `tvm_lowering`: lower float arithmetic as TVM 0.27's `tirx.build` for Target("llvm")
         does (its LowerIntrin): every float `a * b + c` an `llvm.fmuladd`, `exp` the
-        `llvm.exp` intrinsic (libm's expf), `tanh` its numerically stable formula over `exp`;
-        fold-constant evaluates with this, for TVM's FoldConstant's bits."""
+        `llvm.exp` intrinsic (libm's expf), `tanh`, `tan`, `atanh`, `exp10` TVM's formulas
+        (ExprCodegen.tvm_llvm_formula); fold-constant evaluates with this, for TVM's bits."""
         self.module = ir.Module(name=name)
         self.runtime_inside, self.triple = runtime_inside, triple
         self.tvm_lowering = tvm_lowering

@@ -450,8 +450,7 @@ def foldable_multiply_add(func: tir.PrimFunc, any_operands: bool = False) -> boo
             elif not isinstance(node, tir.PrimExpr):
                 reads_memo[id(node)] = False  # buffers, ranges: their shapes read nothing at run time
             elif expanded:
-                reads_memo[id(node)] = any(reads_memo[id(c)] for c in children(node)
-                                           if isinstance(c, tir.PrimExpr) or id(c) in reads_memo)
+                reads_memo[id(node)] = any(reads_memo.get(id(c), False) for c in children(node))
             else:
                 stack.append((node, True))
                 stack.extend((c, False) for c in children(node) if id(c) not in reads_memo)
@@ -498,16 +497,18 @@ def _evaluate(func: tir.PrimFunc, arrays: list, cache: dict) -> None:
     """Run a fold's kernel: compiled as TVM compiles it when the interpreter's bits could
     differ from TVM's (libm, an fmuladd LLVM may fold) or it is large, else interpreted."""
     if _wants_native(func, arrays):
-        try:
-            from irtool.codegen.native import compile_tir
+        fn = cache.get(id(func))
+        if fn is None:
+            try:
+                from irtool.codegen.native import compile_tir
 
-            fn = cache.get(id(func))
-            if fn is None:
-                fn = cache[id(func)] = next(iter(compile_tir(func, like_tvm=True).functions.values()))
+                fn = next(iter(compile_tir(func, like_tvm=True).functions.values()))
+            except Exception:  # noqa: BLE001 — no llvmlite, or a kernel our codegen cannot build: interpreted
+                fn = False
+            cache[id(func)] = fn
+        if fn:
             fn(*arrays)
             return
-        except ImportError:  # no llvmlite: the interpreter is the fallback
-            pass
     run_prim_func(func, arrays)
 
 

@@ -533,3 +533,22 @@ def test_foldable_multiply_add_finds_index_only_operands():
     no_index_part = _RAMP_KERNEL.replace("T.Cast(\"float32\", v_i) * T.float32(0.4)", "A[v_n]").replace(
         'metadata["ir.GenericConst"][0]', "x").replace("def main()", 'def main(x: R.Tensor((3,), dtype="float32"))')
     assert not foldable_multiply_add(parse(HEADER + no_index_part).functions["ramp"])
+
+
+def test_a_kernel_llvm_cannot_build_is_interpreted(monkeypatch):
+    """A kernel our LLVM codegen cannot build still folds, by the interpreter (TVM's fold
+    does not depend on our codegen)."""
+    import irtool.codegen.native as native
+    from irtool.codegen.llvm_codegen import CodegenError
+    from irtool.text.tvm_json import dump_metadata
+
+    def fail(*args, **kwargs):
+        raise CodegenError("not supported")
+
+    monkeypatch.setattr(native, "compile_tir", fail)
+    theta = np.array([0.3, -1.7, 2.9], "float32")
+    meta = f'metadata = tvm.ir.load_json("""{dump_metadata({"ir.GenericConst": [rx.Constant(theta)]})}""")\n'
+    folded = _returned(fold(parse(meta + HEADER + _RAMP_KERNEL)))
+    assert isinstance(folded, rx.Constant)
+    twice = np.float32(np.arange(6, dtype="float32") * np.float32(0.4)) + np.float32(-1.0)
+    assert folded.data.tobytes() == np.array([np.float32(a * twice) + a for a in theta], "float32").tobytes()
