@@ -114,11 +114,17 @@ def signature(func: tir.PrimFunc, name: str) -> PackedSignature:
 class ModuleBuilder:
     """Accumulates PrimFuncs into one llvmlite module."""
 
-    def __init__(self, name: str = "irtool", runtime_inside: bool = False, triple: str = "") -> None:
+    def __init__(self, name: str = "irtool", runtime_inside: bool = False, triple: str = "",
+                 tvm_lowering: bool = False) -> None:
         """`runtime_inside`: define the thread pool in this module (a shared library);
-        otherwise it is declared, and the JIT links the process-wide one (native.py)."""
+        otherwise it is declared, and the JIT links the process-wide one (native.py).
+        `tvm_lowering`: lower float arithmetic as TVM 0.27's `tirx.build` for Target("llvm")
+        does (its LowerIntrin): every float `a * b + c` an `llvm.fmuladd`, `exp` the
+        `llvm.exp` intrinsic (libm's expf), `tanh`, `tan`, `atanh`, `exp10` TVM's formulas
+        (ExprCodegen.tvm_llvm_formula); fold-constant evaluates with this, for TVM's bits."""
         self.module = ir.Module(name=name)
         self.runtime_inside, self.triple = runtime_inside, triple
+        self.tvm_lowering = tvm_lowering
         self.error_slot = ir.GlobalVariable(self.module, PTR, "__irtool_last_error")
         self.error_slot.initializer = ir.Constant(PTR, None)
         self.strings: dict[str, ir.GlobalVariable] = {}
@@ -189,7 +195,8 @@ class _FunctionBuilder(ExprCodegen):
         self.frees: list[list[ir.Value]] = []  # heap allocations per scope
         self.builder: ir.IRBuilder | None = None
         self.fn: ir.Function | None = None
-        self.fp_contract = 0  # inside how many blocks marked FP_CONTRACT_ATTR
+        # inside how many blocks marked FP_CONTRACT_ATTR (TVM's lowering: everywhere)
+        self.fp_contract = 1 if mb.tvm_lowering else 0
 
     # -------------------------------------------------------------- signature and entry
     def build(self) -> None:

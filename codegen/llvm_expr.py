@@ -326,14 +326,33 @@ class ExprCodegen:
         fn = self.mb.declare(f"{name}.{suffix}", t, arg_types)
         return self.builder.call(fn, args)
 
+    def tvm_llvm_formula(self, name: str, x: ir.Value, dtype: str) -> ir.Value:
+        """The formulas TVM's LLVM target lowers these intrinsics to (intrin_rule_llvm.cc):
+        tanh: x >= 0 ? (1 - e^-2x) / (1 + e^-2x) : (e^2x - 1) / (e^2x + 1), both sides computed
+        (a Select); tan: sin / cos; atanh: (log(1 + x) - log(1 - x)) * 0.5; exp10: exp(x * ln 10)."""
+        b = self.builder
+        one = self.constant(1.0, dtype)
+        if name == "tan":
+            return b.fdiv(self.call_intrinsic("llvm.sin", [x]), self.call_intrinsic("llvm.cos", [x]))
+        if name == "atanh":
+            logs = [self.call_intrinsic("llvm.log", [v]) for v in (b.fadd(one, x), b.fsub(one, x))]
+            return b.fmul(b.fsub(*logs), self.constant(0.5, dtype))
+        if name == "exp10":
+            return self.call_exp(b.fmul(x, self.constant(2.302585093, dtype)), dtype)
+        exp_neg = self.call_exp(b.fmul(self.constant(-2.0, dtype), x), dtype)
+        exp_pos = self.call_exp(b.fmul(self.constant(2.0, dtype), x), dtype)
+        positive = b.fdiv(b.fsub(one, exp_neg), b.fadd(one, exp_neg))
+        negative = b.fdiv(b.fsub(exp_pos, one), b.fadd(exp_pos, one))
+        return b.select(b.fcmp_ordered(">=", x, self.constant(0.0, dtype)), positive, negative)
+
     def call_exp(self, x: ir.Value, dtype: str) -> ir.Value:
         """exp. A float32 scalar is computed inline in float64 (2^k * e^r, the polynomial below),
         so that a vectorised loop stays vector code instead of calling libm's expf lane by lane
         (softmax 0.20 -> 0.08 ms with the row reductions); rounded once to float32, the result
         is within an ULP of the exact value (tests/test_vector_exp.py: a million inputs, and
         the specials).
-        Other types: `llvm.exp` (libm)."""
-        if dtype != "float32":
+        Other types, and TVM's lowering (ModuleBuilder.tvm_lowering): `llvm.exp` (libm)."""
+        if dtype != "float32" or self.mb.tvm_lowering:
             return self.call_intrinsic("llvm.exp", [x])
         b = self.builder
         f64 = ir.DoubleType()
@@ -402,6 +421,8 @@ class ExprCodegen:
                 return b.fdiv(one, b.fadd(one, self.call_exp(b.fneg(args[0]), e.dtype)))
             if short == "rsqrt":
                 return b.fdiv(self.constant(1.0, e.dtype), self.call_intrinsic("llvm.sqrt", args))
+            if self.mb.tvm_lowering and short in ("tanh", "tan", "atanh", "exp10"):
+                return self.tvm_llvm_formula(short, args[0], e.dtype)
             if short in _LIBM:
                 return self.call_libm(_LIBM[short], args, e.dtype)
             if short in _LLVM_FLOAT_INTRINSICS:

@@ -49,8 +49,14 @@ def host_cpu() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
-def target_machine(opt: int = 3, reloc: str = "pic") -> llvm.TargetMachine:
+def target_machine(opt: int = 3, reloc: str = "pic", generic: bool = False) -> llvm.TargetMachine:
+    """The host CPU's target machine; `generic`: LLVM's generic CPU of the host's triple, no
+    features beyond its baseline (x86-64: SSE2, no FMA), which TVM's Target("llvm") gets
+    (its default `-mcpu=generic`)."""
     _load_libm()
+    if generic:
+        return llvm.Target.from_default_triple().create_target_machine(
+            cpu="generic", features="", opt=opt, reloc=reloc, codemodel="default", jit=False)
     cpu, features = host_cpu()
     if "+avx512f" in features.split(","):
         # default-cpu-schedule sizes its vector loops to the widest registers (16 floats);
@@ -90,9 +96,25 @@ def _without_missed_vectorization_reports():
                 sys.stderr.flush()
 
 
-def optimize(llmod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> None:
+def optimize(llmod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3, like_tvm: bool = False) -> None:
     with _without_missed_vectorization_reports():
-        _optimize(llmod, tm, level)
+        if like_tvm:
+            _optimize_like_tvm(llmod, tm, level)
+        else:
+            _optimize(llmod, tm, level)
+
+
+def _optimize_like_tvm(llmod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int) -> None:
+    """TVM's CodeGenLLVM::Optimize: `default<O3>` once, with LLVM's default tuning options (loop
+    vectoriser and unroller on, SLP off). What LLVM unrolls fully it constant-folds, and an
+    `llvm.fmuladd` of constants folds with one rounding: the same passes give the same bits."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = False
+    pto.loop_unrolling = True
+    pto.loop_interleaving = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(llmod, pb)
 
 
 def _optimize(llmod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int) -> None:
@@ -117,13 +139,14 @@ def _prim_funcs(mod) -> list[tuple[str, tir.PrimFunc]]:
     return [(name, fn) for name, fn in mod.functions.items() if isinstance(fn, tir.PrimFunc)]
 
 
-def generate_llvm(mod, module_name: str = "irtool", extra=None) -> tuple[str, dict[str, PackedSignature]]:
+def generate_llvm(mod, module_name: str = "irtool", extra=None,
+                  tvm_lowering: bool = False) -> tuple[str, dict[str, PackedSignature]]:
     """LLVM IR text (before optimisation) for every PrimFunc of `mod`, and their signatures.
 
     The builder recurses along expression nesting; deeply nested TIR (a 100k-term sum) gets
     a thread with a large stack and a matching recursion limit instead of a RecursionError."""
     def build():
-        mb = ModuleBuilder(module_name)
+        mb = ModuleBuilder(module_name, tvm_lowering=tvm_lowering)
         for name, fn in _prim_funcs(mod):
             try:
                 mb.add(fn, name)
@@ -373,16 +396,19 @@ def _check_array(arr, buf: tir.Buffer, env: dict, fname: str, index: int, pendin
 class NativeLibrary:
     """Every PrimFunc of a module, compiled together and loaded into this process."""
 
-    def __init__(self, mod, opt_level: int = 3, module_name: str = "irtool", extra=None) -> None:
+    def __init__(self, mod, opt_level: int = 3, module_name: str = "irtool", extra=None,
+                 like_tvm: bool = False) -> None:
+        """`like_tvm`: compiled as TVM 0.27's `tirx.build(func, "llvm")` compiles (its
+        lowering of float arithmetic, generic CPU, its optimisation pipeline): its bits."""
         _load_libm()
-        self.llvm_ir, self.signatures = generate_llvm(mod, module_name, extra)
-        self.tm = target_machine(opt=opt_level)
+        self.llvm_ir, self.signatures = generate_llvm(mod, module_name, extra, tvm_lowering=like_tvm)
+        self.tm = target_machine(opt=opt_level, generic=like_tvm)
         runtime()  # the thread pool's symbols, before the engine links them
         llmod = llvm.parse_assembly(self.llvm_ir)
         llmod.triple = self.tm.triple
         llmod.data_layout = str(self.tm.target_data)
         llmod.verify()
-        optimize(llmod, self.tm, opt_level)
+        optimize(llmod, self.tm, opt_level, like_tvm)
         self.optimized_ir = str(llmod)
         self.engine = llvm.create_mcjit_compiler(llmod, self.tm)
         self.engine.finalize_object()
@@ -404,9 +430,10 @@ class NativeLibrary:
         return self.tm.emit_object(llvm.parse_assembly(self.optimized_ir))
 
 
-def compile_tir(mod: IRModule | tir.PrimFunc, opt_level: int = 3) -> NativeLibrary:
-    """JIT-compile every PrimFunc of `mod` for the host CPU."""
-    return NativeLibrary(mod, opt_level)
+def compile_tir(mod: IRModule | tir.PrimFunc, opt_level: int = 3, like_tvm: bool = False) -> NativeLibrary:
+    """JIT-compile every PrimFunc of `mod` for the host CPU (`like_tvm`: as TVM's
+    `tirx.build(func, "llvm")` would, NativeLibrary)."""
+    return NativeLibrary(mod, opt_level, like_tvm=like_tvm)
 
 
 def run_prim_func_native(func: tir.PrimFunc, args: list) -> None:

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import math
+import platform
 import re
 from dataclasses import dataclass
 
@@ -404,11 +405,73 @@ class _RelaxFolder(RelaxExprMutator):
         return func
 
 
-# Float intrinsics whose last bits the TIR interpreter (NumPy) and TVM (LLVM + libm) may
-# disagree on; a kernel calling one is evaluated natively, as TVM's FoldConstant builds it.
+# How a fold's kernel is evaluated. TVM's FoldConstant builds it with `tirx.build(func,
+# "llvm")` and runs it: generic CPU (x86-64: no FMA), LowerIntrin turning every float
+# `a * b + c` into `llvm.fmuladd`, LLVM's O3. At run time an fmuladd is a multiply and an
+# add, each rounded to float32 -- the TIR interpreter's semantics, bit for bit. Two things
+# are not: libm's transcendentals (the interpreter uses NumPy's), and an fmuladd whose
+# operands LLVM knows once it has unrolled the loops (`-1 + f32(i) * 0.4` in affine_grid,
+# `start + f32(i) * step` in arange): the constant folder rounds that once, like an FMA.
+# Which loops LLVM unrolls is its own decision, so such a kernel is compiled as TVM
+# compiles it (native.py, like_tvm) and LLVM decides the same way. Elsewhere than x86 the
+# generic CPU has an FMA instruction (AArch64), every fmuladd is fused at run time, and so
+# every kernel with a float multiply-add is compiled (not exercised on this project's x86-64
+# machines).
+_GENERIC_CPU_FUSES = platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86")
 _LIBM_ROUNDED = frozenset(("exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
-                           "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "erf", "hypot"))
+                           "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh",
+                           "atanh", "erf", "hypot", "sigmoid"))
 NATIVE_ELEMENTS = 1 << 16  # and so is a large one (faster than the interpreter)
+
+
+def _is_float_mul(e) -> bool:
+    return isinstance(e, tir.BinOp) and e.op == "mul" and e.dtype.startswith("float")
+
+
+def foldable_multiply_add(func: tir.PrimFunc, any_operands: bool = False) -> bool:
+    """Does `func` hold a float `a * b + c` (the multiply TVM's LowerIntrin fuses: the
+    right operand if it is one, else the left) none of whose three operands reads a
+    parameter buffer? LLVM may know all three once loops are unrolled, and then rounds once.
+    Loads of the function's own allocations count as known (LLVM may forward stores).
+    `any_operands`: any float multiply-add, whatever its operands read."""
+    from irtool.ir.tir_visitor import StmtExprVisitor, children
+
+    params = {buf.data for _, buf in func.buffer_map}
+    reads_memo: dict[int, bool] = {}
+
+    def reads_parameter(root) -> bool:
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in reads_memo:
+                continue
+            if isinstance(node, tir.BufferLoad) and node.buffer.data in params:
+                reads_memo[id(node)] = True
+            elif not isinstance(node, tir.PrimExpr):
+                reads_memo[id(node)] = False  # buffers, ranges: their shapes read nothing at run time
+            elif expanded:
+                reads_memo[id(node)] = any(reads_memo.get(id(c), False) for c in children(node))
+            else:
+                stack.append((node, True))
+                stack.extend((c, False) for c in children(node) if id(c) not in reads_memo)
+        return reads_memo[id(root)]
+
+    found = []
+
+    class _MultiplyAdds(StmtExprVisitor):
+        def visit_BinOp(self, e) -> bool | None:  # noqa: N802 — the visitor's naming
+            if found:
+                return False
+            if e.op == "add" and e.dtype.startswith("float"):
+                product, addend = (e.b, e.a) if _is_float_mul(e.b) else (e.a, e.b)
+                if _is_float_mul(product) and (
+                        any_operands or not any(map(reads_parameter, (product.a, product.b, addend)))):
+                    found.append(e)
+                    return False
+            return None
+
+    _MultiplyAdds(once=True).visit(func.body)
+    return bool(found)
 
 
 def _wants_native(func: tir.PrimFunc, arrays: list) -> bool:
@@ -425,25 +488,27 @@ def _wants_native(func: tir.PrimFunc, arrays: list) -> bool:
 
     try:
         _Calls(once=True).visit(func.body)
+        return bool(found) or foldable_multiply_add(func, any_operands=_GENERIC_CPU_FUSES)
     except Exception:  # noqa: BLE001 — a visitor gap: fall back to the interpreter
         return False
-    return bool(found)
 
 
 def _evaluate(func: tir.PrimFunc, arrays: list, cache: dict) -> None:
-    """Run a fold's kernel: natively when it calls libm-rounded intrinsics or is large (TVM
-    evaluates with LLVM: the bits then match), else with the TIR interpreter."""
+    """Run a fold's kernel: compiled as TVM compiles it when the interpreter's bits could
+    differ from TVM's (libm, an fmuladd LLVM may fold) or it is large, else interpreted."""
     if _wants_native(func, arrays):
-        try:
-            from irtool.codegen.native import compile_tir
+        fn = cache.get(id(func))
+        if fn is None:
+            try:
+                from irtool.codegen.native import compile_tir
 
-            fn = cache.get(id(func))
-            if fn is None:
-                fn = cache[id(func)] = next(iter(compile_tir(func).functions.values()))
+                fn = next(iter(compile_tir(func, like_tvm=True).functions.values()))
+            except Exception:  # noqa: BLE001 — no llvmlite, or a kernel our codegen cannot build: interpreted
+                fn = False
+            cache[id(func)] = fn
+        if fn:
             fn(*arrays)
             return
-        except ImportError:  # no llvmlite: the interpreter is the fallback
-            pass
     run_prim_func(func, arrays)
 
 

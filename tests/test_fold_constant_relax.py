@@ -324,8 +324,8 @@ def test_random_modules_match_tvm(tvm_python, tmp_path):
 
 @pytest.mark.tvm
 def test_value_cases_match_tvm(tvm_python, tmp_path):
-    """The operator table above folds where TVM's folds, to the same text, and TVM's values
-    (from LLVM-compiled kernels) agree with ours to float32 rounding."""
+    """The operator table above folds where TVM's folds, to the same text, and to TVM's values
+    (from LLVM-compiled kernels) bit for bit."""
     texts = {}
     for k, (expr, _, constants) in enumerate(VALUE_CASES):
         for i in range(len(constants)):
@@ -338,7 +338,7 @@ def test_value_cases_match_tvm(tvm_python, tmp_path):
         assert to_text(ours, show_meta_data=False) == theirs_text, f"{name}\n{theirs_text}"
         theirs = _returned(parse((tmp_path / f"{name}.py.fc.meta").read_text()))
         assert theirs.data.dtype == _returned(ours).data.dtype, name
-        np.testing.assert_allclose(_returned(ours).data, theirs.data, rtol=2e-6, atol=1e-7, err_msg=name)
+        assert _returned(ours).data.tobytes() == theirs.data.tobytes(), VALUE_CASES[int(name[5:])][0]
 
 
 def test_folds_calling_libm_functions_are_evaluated_natively_with_tvms_bits():
@@ -381,3 +381,174 @@ def main(x: R.Tensor((1000,), dtype="float32")) -> R.Tensor((1000,), dtype="floa
     libm.expf.restype, libm.expf.argtypes = ctypes.c_float, [ctypes.c_float]
     expected = np.array([libm.expf(float(v)) for v in data], "float32")
     assert values[0].tobytes() == expected.tobytes()
+
+
+# ----------------------------------------------------------------------------- float bits
+
+_FRNG = np.random.default_rng(11)
+THETA = _FRNG.uniform(-1, 1, (2, 2, 3)).astype("float32")
+IMAGE = _FRNG.standard_normal((1, 2, 5, 7)).astype("float32")
+GRID = _FRNG.uniform(-1.2, 1.2, (1, 2, 4, 6)).astype("float32")
+ROWS = _FRNG.standard_normal((2, 3, 8)).astype("float32")
+GAMMA, BETA = _FRNG.standard_normal((8,)).astype("float32"), _FRNG.standard_normal((8,)).astype("float32")
+
+# (Relax bindings ending in `r`, over the constants c0, c1, ...; the constants): kernels with
+# nontrivial float32 arithmetic (index-derived multiply-adds, libm, reductions, divisions)
+FLOAT_BIT_CASES = [
+    ("r = R.image.affine_grid(c0, R.shape([5, 6]), align_corners=True)", (THETA,)),
+    ("r = R.image.affine_grid(c0, R.shape([7, 3]), align_corners=False)", (THETA,)),
+    ("r = R.image.affine_grid(c0, R.shape([40, 50]), align_corners=False)", (THETA,)),
+    ("r = R.image.resize2d(c0, R.shape([8, 6]))", (IMAGE,)),
+    ('r = R.image.resize2d(c0, R.shape([9, 11]), method="cubic", coordinate_transformation_mode="align_corners")',
+     (IMAGE,)),
+    ('r = R.image.resize2d(c0, R.shape([3, 4]), method="nearest_neighbor", coordinate_transformation_mode="asymmetric")',
+     (IMAGE,)),
+    ("r = R.image.grid_sample(c0, c1, align_corners=True)", (IMAGE, GRID)),
+    ('r = R.image.grid_sample(c0, c1, method="bicubic", padding_mode="border")', (IMAGE, GRID)),
+    ("r = R.nn.layer_norm(c0, c1, c2, axes=[-1], epsilon=1e-5)", (ROWS, GAMMA, BETA)),
+    ("r = R.nn.softmax(c0, axis=-1)", (ROWS,)),
+    ("r = R.nn.log_softmax(c0, axis=1)", (ROWS,)),
+    ("e = R.exp(c0)\nr = R.log(R.add(e, c1))", (ROWS, np.abs(ROWS[::-1]).copy())),
+    ("t = R.tanh(c0)\nr = R.multiply(R.sigmoid(t), R.exp(t))", (ROWS,)),
+    ("r = R.power(R.abs(c0), c1)", (ROWS, ROWS[::-1].copy())),
+    ("r = R.variance(c0, axis=[2])", (ROWS,)),
+    ("r = R.nn.gelu(c0)", (ROWS,)),
+    ("r = R.tan(c0)", (ROWS,)),
+    ("r = R.atanh(c0)", (np.tanh(ROWS),)),
+    ("r = R.sinh(R.acos(c0))", (np.tanh(ROWS),)),
+]
+
+
+@pytest.mark.tvm
+def test_float_folds_equal_tvms_bits(tvm_python, tmp_path):
+    """Regression (seeds 300063/300138 of tests/zero_pipeline_random.py: an affine_grid constant
+    up to 4 ULP off): what TVM's FoldConstant computes with its LLVM-built kernel, we compute
+    bit for bit -- float32 kernels with index-derived multiply-adds (which LLVM folds with one
+    rounding where it unrolls), libm calls, reductions and divisions."""
+    texts = {}
+    for k, (body, constants) in enumerate(FLOAT_BIT_CASES):
+        for i in range(len(constants)):
+            body = body.replace(f"c{i}", f"{C}[{i}]")
+        texts[f"float{k}"] = _module(body, constants=constants)
+    _run_tvm(tvm_python, tmp_path, texts)
+    for k, (name, text) in enumerate(texts.items()):
+        ours = fold(parse(text))
+        theirs_text = (tmp_path / f"{name}.py.fc").read_text()
+        assert to_text(ours, show_meta_data=False) == theirs_text, f"{FLOAT_BIT_CASES[k][0]}\n{theirs_text}"
+        theirs = _returned(parse((tmp_path / f"{name}.py.fc.meta").read_text())).data
+        mine = _returned(ours).data
+        assert mine.dtype == theirs.dtype and mine.shape == theirs.shape, FLOAT_BIT_CASES[k][0]
+        bits = f"u{mine.itemsize}"
+        differ = np.flatnonzero(mine.ravel().view(bits) != theirs.ravel().view(bits))
+        assert differ.size == 0, f"{FLOAT_BIT_CASES[k][0]}: {differ.size} of {mine.size} elements differ"
+
+
+def _fused(a, b, c) -> np.float32:
+    """a * b + c rounded once to float32 (exactly: Fractions, not float64's double rounding)."""
+    from fractions import Fraction
+
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    nearest = np.float32(float(exact))
+    neighbours = (nearest, np.nextafter(nearest, np.float32(np.inf)), np.nextafter(nearest, np.float32(-np.inf)))
+    # nearest, ties to the even significand
+    return min(neighbours, key=lambda v: (abs(Fraction(float(v)) - exact), int(np.asarray(v).view("u4")) & 1))
+
+
+_RAMP_KERNEL = '''
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def ramp(A: T.Buffer((T.int64(3),), "float32"), B: T.Buffer((T.int64(3), T.int64(6)), "float32")):
+        for n, i in T.grid(T.int64(3), T.int64(6)):
+            with T.sblock("B"):
+                v_n, v_i = T.axis.remap("SS", [n, i])
+                B[v_n, v_i] = A[v_n] + A[v_n] * (T.float32(-1.0) + T.Cast("float32", v_i) * T.float32(0.4))
+
+    @R.function
+    def main() -> R.Tensor((3, 6), dtype="float32"):
+        cls = Module
+        r = R.call_tir(cls.ramp, (metadata["ir.GenericConst"][0],), out_ty=R.Tensor((3, 6), dtype="float32"))
+        return r
+'''
+
+
+def test_index_derived_multiply_add_folds_with_one_rounding():
+    """The rule behind the affine_grid regression: TVM lowers every float `a * b + c` to
+    `llvm.fmuladd` and builds for the generic CPU, so at run time it is a multiply and an add,
+    each rounded to float32 -- but LLVM constant-folds an fmuladd whose operands it knows
+    (`-1 + f32(i) * 0.4` once this small loop is unrolled) with one rounding. The fold
+    follows both: the index part rounded once, `A * t + A` twice."""
+    from irtool.text.tvm_json import dump_metadata
+
+    theta = np.array([0.3, -1.7, 2.9], "float32")
+    meta = f'metadata = tvm.ir.load_json("""{dump_metadata({"ir.GenericConst": [rx.Constant(theta)]})}""")\n'
+    folded = _returned(fold(parse(meta + HEADER + _RAMP_KERNEL))).data
+    step, minus_one = np.float32(0.4), np.float32(-1.0)
+    once = np.array([_fused(np.float32(i), step, minus_one) for i in range(6)], "float32")
+    twice = np.float32(np.arange(6, dtype="float32") * step) + minus_one
+    assert once.tobytes() != twice.tobytes()  # the case tells the two roundings apart
+    expected = np.array([[np.float32(a * t) + a for t in once] for a in theta], "float32")
+    assert folded.tobytes() == expected.tobytes()
+
+
+_MULTIPLY_ADD_OF_LOADS = '''
+@T.prim_func(s_tir=True)
+def mad(A: T.Buffer((T.int64(256),), "float32"), B: T.Buffer((T.int64(256),), "float32"),
+        C: T.Buffer((T.int64(256),), "float32"), D: T.Buffer((T.int64(256),), "float32")):
+    for i in range(T.int64(256)):
+        with T.sblock("D"):
+            v_i = T.axis.remap("S", [i])
+            D[v_i] = C[v_i] + A[v_i] * B[v_i]
+'''
+
+
+def test_multiply_add_of_loaded_values_rounds_twice_like_the_interpreter():
+    """At run time TVM's fmuladd (generic CPU: no FMA instruction) rounds the product and the
+    sum, as the TIR interpreter does; compiled like TVM, the same bits on an FMA host too."""
+    from irtool.codegen.native import compile_tir
+    from irtool.exec.tir import run_prim_func
+    from irtool.passes.fold_constant import foldable_multiply_add
+
+    func = parse(HEADER + _MULTIPLY_ADD_OF_LOADS).functions["mad"]
+    assert not foldable_multiply_add(func)
+    assert foldable_multiply_add(func, any_operands=True)  # where the generic CPU has FMA (AArch64)
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.standard_normal(256).astype("float32") for _ in range(3))
+    twice = np.float32(a * b) + c
+    assert twice.tobytes() != np.array([_fused(*v) for v in zip(a, b, c)], "float32").tobytes()
+    interpreted, native = np.zeros(256, "float32"), np.zeros(256, "float32")
+    run_prim_func(func, [a, b, c, interpreted])
+    next(iter(compile_tir(func, like_tvm=True).functions.values()))(a, b, c, native)
+    assert interpreted.tobytes() == twice.tobytes() == native.tobytes()
+
+
+def test_foldable_multiply_add_finds_index_only_operands():
+    """A kernel goes to LLVM when one of its multiply-adds reads no parameter (affine_grid's
+    coordinates), not when each reads one (a matmul's accumulation, `A + A * t`)."""
+    from irtool.passes.fold_constant import foldable_multiply_add
+
+    ramp = parse(HEADER + _RAMP_KERNEL.replace('metadata["ir.GenericConst"][0]', "x").replace(
+        "def main()", 'def main(x: R.Tensor((3,), dtype="float32"))')).functions["ramp"]
+    assert foldable_multiply_add(ramp)
+    no_index_part = _RAMP_KERNEL.replace("T.Cast(\"float32\", v_i) * T.float32(0.4)", "A[v_n]").replace(
+        'metadata["ir.GenericConst"][0]', "x").replace("def main()", 'def main(x: R.Tensor((3,), dtype="float32"))')
+    assert not foldable_multiply_add(parse(HEADER + no_index_part).functions["ramp"])
+
+
+def test_a_kernel_llvm_cannot_build_is_interpreted(monkeypatch):
+    """A kernel our LLVM codegen cannot build still folds, by the interpreter (TVM's fold
+    does not depend on our codegen)."""
+    import irtool.codegen.native as native
+    from irtool.codegen.llvm_codegen import CodegenError
+    from irtool.text.tvm_json import dump_metadata
+
+    def fail(*args, **kwargs):
+        raise CodegenError("not supported")
+
+    monkeypatch.setattr(native, "compile_tir", fail)
+    theta = np.array([0.3, -1.7, 2.9], "float32")
+    meta = f'metadata = tvm.ir.load_json("""{dump_metadata({"ir.GenericConst": [rx.Constant(theta)]})}""")\n'
+    folded = _returned(fold(parse(meta + HEADER + _RAMP_KERNEL)))
+    assert isinstance(folded, rx.Constant)
+    twice = np.float32(np.arange(6, dtype="float32") * np.float32(0.4)) + np.float32(-1.0)
+    assert folded.data.tobytes() == np.array([np.float32(a * twice) + a for a in theta], "float32").tobytes()
