@@ -853,7 +853,7 @@ def random_module(seed):
 SEQ_KINDS = {
     "linear": 4, "gelu_op": 2, "gelu_erf": 2, "silu": 1, "layer_norm": 2, "rms_norm": 1, "attention": 2, "residual": 2,
     "embed": 1, "first_token": 1, "scan": 1, "concat_seq": 1, "split_last": 1, "f16": 1, "softmax": 1,
-    "mean_pool": 1, "clip_where": 1,
+    "mean_pool": 1, "clip_where": 1, "detect": 1,
 }
 
 
@@ -945,6 +945,38 @@ def random_sequence_module(seed):
                     v = bb.emit(R.astype(h2, "float32") if h2.ty.dtype == "float16" else h2)
                 elif kind == "softmax":
                     v = bb.emit((R.nn.softmax if rng.random() < 0.5 else R.nn.log_softmax)(a, axis=rng.choice([-1, 1])))
+                elif kind == "detect":  # (batch, anchors, 8) rows as detections: n, m symbolic one module in two
+                    if rng.random() < 0.5:
+                        si, ii = rng.randint(0, D - 1), rng.choice([-1, rng.randint(0, D - 1)])
+                        gvc = bb.emit(R.vision.get_valid_counts(R.sigmoid(a), score_threshold=rng.choice([0.0, 0.3, 0.5]),
+                                                                id_index=ii, score_index=si))
+                        soft = rng.random() < 0.4
+                        nms = bb.emit(R.vision.non_max_suppression(
+                            bb.emit(relax.TupleGetItem(gvc, 1)), bb.emit(relax.TupleGetItem(gvc, 0)),
+                            bb.emit(relax.TupleGetItem(gvc, 2)), max_output_size=rng.choice([-1, 2]),
+                            iou_threshold=rng.choice([0.3, 0.5]), force_suppress=rng.random() < 0.3,
+                            top_k=rng.choice([-1, 3]), coord_start=rng.randint(0, D - 4), score_index=si, id_index=ii,
+                            return_indices=rng.random() < 0.5, invalid_to_bottom=rng.random() < 0.5,
+                            soft_nms_sigma=0.5 if soft else 0.0, score_threshold=rng.choice([0.0, 0.2])))
+                        if isinstance(nms.ty, relax.TensorType):  # the detections, suppressed rows -1
+                            v = bb.emit(R.multiply(a, nms))
+                        else:  # the kept count scales the rows
+                            kept = bb.emit(relax.TupleGetItem(nms, len(nms.ty.fields) - 1))
+                            v = bb.emit(R.multiply(a, R.reshape(R.astype(kept, "float32"), (N, 1, 1))))
+                    else:  # class scores and box encodings from the features, anchors from their batch mean
+                        ncls = rng.choice([2, 3])
+                        cls_ = bb.emit(R.permute_dims(R.strided_slice(a, axes=[2], begin=[4], end=[4 + ncls]), [0, 2, 1]))
+                        loc_ = bb.emit(R.reshape(R.strided_slice(a, axes=[2], begin=[0], end=[4]), (N, M * 4)))
+                        m_ = bb.emit(R.sigmoid(R.mean(R.strided_slice(a, axes=[2], begin=[0], end=[4]), axis=[0], keepdims=True)))
+                        anchors = bb.emit(R.concat([R.strided_slice(m_, axes=[2], begin=[0], end=[2]),
+                                                    R.add(R.strided_slice(m_, axes=[2], begin=[2], end=[4]), scalar(1.0))],
+                                                   axis=2))
+                        mb = bb.emit(R.vision.multibox_transform_loc(
+                            cls_, loc_, anchors, clip=rng.random() < 0.5, threshold=rng.choice([0.0, 0.2]),
+                            variances=rng.choice([(0.1, 0.1, 0.2, 0.2), (1.0, 1.0, 1.0, 1.0)]),
+                            keep_background=rng.random() < 0.5, apply_softmax=rng.random() < 0.7))
+                        other.append(bb.emit(relax.TupleGetItem(mb, rng.choice([0, 1]))))
+                        continue
                 elif kind == "mean_pool":
                     other.append(bb.emit(R.mean(a, axis=[1], keepdims=rng.random() < 0.5)))
                     continue
