@@ -19,7 +19,9 @@ subexpressions, tuple outputs, symbolic batch for one module in four, a second f
 sometimes; since run 8 also float16/int/bool branches, reductions over any axes, scans, sorts,
 flips, negative-stride slices, NHWC conv/pools, 1-D and batch-broadcast matmul, index ops,
 einsum, bindings after the dataflow block, other channel counts and odd sizes, and one module
-in five a (batch, sequence, features) transformer-like layer with symbolic n, m) and prints it;
+in five a (batch, sequence, features) transformer-like layer with symbolic n, m; since run 12
+the classic vision ops: get_valid_counts, hard and soft non_max_suppression, SSD-style
+multibox_transform_loc decoding fed to both, on feature maps, constants and symbolic sizes) and prints it;
 both sides run LegalizeOps, AnnotateTIROpPattern,
 FoldConstant, FuseOps, FuseTIR on that text. For each module the report gives the first
 stage whose printout differs from TVM's (or fails), whether that stage alone on TVM's

@@ -114,11 +114,14 @@ def signature(func: tir.PrimFunc, name: str) -> PackedSignature:
 class ModuleBuilder:
     """Accumulates PrimFuncs into one llvmlite module."""
 
-    def __init__(self, name: str = "irtool", runtime_inside: bool = False, triple: str = "") -> None:
+    def __init__(self, name: str = "irtool", runtime_inside: bool = False, triple: str = "",
+                 libm_exp: bool = False) -> None:
         """`runtime_inside`: define the thread pool in this module (a shared library);
-        otherwise it is declared, and the JIT links the process-wide one (native.py)."""
+        otherwise it is declared, and the JIT links the process-wide one (native.py).
+        `libm_exp`: float32 exp calls libm's expf, as TVM's LLVM build does, instead of the
+        inline float64 polynomial (ExprCodegen.call_exp): FoldConstant's bits then match TVM's."""
         self.module = ir.Module(name=name)
-        self.runtime_inside, self.triple = runtime_inside, triple
+        self.runtime_inside, self.triple, self.libm_exp = runtime_inside, triple, libm_exp
         self.error_slot = ir.GlobalVariable(self.module, PTR, "__irtool_last_error")
         self.error_slot.initializer = ir.Constant(PTR, None)
         self.strings: dict[str, ir.GlobalVariable] = {}

@@ -332,8 +332,9 @@ class ExprCodegen:
         (softmax 0.20 -> 0.08 ms with the row reductions); rounded once to float32, the result
         is within an ULP of the exact value (tests/test_vector_exp.py: a million inputs, and
         the specials).
-        Other types: `llvm.exp` (libm)."""
-        if dtype != "float32":
+        Other types, and float32 where the module builder asks for libm's rounding: `llvm.exp`
+        (libm's expf / exp, whose float32 results are not always the correctly rounded ones)."""
+        if dtype != "float32" or self.mb.libm_exp:
             return self.call_intrinsic("llvm.exp", [x])
         b = self.builder
         f64 = ir.DoubleType()

@@ -117,13 +117,15 @@ def _prim_funcs(mod) -> list[tuple[str, tir.PrimFunc]]:
     return [(name, fn) for name, fn in mod.functions.items() if isinstance(fn, tir.PrimFunc)]
 
 
-def generate_llvm(mod, module_name: str = "irtool", extra=None) -> tuple[str, dict[str, PackedSignature]]:
-    """LLVM IR text (before optimisation) for every PrimFunc of `mod`, and their signatures.
+def generate_llvm(mod, module_name: str = "irtool", extra=None,
+                  libm_exp: bool = False) -> tuple[str, dict[str, PackedSignature]]:
+    """LLVM IR text (before optimisation) for every PrimFunc of `mod`, and their signatures
+    (`libm_exp`: see ModuleBuilder).
 
     The builder recurses along expression nesting; deeply nested TIR (a 100k-term sum) gets
     a thread with a large stack and a matching recursion limit instead of a RecursionError."""
     def build():
-        mb = ModuleBuilder(module_name)
+        mb = ModuleBuilder(module_name, libm_exp=libm_exp)
         for name, fn in _prim_funcs(mod):
             try:
                 mb.add(fn, name)
@@ -373,9 +375,10 @@ def _check_array(arr, buf: tir.Buffer, env: dict, fname: str, index: int, pendin
 class NativeLibrary:
     """Every PrimFunc of a module, compiled together and loaded into this process."""
 
-    def __init__(self, mod, opt_level: int = 3, module_name: str = "irtool", extra=None) -> None:
+    def __init__(self, mod, opt_level: int = 3, module_name: str = "irtool", extra=None,
+                 libm_exp: bool = False) -> None:
         _load_libm()
-        self.llvm_ir, self.signatures = generate_llvm(mod, module_name, extra)
+        self.llvm_ir, self.signatures = generate_llvm(mod, module_name, extra, libm_exp)
         self.tm = target_machine(opt=opt_level)
         runtime()  # the thread pool's symbols, before the engine links them
         llmod = llvm.parse_assembly(self.llvm_ir)
@@ -404,9 +407,9 @@ class NativeLibrary:
         return self.tm.emit_object(llvm.parse_assembly(self.optimized_ir))
 
 
-def compile_tir(mod: IRModule | tir.PrimFunc, opt_level: int = 3) -> NativeLibrary:
-    """JIT-compile every PrimFunc of `mod` for the host CPU."""
-    return NativeLibrary(mod, opt_level)
+def compile_tir(mod: IRModule | tir.PrimFunc, opt_level: int = 3, libm_exp: bool = False) -> NativeLibrary:
+    """JIT-compile every PrimFunc of `mod` for the host CPU (`libm_exp`: see ModuleBuilder)."""
+    return NativeLibrary(mod, opt_level, libm_exp=libm_exp)
 
 
 def run_prim_func_native(func: tir.PrimFunc, args: list) -> None:

@@ -800,8 +800,11 @@ def random_module(seed):
                         anchors = np.stack([cx - half[0], cy - half[1], cx + half[0], cy + half[1]], -1).reshape(1, N, 4)
                         variances = rng.choice([(0.1, 0.1, 0.2, 0.2), (1.0, 1.0, 1.0, 1.0),
                                                 tuple(rng.choice([0.1, 0.2, 0.5, 1.0]) for _ in range(4))])
+                        dt = "float16" if rng.random() < 0.15 else "float32"  # a float16 head, anchors too
+                        if dt == "float16":
+                            cls_, loc_ = bb.emit(R.astype(cls_, dt)), bb.emit(R.astype(loc_, dt))
                         mb = bb.emit(R.vision.multibox_transform_loc(
-                            cls_, loc_, relax.const(anchors.astype("float32")), clip=rng.random() < 0.5,
+                            cls_, loc_, relax.const(anchors.astype(dt)), clip=rng.random() < 0.5,
                             threshold=rng.choice([0.0, 0.0, 0.01, 0.3]), variances=variances,
                             keep_background=rng.random() < 0.5, apply_softmax=rng.random() < 0.7))
                         boxes = bb.emit(relax.TupleGetItem(mb, 0))
@@ -813,7 +816,7 @@ def random_module(seed):
                             other.append(bb.emit(R.max(scores, axis=[1])))
                         else:  # (class id, score, box) rows, then get_valid_counts and NMS as the SSD frontends write them
                             best = bb.emit(R.max(scores, axis=[1], keepdims=True))
-                            ids = bb.emit(R.astype(R.argmax(scores, axis=1, keepdims=True), "float32"))
+                            ids = bb.emit(R.astype(R.argmax(scores, axis=1, keepdims=True), dt))
                             det = bb.emit(R.concat([R.permute_dims(ids, [0, 2, 1]), R.permute_dims(best, [0, 2, 1]), boxes],
                                                    axis=2))
                             gvc = bb.emit(R.vision.get_valid_counts(det, score_threshold=rng.choice([0.0, 0.01, 0.2]),
