@@ -1,7 +1,12 @@
 """Random Relax modules through TVM 0.27's zero pipeline and ours: the long run.
 
     python benchmarks/random_pipeline_compare.py [--modules 500] [--first 0]
-        [--tvm-python PATH (default: $IRTOOL_TVM_PYTHON)] [--exclude kind,kind] [--workdir DIR] [--show 3]
+        [--tvm-python PATH (default: $IRTOOL_TVM_PYTHON)] [--exclude kind,kind] [--only kind,kind]
+        [--workdir DIR] [--show 3]
+
+--only keeps just the generator kinds named (KINDS or SEQ_KINDS of tests/zero_pipeline_random.py:
+every step of every module draws from them; sequence modules only if one of them is a sequence kind),
+to run a new kind's modules alone.
 
 TVM generates each module (tests/zero_pipeline_random.py: conv2d (dilated, grouped,
 depthwise, NHWC, strided, transposed), pooling (strided, ceil_mode, count_include_pad,
@@ -14,7 +19,9 @@ subexpressions, tuple outputs, symbolic batch for one module in four, a second f
 sometimes; since run 8 also float16/int/bool branches, reductions over any axes, scans, sorts,
 flips, negative-stride slices, NHWC conv/pools, 1-D and batch-broadcast matmul, index ops,
 einsum, bindings after the dataflow block, other channel counts and odd sizes, and one module
-in five a (batch, sequence, features) transformer-like layer with symbolic n, m) and prints it;
+in five a (batch, sequence, features) transformer-like layer with symbolic n, m; since run 12
+the classic vision ops: get_valid_counts, hard and soft non_max_suppression, SSD-style
+multibox_transform_loc decoding fed to both, on feature maps, constants and symbolic sizes) and prints it;
 both sides run LegalizeOps, AnnotateTIROpPattern,
 FoldConstant, FuseOps, FuseTIR on that text. For each module the report gives the first
 stage whose printout differs from TVM's (or fails), whether that stage alone on TVM's
@@ -56,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--tvm-python", default=os.environ.get("IRTOOL_TVM_PYTHON"))
     ap.add_argument("--exclude", default="", help="op kinds the generator leaves out (comma-separated)")
+    ap.add_argument("--only", default="", help="op kinds the generator keeps, alone (comma-separated)")
     ap.add_argument("--workdir", default=None, help="keep the modules and printouts here")
     ap.add_argument("--show", type=int, default=2, help="details printed per class")
     args = ap.parse_args(argv)
@@ -65,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     if not args.tvm_python:
         ap.error("give --tvm-python (or set IRTOOL_TVM_PYTHON) to a Python with apache-tvm 0.27")
-    run_tvm_side(args.tvm_python, workdir, seeds.start, seeds.stop, [k for k in args.exclude.split(",") if k])
+    run_tvm_side(args.tvm_python, workdir, seeds.start, seeds.stop, [k for k in args.exclude.split(",") if k],
+                 only=[k for k in args.only.split(",") if k])
     tvm_seconds = time.perf_counter() - start
     start = time.perf_counter()
     outcomes = []

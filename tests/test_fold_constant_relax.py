@@ -343,14 +343,19 @@ def test_value_cases_match_tvm(tvm_python, tmp_path):
 
 def test_folds_calling_libm_functions_are_evaluated_natively_with_tvms_bits():
     """Regression: exp/log folded by the TIR interpreter (NumPy's SIMD exp) could be 1 ULP off
-    TVM, which builds the kernel with LLVM and libm; such kernels now run natively."""
+    TVM, which builds the kernel with LLVM and libm; such kernels now run natively, and their
+    float32 exp calls libm's expf (the native code's inline exp rounds the exact value, which
+    glibc's expf misses on about 6 inputs in 10,000: the last 8 below, and an SSD head's softmax
+    folded by the random zero pipeline, seed 420005 with only the vision kinds)."""
     import ctypes
     import ctypes.util
 
     import irtool
     from irtool.transform import get_pass
 
-    data = np.random.default_rng(0).standard_normal(1000).astype("float32")
+    glibc_not_correctly_rounded = [5.1296067237854, -0.7070784568786621, -1.1876518726348877, 3.860785484313965,
+                                   -4.212393283843994, -0.7543379068374634, -8.767515182495117, -3.090212345123291]
+    data = np.concatenate([np.random.default_rng(0).standard_normal(992), glibc_not_correctly_rounded]).astype("float32")
     mod = irtool.parse('''
 @R.function
 def main(x: R.Tensor((1000,), dtype="float32")) -> R.Tensor((1000,), dtype="float32"):

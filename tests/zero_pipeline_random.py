@@ -60,6 +60,8 @@ KINDS = {
     # run 11: the Relax-only operators declared in session 12 (norms, losses, 1-D windows, ...)
     "norm_groups": 1, "math_relax": 2, "loss": 1, "conv1d_forms": 2, "tri_forms": 1, "creation_relax": 1,
     "shape_relax": 1, "index_relax": 2, "quant": 1, "image_relax": 1,
+    # run 12: the classic vision ops (session 13): get_valid_counts, hard and soft NMS, multibox decoding
+    "vision_valid_counts": 1, "vision_nms": 1, "vision_multibox": 1,
 }
 
 
@@ -75,7 +77,7 @@ def random_module(seed):
         return relax.const(nrng.uniform(-1, 1, shape).astype("float32"))
     def iconst(values, dtype):  # relax.const narrows an int64 array to int32 unless told the dtype
         return relax.const(values.astype(dtype), dtype)
-    kinds, weights = zip(*((k, w) for k, w in KINDS.items() if k not in EXCLUDED))
+    kinds, weights = zip(*((k, w) for k, w in KINDS.items() if k not in EXCLUDED and (not ONLY or k in ONLY)))
     mod = tvm.IRModule()
     nfuncs = 2 if rng.random() < 0.15 else 1
     for fi in range(nfuncs):
@@ -718,6 +720,114 @@ def random_module(seed):
                             y_ = R.image.affine_grid(const((2, 2, 3)), (H, H + 1), align_corners=rng.random() < 0.5)
                         other.append(bb.emit(y_))
                         continue
+                    # ---- run 12 (session 13): the classic vision ops, as detection heads use them
+                    elif kind in ("vision_valid_counts", "vision_nms"):
+                        form = rng.choice(["features", "features", "sigmoid", "const"])
+                        batched = form != "const"  # the detections' batch is the features' B
+                        if form == "const":  # a constant detection list: FoldConstant runs the ops
+                            K = rng.randint(5, 7)
+                            d_ = const((1 if B != 1 or rng.random() < 0.5 else 2, rng.randint(2, 8), K))
+                        else:  # rows of the feature map as (B, C * H, H) detections
+                            K = H
+                            d_ = bb.emit(R.reshape(a, (B, C * H, H)))
+                            if form == "sigmoid":
+                                d_ = bb.emit(R.sigmoid(d_))
+                            if rng.random() < 0.15:  # float16 detections (TVM legalizes float data of any width)
+                                d_ = bb.emit(R.astype(d_, "float16"))
+                        score_index, id_index = rng.randint(0, K - 1), rng.choice([-1, rng.randint(0, K - 1)])
+                        gvc = bb.emit(R.vision.get_valid_counts(d_, score_threshold=rng.choice([0.0, 0.1, 0.25, 0.5, -0.5]),
+                                                                id_index=id_index, score_index=score_index))
+                        counts = bb.emit(relax.TupleGetItem(gvc, 0))
+                        rows = bb.emit(relax.TupleGetItem(gvc, 1))
+                        if kind == "vision_valid_counts":
+                            use = rng.choice(["scale", "rows", "indices"])
+                            if use == "scale":  # the count of valid rows scales the features
+                                c_ = bb.emit(R.astype(counts, "float32"))
+                                v = R.multiply(a, R.reshape(c_, (B, 1, 1, 1)) if batched else R.sum(c_))
+                            elif use == "rows":
+                                other.append(rows)
+                                continue
+                            else:
+                                idx = bb.emit(relax.TupleGetItem(gvc, 2))
+                                other.append(bb.emit(R.greater_equal(idx, relax.const(0, "int32"))))
+                                continue
+                        else:
+                            soft = rng.random() < 0.35
+                            ret_idx = rng.random() < 0.6
+                            same = rng.random() < 0.7  # the NMS reads the columns get_valid_counts read
+                            nms = bb.emit(R.vision.non_max_suppression(
+                                rows, counts, bb.emit(relax.TupleGetItem(gvc, 2)),
+                                max_output_size=rng.choice([-1, -1, 0, 1, 2, 5]),
+                                iou_threshold=rng.choice([0.3, 0.45, 0.5, 0.7, 1.0]),
+                                force_suppress=rng.random() < 0.3, top_k=rng.choice([-1, -1, 0, 1, 3, 10]),
+                                coord_start=rng.randint(0, K - 4),
+                                score_index=score_index if same else rng.randint(0, K - 1),
+                                id_index=id_index if same else rng.randint(-1, K - 1),
+                                return_indices=ret_idx, invalid_to_bottom=rng.random() < 0.5,
+                                soft_nms_sigma=rng.choice([0.5, 1.0, 0.25]) if soft else 0.0,
+                                score_threshold=rng.choice([0.0, 0.1, 0.3])))
+                            if not ret_idx:  # the suppressed detections: their boxes, scores
+                                box = bb.emit(R.strided_slice(nms, axes=[2], begin=[K - 4], end=[K]))
+                                other.append(bb.emit(rng.choice([R.nn.relu, lambda x: R.max(x, axis=[1])])(box)))
+                                continue
+                            kept = bb.emit(relax.TupleGetItem(nms, 2 if soft else 1))  # (batch, 1) int32
+                            picked = bb.emit(relax.TupleGetItem(nms, 1 if soft else 0))  # (batch, N) int32
+                            use = rng.choice(["scale", "picked", "soft_data"] if soft else ["scale", "picked"])
+                            if use == "scale" and batched:  # the number of kept boxes scales the features
+                                v = R.multiply(a, R.reshape(R.astype(kept, "float32"), (B, 1, 1, 1)))
+                            elif use == "soft_data":
+                                other.append(bb.emit(R.nn.relu(relax.TupleGetItem(nms, 0))))
+                                continue
+                            else:  # the kept rows' indices clamped at 0, gathered from the first batch's rows
+                                first_rows = bb.emit(R.squeeze(R.strided_slice(rows, axes=[0], begin=[0], end=[1]), [0]))
+                                sel = bb.emit(R.maximum(picked, relax.const(0, "int32")))
+                                other.append(bb.emit(R.take(first_rows, sel, axis=0)))
+                                continue
+                    elif kind == "vision_multibox":  # an SSD head: class and box convolutions, anchors, decoding
+                        ncls, N = rng.choice([2, 3, 4]), H * H
+                        if rng.random() < 0.25:  # constant predictions: FoldConstant decodes them
+                            cls_, loc_ = const((1, ncls, N)), const((1, 4 * N))
+                        else:
+                            cc = bb.emit(R.nn.conv2d(a, const((ncls, C, 3, 3)), padding=1))
+                            cls_ = bb.emit(R.permute_dims(R.reshape(R.permute_dims(cc, [0, 2, 3, 1]), (B, N, ncls)), [0, 2, 1]))
+                            lc = bb.emit(R.nn.conv2d(a, const((4, C, 1, 1))))
+                            loc_ = bb.emit(R.reshape(R.permute_dims(lc, [0, 2, 3, 1]), (B, 4 * N)))
+                            if rng.random() < 0.3:
+                                cls_ = bb.emit(R.sigmoid(cls_))
+                        centres = (np.arange(H, dtype="float32") + 0.5) / H
+                        cy, cx = np.meshgrid(centres, centres, indexing="ij")
+                        half = nrng.uniform(0.05, 0.3, (2, H, H)).astype("float32")
+                        anchors = np.stack([cx - half[0], cy - half[1], cx + half[0], cy + half[1]], -1).reshape(1, N, 4)
+                        variances = rng.choice([(0.1, 0.1, 0.2, 0.2), (1.0, 1.0, 1.0, 1.0),
+                                                tuple(rng.choice([0.1, 0.2, 0.5, 1.0]) for _ in range(4))])
+                        dt = "float16" if rng.random() < 0.15 else "float32"  # a float16 head, anchors too
+                        if dt == "float16":
+                            cls_, loc_ = bb.emit(R.astype(cls_, dt)), bb.emit(R.astype(loc_, dt))
+                        mb = bb.emit(R.vision.multibox_transform_loc(
+                            cls_, loc_, relax.const(anchors.astype(dt)), clip=rng.random() < 0.5,
+                            threshold=rng.choice([0.0, 0.0, 0.01, 0.3]), variances=variances,
+                            keep_background=rng.random() < 0.5, apply_softmax=rng.random() < 0.7))
+                        boxes = bb.emit(relax.TupleGetItem(mb, 0))
+                        scores = bb.emit(relax.TupleGetItem(mb, 1))
+                        use = rng.choice(["detections", "detections", "boxes", "scores"])
+                        if use == "boxes":
+                            other.append(boxes)
+                        elif use == "scores":
+                            other.append(bb.emit(R.max(scores, axis=[1])))
+                        else:  # (class id, score, box) rows, then get_valid_counts and NMS as the SSD frontends write them
+                            best = bb.emit(R.max(scores, axis=[1], keepdims=True))
+                            ids = bb.emit(R.astype(R.argmax(scores, axis=1, keepdims=True), dt))
+                            det = bb.emit(R.concat([R.permute_dims(ids, [0, 2, 1]), R.permute_dims(best, [0, 2, 1]), boxes],
+                                                   axis=2))
+                            gvc = bb.emit(R.vision.get_valid_counts(det, score_threshold=rng.choice([0.0, 0.01, 0.2]),
+                                                                    id_index=0, score_index=1))
+                            nms = bb.emit(R.vision.non_max_suppression(
+                                relax.TupleGetItem(gvc, 1), relax.TupleGetItem(gvc, 0), relax.TupleGetItem(gvc, 2),
+                                max_output_size=rng.choice([-1, 10]), iou_threshold=rng.choice([0.45, 0.5, 0.6]),
+                                force_suppress=rng.random() < 0.3, top_k=rng.choice([-1, 20, 5]),
+                                return_indices=False, invalid_to_bottom=rng.random() < 0.5))
+                            other.append(nms)
+                        continue
                     elif kind == "power_scalar":
                         v = rng.choice([lambda x: R.power(R.abs(x), relax.const(rng.choice([0.5, 2.0, 3.0]), "float32")),
                                         lambda x: R.floor_mod(x, relax.const(0.75, "float32")),
@@ -746,7 +856,7 @@ def random_module(seed):
 SEQ_KINDS = {
     "linear": 4, "gelu_op": 2, "gelu_erf": 2, "silu": 1, "layer_norm": 2, "rms_norm": 1, "attention": 2, "residual": 2,
     "embed": 1, "first_token": 1, "scan": 1, "concat_seq": 1, "split_last": 1, "f16": 1, "softmax": 1,
-    "mean_pool": 1, "clip_where": 1,
+    "mean_pool": 1, "clip_where": 1, "detect": 1,
 }
 
 
@@ -765,7 +875,7 @@ def random_sequence_module(seed):
         return relax.const(nrng.uniform(-1, 1, shape).astype(dtype), dtype)
     def scalar(value, dtype="float32"):
         return relax.const(value, dtype)
-    kinds, weights = zip(*((k, w) for k, w in SEQ_KINDS.items() if k not in EXCLUDED))
+    kinds, weights = zip(*((k, w) for k, w in SEQ_KINDS.items() if k not in EXCLUDED and (not ONLY or k in ONLY)))
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorType((N, M, D), "float32"))
     ids = relax.Var("ids", relax.TensorType((N, M), rng.choice(["int64", "int32"])))
@@ -838,6 +948,38 @@ def random_sequence_module(seed):
                     v = bb.emit(R.astype(h2, "float32") if h2.ty.dtype == "float16" else h2)
                 elif kind == "softmax":
                     v = bb.emit((R.nn.softmax if rng.random() < 0.5 else R.nn.log_softmax)(a, axis=rng.choice([-1, 1])))
+                elif kind == "detect":  # (batch, anchors, 8) rows as detections: n, m symbolic one module in two
+                    if rng.random() < 0.5:
+                        si, ii = rng.randint(0, D - 1), rng.choice([-1, rng.randint(0, D - 1)])
+                        gvc = bb.emit(R.vision.get_valid_counts(R.sigmoid(a), score_threshold=rng.choice([0.0, 0.3, 0.5]),
+                                                                id_index=ii, score_index=si))
+                        soft = rng.random() < 0.4
+                        nms = bb.emit(R.vision.non_max_suppression(
+                            bb.emit(relax.TupleGetItem(gvc, 1)), bb.emit(relax.TupleGetItem(gvc, 0)),
+                            bb.emit(relax.TupleGetItem(gvc, 2)), max_output_size=rng.choice([-1, 2]),
+                            iou_threshold=rng.choice([0.3, 0.5]), force_suppress=rng.random() < 0.3,
+                            top_k=rng.choice([-1, 3]), coord_start=rng.randint(0, D - 4), score_index=si, id_index=ii,
+                            return_indices=rng.random() < 0.5, invalid_to_bottom=rng.random() < 0.5,
+                            soft_nms_sigma=0.5 if soft else 0.0, score_threshold=rng.choice([0.0, 0.2])))
+                        if isinstance(nms.ty, relax.TensorType):  # the detections, suppressed rows -1
+                            v = bb.emit(R.multiply(a, nms))
+                        else:  # the kept count scales the rows
+                            kept = bb.emit(relax.TupleGetItem(nms, len(nms.ty.fields) - 1))
+                            v = bb.emit(R.multiply(a, R.reshape(R.astype(kept, "float32"), (N, 1, 1))))
+                    else:  # class scores and box encodings from the features, anchors from their batch mean
+                        ncls = rng.choice([2, 3])
+                        cls_ = bb.emit(R.permute_dims(R.strided_slice(a, axes=[2], begin=[4], end=[4 + ncls]), [0, 2, 1]))
+                        loc_ = bb.emit(R.reshape(R.strided_slice(a, axes=[2], begin=[0], end=[4]), (N, M * 4)))
+                        m_ = bb.emit(R.sigmoid(R.mean(R.strided_slice(a, axes=[2], begin=[0], end=[4]), axis=[0], keepdims=True)))
+                        anchors = bb.emit(R.concat([R.strided_slice(m_, axes=[2], begin=[0], end=[2]),
+                                                    R.add(R.strided_slice(m_, axes=[2], begin=[2], end=[4]), scalar(1.0))],
+                                                   axis=2))
+                        mb = bb.emit(R.vision.multibox_transform_loc(
+                            cls_, loc_, anchors, clip=rng.random() < 0.5, threshold=rng.choice([0.0, 0.2]),
+                            variances=rng.choice([(0.1, 0.1, 0.2, 0.2), (1.0, 1.0, 1.0, 1.0)]),
+                            keep_background=rng.random() < 0.5, apply_softmax=rng.random() < 0.7))
+                        other.append(bb.emit(relax.TupleGetItem(mb, rng.choice([0, 1]))))
+                        continue
                 elif kind == "mean_pool":
                     other.append(bb.emit(R.mean(a, axis=[1], keepdims=rng.random() < 0.5)))
                     continue
@@ -862,9 +1004,15 @@ def write(path, text):
 
 out, first, last = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 EXCLUDED = set(filter(None, sys.argv[4].split(","))) if len(sys.argv) > 4 else set()
+ONLY = set(filter(None, sys.argv[5].split(","))) if len(sys.argv) > 5 else set()  # empty: every kind
+if ONLY - set(KINDS) - set(SEQ_KINDS):
+    sys.exit(f"unknown generator kinds: {sorted(ONLY - set(KINDS) - set(SEQ_KINDS))}")
+# with ONLY, a sequence module only if some kind kept is a sequence kind (one in five)
+SEQUENCE_MODULES = not ONLY or bool(ONLY & set(SEQ_KINDS))
 for seed in range(first, last):
     stem = os.path.join(out, str(seed))
-    write(stem + ".in.py", (random_sequence_module if seed % 5 == 4 else random_module)(seed).script(show_meta=True))
+    make = random_sequence_module if seed % 5 == 4 and SEQUENCE_MODULES else random_module
+    write(stem + ".in.py", make(seed).script(show_meta=True))
     text = open(stem + ".in.py").read()
     cur = tvm.script.from_source(text)
     failed = False
@@ -900,13 +1048,15 @@ print("\n".join(bad))
 '''
 
 
-def run_tvm_side(tvm_python: str, outdir: str, first: int, last: int, excluded=(), timeout: int = 3600) -> None:
-    """Generate modules [first, last) in TVM (without the op kinds `excluded`) and print
-    each stage of its zero pipeline."""
+def run_tvm_side(tvm_python: str, outdir: str, first: int, last: int, excluded=(), timeout: int = 3600,
+                 only=()) -> None:
+    """Generate modules [first, last) in TVM (without the op kinds `excluded`; with `only`,
+    from those kinds alone) and print each stage of its zero pipeline."""
     runner = os.path.join(outdir, "tvm_zero_pipeline.py")
     with open(runner, "w") as f:
         f.write(TVM_GENERATOR)
-    proc = subprocess.run([tvm_python, runner, outdir, str(first), str(last), ",".join(excluded)], capture_output=True, text=True,
+    proc = subprocess.run([tvm_python, runner, outdir, str(first), str(last), ",".join(excluded), ",".join(only)],
+                          capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     if proc.returncode != 0:
         raise RuntimeError(f"TVM side failed:\n{proc.stderr[-3000:]}")
