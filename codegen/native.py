@@ -393,6 +393,39 @@ def _check_array(arr, buf: tir.Buffer, env: dict, fname: str, index: int, pendin
     return arr.ctypes.data
 
 
+@functools.cache
+def _generic_half_runtime() -> bool:
+    """The generic x86-64 CPU has no half-precision instructions: LLVM computes a `half` in
+    float32 and converts through compiler-rt's `__extendhfsf2` / `__truncsfhf2` (libgcc_s
+    has only the latter), which a JIT process does not have; an unresolved one is a call to
+    address 0. They are defined here for the host CPU, whose F16C instructions convert
+    exactly as the routines do; without F16C (or for bfloat16) such kernels are refused."""
+    if "+f16c" not in host_cpu()[1].split(","):
+        return False
+    source = """
+define float @__extendhfsf2(half %x) {
+  %r = fpext half %x to float
+  ret float %r
+}
+define half @__truncsfhf2(float %x) {
+  %r = fptrunc float %x to half
+  ret half %r
+}
+"""
+    tm = target_machine()
+    helpers = llvm.parse_assembly(source)
+    helpers.triple = tm.triple
+    engine = llvm.create_mcjit_compiler(helpers, tm)
+    engine.finalize_object()
+    for name in ("__extendhfsf2", "__truncsfhf2"):
+        llvm.add_symbol(name, engine.get_function_address(name))
+    _generic_half_runtime.engine = engine  # kept alive: the symbols point into it
+    gcc_s = ctypes.util.find_library("gcc_s")  # __truncdfhf2 (double to half in one rounding)
+    if gcc_s:
+        llvm.load_library_permanently(gcc_s)
+    return llvm.address_of_symbol("__truncdfhf2") is not None
+
+
 class NativeLibrary:
     """Every PrimFunc of a module, compiled together and loaded into this process."""
 
@@ -402,6 +435,8 @@ class NativeLibrary:
         lowering of float arithmetic, generic CPU, its optimisation pipeline): its bits."""
         _load_libm()
         self.llvm_ir, self.signatures = generate_llvm(mod, module_name, extra, tvm_lowering=like_tvm)
+        if like_tvm and re.search(r"\b(half|bfloat)\b", self.llvm_ir) and not _generic_half_runtime():
+            raise CodegenError("16-bit floats on the generic CPU need conversion routines this host lacks")
         self.tm = target_machine(opt=opt_level, generic=like_tvm)
         runtime()  # the thread pool's symbols, before the engine links them
         llmod = llvm.parse_assembly(self.llvm_ir)

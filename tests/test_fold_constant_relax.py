@@ -527,6 +527,31 @@ def test_multiply_add_of_loaded_values_rounds_twice_like_the_interpreter():
     assert interpreted.tobytes() == twice.tobytes() == native.tobytes()
 
 
+def test_half_precision_kernel_compiled_like_tvm_runs():
+    """Regression: a float16 kernel compiled for the generic CPU (no F16C) converts through
+    compiler-rt's __extendhfsf2, which the JIT process lacked: a call to address 0, a
+    segfault folding a constant float16 SSD head (random vision modules 410001, 410005).
+    Now the conversions are defined, or the kernel is refused and interpreted."""
+    from irtool.codegen.llvm_codegen import CodegenError
+    from irtool.codegen.native import compile_tir
+    from irtool.exec.tir import run_prim_func
+
+    func = parse(HEADER + _MULTIPLY_ADD_OF_LOADS.replace("float32", "float16").replace(
+        "C[v_i] + A[v_i] * B[v_i]", "C[v_i] + T.exp(A[v_i]) * B[v_i]")).functions["mad"]
+    rng = np.random.default_rng(4)
+    a, b, c = (rng.standard_normal(256).astype("float16") for _ in range(3))
+    interpreted, native = np.zeros(256, "float16"), np.zeros(256, "float16")
+    run_prim_func(func, [a, b, c, interpreted])
+    try:
+        kernel = next(iter(compile_tir(func, like_tvm=True).functions.values()))
+    except CodegenError:
+        from irtool.codegen.native import host_cpu
+        assert "+f16c" not in host_cpu()[1].split(",")
+        return
+    kernel(a, b, c, native)
+    np.testing.assert_allclose(native.astype("float32"), interpreted.astype("float32"), rtol=2e-3)
+
+
 def test_foldable_multiply_add_finds_index_only_operands():
     """A kernel goes to LLVM when one of its multiply-adds reads no parameter (affine_grid's
     coordinates), not when each reads one (a matmul's accumulation, `A + A * t`)."""
