@@ -216,6 +216,19 @@ def test_print_ir_and_timing_go_to_stderr():
     assert "IR Dump" not in r.out and r.out.startswith('#[version = "0.0.5"]')
 
 
+@pytest.mark.parametrize("flag", ["--print-ir-before", "--print-ir-after", "--disabled-pass"])
+def test_unknown_pass_names_in_pass_flags_are_errors(flag):
+    """Regression: a misspelt name silently matched no pass (nothing printed, nothing disabled)."""
+    r = opt("-p", "dead-code-elimination", f"{flag}=dead-code-elimnation", stdin=LETS)
+    assert_user_error(r, "<command line>:1:", "error: unknown pass `dead-code-elimnation`")
+    assert r.out == ""
+
+
+def test_pass_flags_take_aliases():
+    r = opt("-p", "cse", "--print-ir-after=cse", stdin=LETS)
+    assert r.code == 0 and "IR Dump After EliminateCommonSubexpr" in r.err
+
+
 def test_print_ir_after_change():
     r = opt("-p", "dead-code-elimination,dead-code-elimination", "--print-ir-after-change", stdin=LETS)
     assert r.err.count("IR Dump After DeadCodeElimination") == 1  # the second run changes nothing

@@ -149,6 +149,25 @@ def _parse_pass_config(items: list[str]) -> dict:
     return config
 
 
+def _pass_names(option: str, names: list[str]) -> list[str]:
+    """The command-line names of the passes an option names (by command-line name, alias or
+    TVM name); an unknown name is an error, not an option that silently never matches."""
+    if not names:  # the pass infrastructure is not loaded for a run without them
+        return names
+    from ..transform import get_pass
+
+    flag = "--" + option.replace("_", "-") + "="
+    canonical = []
+    for name in names:
+        try:
+            canonical.append(get_pass(name).name)
+        except KeyError:
+            arg = flag + name
+            raise DiagnosticError(f"unknown pass `{name}` (see --list-passes)",
+                                  _command_line_span(arg, len(flag), len(arg))) from None
+    return canonical
+
+
 def _command_line_span(text: str, start: int, end: int):
     from ..diagnostics import SourceFile, Span
 
@@ -313,6 +332,8 @@ def _execute(args, stdin, stdout, stderr) -> int:
         return 0
     passes = _build_pipeline(args.pipeline)
     config = _parse_pass_config(args.pass_config)
+    for option in ("print_ir_before", "print_ir_after", "disabled_pass"):
+        setattr(args, option, _pass_names(option, getattr(args, option)))
     name = "<stdin>" if args.input == "-" else args.input
     text = read_input(args.input, stdin, stderr)
     if text is None:
