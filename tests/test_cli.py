@@ -404,6 +404,15 @@ def test_disabled_pass_does_not_run():
 # --------------------------------------------------------------------------- --verify-numerics
 
 
+@pytest.mark.parametrize("tolerance", ["-1", "nan"])
+def test_verify_numerics_tolerance_below_zero_is_a_usage_error(tolerance, capsys):
+    """Regression: a negative tolerance was taken, and then every pass "changed the results"."""
+    with pytest.raises(SystemExit) as exc:
+        opt("--verify-numerics", f"--verify-numerics-tolerance={tolerance}", "-p", "fuse-ops", stdin=CHAIN)
+    assert exc.value.code == 2
+    assert "a tolerance is a number >= 0" in capsys.readouterr().err
+
+
 @register
 @dataclasses.dataclass(frozen=True)
 class _BrokenPass(FunctionPass):

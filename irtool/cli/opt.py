@@ -31,6 +31,13 @@ class _PipelineAction(argparse.Action):
         setattr(namespace, self.dest, items)
 
 
+def _tolerance(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # NaN too: no result would then be close to itself
+        raise argparse.ArgumentTypeError(f"a tolerance is a number >= 0, got {text!r}")
+    return value
+
+
 def build_arg_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="irtool-opt",
@@ -70,7 +77,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify-numerics", action="store_true",
                    help="run the module in the interpreter on seeded random inputs before the passes and after "
                         "each one, and stop at the first pass that changes the results beyond tolerance")
-    p.add_argument("--verify-numerics-tolerance", type=float, default=1e-4, metavar="TOL",
+    p.add_argument("--verify-numerics-tolerance", type=_tolerance, default=1e-4, metavar="TOL",
                    help="rtol = atol for --verify-numerics (default 1e-4)")
     p.add_argument("--dump-graph", metavar="FILE",
                    help="write the dataflow graph of the result, one cluster per fused group: FILE.dot, or "
