@@ -452,6 +452,32 @@ def test_verify_numerics_reports_an_unrunnable_input():
     assert_user_error(r, "--verify-numerics: cannot run @main before the passes")
 
 
+_HALF_MATMUL = """@R.function
+def main(x: R.Tensor((4, 64), dtype="DT"), w: R.Tensor((64, 8), dtype="DT")) -> R.Tensor((4, 8), dtype="DT"):
+    with R.dataflow():
+        lv: R.Tensor((4, 8), dtype="DT") = R.matmul(x, w)
+        gv: R.Tensor((4, 8), dtype="DT") = R.nn.softmax(lv, axis=1)
+        R.output(gv)
+    return gv
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_verify_numerics_of_16_bit_floats_through_the_zero_pipeline(dtype):
+    """Regression: the legalized PrimFuncs compute in the 16-bit type (as TVM's) and the
+    references round a float32 result, so --verify-numerics failed legalize-ops at its default
+    tolerance (float16), or crashed making the random bfloat16 inputs."""
+    r = opt("--verify-numerics", "-p", "zero-pipeline", stdin=_HALF_MATMUL.replace("DT", dtype))
+    assert r.code == 0, r.err
+
+
+def test_verify_numerics_of_float16_still_finds_a_changed_result():
+    text = CHAIN.replace("float32", "float16")
+    assert "float16" in text
+    r = opt("--verify-numerics", "-p", "test-broken", stdin=text)
+    assert_user_error(r, "pass `test-broken` changed the results of @main", "rtol = atol = 0.015625")
+
+
 # --------------------------------------------------------------------------- --dump-graph
 
 
