@@ -693,6 +693,11 @@ class _Translator:
             if isinstance(value, rx.Tuple):  # a tuple built here (split into one part): its field
                 return value.fields_[node.index]
             return rx.TupleGetItem(value, node.index)
+        if kind is relay.Function and node.attrs is not None and node.attrs.get("Primitive"):
+            # Relay's fuse-ops made it: no span of its own, so point at the first fused call
+            span = node.span or next((n.span for n in post_order(node.body) if n.span is not None), None)
+            raise DiagnosticError("relay-to-relax: a fused (Primitive) Relay function: translate the module "
+                                  "before Relay's fuse-ops (the zero pipeline fuses the Relax)", span)
         what = {relay.Var: f"the free variable %{getattr(node, 'name_hint', '')}",
                 relay.GlobalVar: f"the global function @{getattr(node, 'name_hint', '')}",
                 relay.Function: "a function expression (closure)", relay.If: "`if`",

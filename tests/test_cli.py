@@ -216,6 +216,19 @@ def test_print_ir_and_timing_go_to_stderr():
     assert "IR Dump" not in r.out and r.out.startswith('#[version = "0.0.5"]')
 
 
+@pytest.mark.parametrize("flag", ["--print-ir-before", "--print-ir-after", "--disabled-pass"])
+def test_unknown_pass_names_in_pass_flags_are_errors(flag):
+    """Regression: a misspelt name silently matched no pass (nothing printed, nothing disabled)."""
+    r = opt("-p", "dead-code-elimination", f"{flag}=dead-code-elimnation", stdin=LETS)
+    assert_user_error(r, "<command line>:1:", "error: unknown pass `dead-code-elimnation`")
+    assert r.out == ""
+
+
+def test_pass_flags_take_aliases():
+    r = opt("-p", "cse", "--print-ir-after=cse", stdin=LETS)
+    assert r.code == 0 and "IR Dump After EliminateCommonSubexpr" in r.err
+
+
 def test_print_ir_after_change():
     r = opt("-p", "dead-code-elimination,dead-code-elimination", "--print-ir-after-change", stdin=LETS)
     assert r.err.count("IR Dump After DeadCodeElimination") == 1  # the second run changes nothing
@@ -391,6 +404,15 @@ def test_disabled_pass_does_not_run():
 # --------------------------------------------------------------------------- --verify-numerics
 
 
+@pytest.mark.parametrize("tolerance", ["-1", "nan"])
+def test_verify_numerics_tolerance_below_zero_is_a_usage_error(tolerance, capsys):
+    """Regression: a negative tolerance was taken, and then every pass "changed the results"."""
+    with pytest.raises(SystemExit) as exc:
+        opt("--verify-numerics", f"--verify-numerics-tolerance={tolerance}", "-p", "fuse-ops", stdin=CHAIN)
+    assert exc.value.code == 2
+    assert "a tolerance is a number >= 0" in capsys.readouterr().err
+
+
 @register
 @dataclasses.dataclass(frozen=True)
 class _BrokenPass(FunctionPass):
@@ -428,6 +450,32 @@ def test_verify_numerics_reports_an_unrunnable_input():
     # the seed as TVM printed it has no data for its constant
     r = opt("--verify-numerics", "-p", "fuse-ops", str(SEED))
     assert_user_error(r, "--verify-numerics: cannot run @main before the passes")
+
+
+_HALF_MATMUL = """@R.function
+def main(x: R.Tensor((4, 64), dtype="DT"), w: R.Tensor((64, 8), dtype="DT")) -> R.Tensor((4, 8), dtype="DT"):
+    with R.dataflow():
+        lv: R.Tensor((4, 8), dtype="DT") = R.matmul(x, w)
+        gv: R.Tensor((4, 8), dtype="DT") = R.nn.softmax(lv, axis=1)
+        R.output(gv)
+    return gv
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_verify_numerics_of_16_bit_floats_through_the_zero_pipeline(dtype):
+    """Regression: the legalized PrimFuncs compute in the 16-bit type (as TVM's) and the
+    references round a float32 result, so --verify-numerics failed legalize-ops at its default
+    tolerance (float16), or crashed making the random bfloat16 inputs."""
+    r = opt("--verify-numerics", "-p", "zero-pipeline", stdin=_HALF_MATMUL.replace("DT", dtype))
+    assert r.code == 0, r.err
+
+
+def test_verify_numerics_of_float16_still_finds_a_changed_result():
+    text = CHAIN.replace("float32", "float16")
+    assert "float16" in text
+    r = opt("--verify-numerics", "-p", "test-broken", stdin=text)
+    assert_user_error(r, "pass `test-broken` changed the results of @main", "rtol = atol = 0.015625")
 
 
 # --------------------------------------------------------------------------- --dump-graph

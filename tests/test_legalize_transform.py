@@ -337,14 +337,39 @@ def test_module_cases_match_reference(name):
     _assert_same(run_relax(out, inputs), run_relax(mod, inputs))
 
 
-def test_concat_of_a_tuple_parameter_is_left_as_the_call():
-    """A tuple that is not bound in the function (a parameter) is left as the call (TVM would
-    emit TupleGetItem bindings first)."""
-    text = case_text("x:2x3:float32", "R.concat(t, axis=0)").replace(
-        "def main(x: R.Tensor((2, 3), dtype=\"float32\"))",
-        "def main(x: R.Tensor((2, 3), dtype=\"float32\"), t: R.Tuple(R.Tensor((2, 3), dtype=\"float32\")))")
-    out = legalize(parse(text))
-    assert _bound_ops(out.functions["main"]) == ["relax.concat"]
+def _with_tuple_param(fields: str, call: str) -> str:
+    """A module whose `main` takes a tuple parameter `t` of tensors ("2x3 3x4", float32)."""
+    sinfos = ", ".join(_param(f"f:{shape}:float32").removeprefix("f: ") for shape in fields.split())
+    return case_text("", call).replace("def main()", f"def main(t: R.Tuple({sinfos}))")
+
+
+# A tuple not bound to a tuple expression (a parameter, a split's result): as TVM's concat,
+# stack, einsum and meshgrid legalizations, one TupleGetItem binding per field comes first
+# (regression: concat, stack and einsum stayed calls).
+TUPLE_ITEM_CASES: dict[str, tuple[str, list[str]]] = {
+    "concat-tuple-param": (_with_tuple_param("2x3 1x3", "R.concat(t, axis=0)"),
+                           ["tuplegetitem", "tuplegetitem", "relax.call_tir"]),
+    "stack-split-result": (_with_tuple_binding("x:2x6:float32", "R.split(x, indices_or_sections=2, axis=1)",
+                                               "R.stack(t, axis=0)"),
+                           ["relax.call_tir", "tuplegetitem", "tuplegetitem", "relax.call_tir"]),
+    "einsum-tuple-param": (_with_tuple_param("2x3 3x4", 'R.einsum(t, subscripts="ij,jk->ik")'),
+                           ["tuplegetitem", "tuplegetitem", "relax.call_tir"]),
+    "meshgrid-tuple-param": (_with_tuple_param("2 3", 'R.meshgrid(t, indexing="ij")'),
+                             ["tuplegetitem", "tuplegetitem", "relax.call_tir"]),
+}
+
+
+@pytest.mark.parametrize("name", list(TUPLE_ITEM_CASES))
+def test_tuple_not_bound_to_a_tuple_is_taken_field_by_field(name):
+    from irtool.exec.relax import random_input
+
+    text, expected_ops = TUPLE_ITEM_CASES[name]
+    mod = parse(text)
+    out = legalize(mod)
+    assert _bound_ops(out.functions["main"]) == expected_ops
+    rng = np.random.default_rng(0)
+    inputs = [random_input(p.struct_info, rng) for p in mod.functions["main"].params]
+    _assert_same(run_relax(out, inputs), run_relax(mod, inputs))
 
 
 # ----------------------------------------------------------------------------- TVM
@@ -391,7 +416,8 @@ def _compare_with_tvm(tvm_python, tmp_path, cases, modules=None) -> None:
 @pytest.mark.tvm
 def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     """TVM 0.27's LegalizeOps on every table case prints exactly what ours prints."""
-    _compare_with_tvm(tvm_python, tmp_path, CASES, MODULE_CASES)
+    _compare_with_tvm(tvm_python, tmp_path, CASES,
+                      {**MODULE_CASES, **{name: text for name, (text, _) in TUPLE_ITEM_CASES.items()}})
 
 
 @pytest.mark.tvm

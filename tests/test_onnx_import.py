@@ -352,6 +352,12 @@ def test_bad_shape_option(tmp_path) -> None:
     assert info.value.code == 2
 
 
+def test_shape_option_naming_no_input_is_an_error(tmp_path) -> None:
+    """Regression: a misspelt --shape name was ignored, the input keeping its `?` dimension."""
+    path = _save(relu_model(("N", 3)), tmp_path / "m.onnx")
+    _one_error(*_cli([path, "--shape", "data=4,3"])[::2], "--shape names `data`", "inputs: x")
+
+
 # ----------------------------------------------------------------------------- outputs
 
 

@@ -577,6 +577,18 @@ def test_unsupported_input_is_a_located_diagnostic(tmp_path, text, message, care
         assert rest[1] == caret, proc.stderr
 
 
+def test_relay_fused_by_fuse_ops_is_a_located_diagnostic():
+    """Regression: Relay's fuse-ops then relay-to-relax failed without a location (the fused
+    function has no span); the error points at the first fused call and says what to do."""
+    seed = Path(__file__).resolve().parent.parent / "examples" / "seed000.ir"
+    proc = subprocess.run([sys.executable, "-m", "irtool.cli.opt", str(seed), "-p", "fuse-ops,relay-to-relax"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    first, source, caret = proc.stderr.splitlines()[:3]
+    assert first.startswith(f"{seed}:6:8: error: relay-to-relax: a fused (Primitive) Relay function"), first
+    assert "nn.conv2d(%x, %weight" in source and caret == "       ^~~~~~~~~"
+
+
 # TVM 0.27's own print of a resize2d call (checked with TVM): roi is an Array<FloatImm>
 _RESIZE_TVM = """# from tvm.script import ir as I
 # from tvm.script import tirx as T

@@ -22,7 +22,8 @@ from irtool.analysis.tir_verifier import verify_prim_func
 from irtool.exec.relax import random_input, run_relax
 from irtool.ir import relax as rx
 from irtool.ir import tir
-from irtool.ir.relax_visitor import ExprVisitor
+from irtool.ir.module import IRModule
+from irtool.ir.relax_visitor import ExprMutator, ExprVisitor
 from irtool.ir.structural import structural_equal
 from irtool.text import parse, to_text
 from irtool.transform import PassContext, get_pass
@@ -77,6 +78,21 @@ def test_onnx_conv_with_metadata_fuses_the_conv_as_tvm():
     path = os.path.join(DATA, "conv_relu_add_imported_meta.py")
     out = zero(parse(_read(path), path))
     assert to_text(out, show_meta_data=False) == _read(os.path.join(REFERENCE, "onnx", "conv_relu_add_after_zero.py"))
+
+
+def test_onnx_mlp_with_constants_fuses_as_tvm():
+    """The imported MLP with a symbolic batch (onnx/mlp_imported_keep_params.py) with its weights
+    bound to constants, as from_onnx freezes them (TVM's BindParams; the values do not show):
+    the zero pipeline prints TVM's onnx/mlp_after_zero.py, byte for byte."""
+    mod = parse(_read(os.path.join(REFERENCE, "onnx", "mlp_imported_keep_params.py")), "mlp")
+    main = mod["main"]
+    binder = ExprMutator()
+    binder.var_remap.update({p: rx.Constant(np.zeros([int(d) for d in p.struct_info.shape], "float32"))
+                             for p in main.params[1:]})
+    frozen = rx.Function(main.params[:1], binder.visit_expr(main.body), main.ret_struct_info, main.is_pure,
+                         [(k, v) for k, v in main.attrs if k != "params"])
+    out = zero(IRModule({"main": frozen}))
+    assert to_text(out, show_meta_data=False) == _read(os.path.join(REFERENCE, "onnx", "mlp_after_zero.py"))
 
 
 def test_onnx_conv_without_metadata_is_a_diagnostic_not_a_traceback(tmp_path):

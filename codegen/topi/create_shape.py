@@ -33,7 +33,7 @@ from .. import te
 from .. import tir_build as tb
 from . import register_legalize
 from .common import prim_value
-from .transform import reshape
+from .transform import _tuple_fields, reshape
 
 
 def trilu(data: te.Tensor, k, upper: bool) -> te.Tensor:
@@ -115,18 +115,9 @@ def meshgrid(inputs: list, indexing: str) -> list:
 
 @register_legalize("relax.meshgrid")
 def _meshgrid(bb, call):
-    """TVM's legalization: the tuple's fields where it is (bound to) a tuple expression, else
-    one TupleGetItem emitted per field."""
-    t = call.args[0]
-    while isinstance(t, rx.Var):
-        bound = bb.lookup_binding(t)
-        if not isinstance(bound, (rx.Tuple, rx.Var)):
-            break
-        t = bound
-    if isinstance(t, rx.Tuple):
-        fields = list(t.fields_)
-    else:
-        fields = [bb.emit(rx.TupleGetItem(t, i)) for i in range(len(call.args[0].struct_info.fields_))]
+    fields = _tuple_fields(call.args[0], bb)
+    if fields is None:
+        return call
     return bb.call_te(meshgrid, fields, call.attrs["indexing"] or "ij")
 
 

@@ -399,14 +399,21 @@ def _shape_values(call, arg) -> list | None:
 
 
 def _tuple_fields(t, bb=None) -> list | None:
-    """The fields of a tuple argument; a tuple variable is followed through its binding, as
-    TVM's concat/stack legalizations do (None: not a tuple this can see)."""
+    """The fields of a tuple argument. With `bb`, as TVM's concat/stack/einsum/meshgrid
+    legalizations: a tuple variable is followed through its bindings, and where they end
+    in something else than a tuple expression (a split's result, a parameter), one
+    TupleGetItem per field is emitted. None: not a tuple this can see."""
+    n_fields = len(t.struct_info.fields_) if isinstance(t.struct_info, rx.TupleStructInfo) else None
     while isinstance(t, rx.Var) and bb is not None:
         bound = bb.lookup_binding(t)
         if not isinstance(bound, (rx.Tuple, rx.Var)):
             break
         t = bound
-    return list(t.fields_) if isinstance(t, rx.Tuple) else None
+    if isinstance(t, rx.Tuple):
+        return list(t.fields_)
+    if isinstance(t, rx.Var) and bb is not None and n_fields is not None:
+        return [bb.emit(rx.TupleGetItem(t, i)) for i in range(n_fields)]
+    return None
 
 
 def _prims(t) -> list | None:

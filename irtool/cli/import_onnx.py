@@ -58,6 +58,11 @@ def _execute(args, stdout, stderr) -> int:
     from ..text import to_text
 
     model = load_model(args.model)
+    inputs = [i.name for i in model.graph.input]
+    unknown = [name for name, _ in args.shape if name not in inputs]
+    if unknown:  # from_onnx, as TVM's, ignores it: the input keeps the model's shape
+        raise DiagnosticError(f"--shape names `{unknown[0]}`, which is not a graph input "
+                              f"(inputs: {', '.join(inputs) or 'none'})")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         mod, _ = from_onnx(model, shape=dict(args.shape) or None, opset=args.opset,

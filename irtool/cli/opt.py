@@ -31,6 +31,13 @@ class _PipelineAction(argparse.Action):
         setattr(namespace, self.dest, items)
 
 
+def _tolerance(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # NaN too: no result would then be close to itself
+        raise argparse.ArgumentTypeError(f"a tolerance is a number >= 0, got {text!r}")
+    return value
+
+
 def build_arg_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="irtool-opt",
@@ -70,8 +77,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify-numerics", action="store_true",
                    help="run the module in the interpreter on seeded random inputs before the passes and after "
                         "each one, and stop at the first pass that changes the results beyond tolerance")
-    p.add_argument("--verify-numerics-tolerance", type=float, default=1e-4, metavar="TOL",
-                   help="rtol = atol for --verify-numerics (default 1e-4)")
+    p.add_argument("--verify-numerics-tolerance", type=_tolerance, default=1e-4, metavar="TOL",
+                   help="rtol = atol for --verify-numerics (default 1e-4; at least 16 epsilons of float16/bfloat16)")
     p.add_argument("--dump-graph", metavar="FILE",
                    help="write the dataflow graph of the result, one cluster per fused group: FILE.dot, or "
                         ".svg/.png/.pdf with Graphviz installed")
@@ -147,6 +154,25 @@ def _parse_pass_config(items: list[str]) -> dict:
             span = (start, start + len(key)) if at_key else (start + len(key) + 1, len(arg))
             raise DiagnosticError(str(err), _command_line_span(arg, *span)) from None
     return config
+
+
+def _pass_names(option: str, names: list[str]) -> list[str]:
+    """The command-line names of the passes an option names (by command-line name, alias or
+    TVM name); an unknown name is an error, not an option that silently never matches."""
+    if not names:  # the pass infrastructure is not loaded for a run without them
+        return names
+    from ..transform import get_pass
+
+    flag = "--" + option.replace("_", "-") + "="
+    canonical = []
+    for name in names:
+        try:
+            canonical.append(get_pass(name).name)
+        except KeyError:
+            arg = flag + name
+            raise DiagnosticError(f"unknown pass `{name}` (see --list-passes)",
+                                  _command_line_span(arg, len(flag), len(arg))) from None
+    return canonical
 
 
 def _command_line_span(text: str, start: int, end: int):
@@ -313,6 +339,8 @@ def _execute(args, stdin, stdout, stderr) -> int:
         return 0
     passes = _build_pipeline(args.pipeline)
     config = _parse_pass_config(args.pass_config)
+    for option in ("print_ir_before", "print_ir_after", "disabled_pass"):
+        setattr(args, option, _pass_names(option, getattr(args, option)))
     name = "<stdin>" if args.input == "-" else args.input
     text = read_input(args.input, stdin, stderr)
     if text is None:

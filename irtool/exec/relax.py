@@ -379,7 +379,13 @@ def random_input(sinfo, rng, span=None):
         return rng.random(shape) < 0.5
     if sinfo.dtype.startswith(("int", "uint")):
         return rng.integers(0, 10, size=shape).astype(sinfo.dtype)
-    return rng.standard_normal(shape).astype(sinfo.dtype)
+    from .tir_runtime import InterpreterError, _numpy_dtype
+
+    try:
+        dtype = _numpy_dtype(sinfo.dtype)  # bfloat16 and the float8 types through ml_dtypes
+    except InterpreterError as err:
+        raise DiagnosticError(f"a random input of dtype {sinfo.dtype}: {err}", span) from None
+    return rng.standard_normal(shape).astype(dtype)
 
 
 def _dtype_of(e) -> str | None:
