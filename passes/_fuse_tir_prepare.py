@@ -132,7 +132,8 @@ def remove_unused_parameters(mod: IRModule) -> IRModule:
         defined = {d for p in kept for d in rx.struct_info_dims(p.struct_info) if isinstance(d, tir.Var)}
         used = _SymbolicVars()
         used.visit_expr(fn.body)
-        promoted = [v for v in used.vars if v not in defined]
+        # FreeSymbolicVars: an unordered_set keyed by address, which TVM lists newest first
+        promoted = [v for v in reversed(used.vars) if v not in defined]
         params = kept + [rx.Var(f"param_{v.name}", rx.ShapeStructInfo([v])) for v in promoted]
         functions[name] = rx.Function(params, fn.body, fn.ret_struct_info, fn.is_pure, fn.attrs, fn.private,
                                       fn.span)

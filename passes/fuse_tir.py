@@ -442,8 +442,6 @@ class _CallRewriter(ExprMutator):
             elif isinstance(sinfo, rx.PrimStructInfo):
                 value = _prim_of(arg)
                 if value is None:
-                    value = self.scalar_params.get(arg)
-                if value is None:
                     _fail("fuse-tir expects scalar arguments to be TIR expressions", call)
                 args.append(arg if isinstance(arg, rx.PrimValue) else rx.PrimValue(value))
             else:

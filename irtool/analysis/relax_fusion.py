@@ -427,7 +427,9 @@ def _free_symbolic_vars(fn: rx.Function) -> list:
     uses.visit_expr(fn)
     for b in (b for block in fn.body.blocks for b in block.bindings):
         uses.visit_struct_info(b.var.struct_info)
-    return [v for v in uses.used if not any(v is d for d in defined)]
+    # TVM collects them in an unordered_set keyed by address, which lists them newest first
+    # (checked on TVM with 2 to 9 free sizes, run after run)
+    return [v for v in reversed(uses.used) if not any(v is d for d in defined)]
 
 
 # --------------------------------------------------------------------------- 3. callers
