@@ -74,6 +74,9 @@ class _Legalizer(ExprMutator):
         self.bb = bb
         self.bound_sinfo = None  # the struct info of the variable being bound
 
+    def fresh_var_name(self, hint: str) -> str:
+        return self.bb._fresh_var_name(hint)  # one name supply, as TVM's LegalizeMutator's builder
+
     def visit_var_binding(self, b: rx.VarBinding) -> None:
         self.bound_sinfo = b.var.struct_info
         super().visit_var_binding(b)

@@ -236,6 +236,36 @@ def test_names_dedup_and_untouched_calls():
     assert "vi = T.axis.spatial(T.int64(1), T.int64(0))" in text
 
 
+# match_cast of a call outside a dataflow block: the legalized call is bound first, named
+# from the pass's one name supply (gv, gv1, ... across functions, shared with the bindings
+# legalizations emit: dynamic_strided_slice's gv1..gv3), as TVM 0.27 prints it
+MATCH_CAST_OF_CALLS = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def f(x: R.Tensor((8, 10), dtype="float32"), b: R.Tensor((2,), dtype="int64"), e: R.Tensor((2,), dtype="int64"), st: R.Tensor((2,), dtype="int64")):
+        y: R.Tensor((8, 10), dtype="float32") = R.match_cast(R.exp(x), R.Tensor((8, 10), dtype="float32"))
+        d = R.dynamic_strided_slice(y, b, e, st)
+        y2: R.Tensor((8, 10), dtype="float32") = R.match_cast(R.exp(y), R.Tensor((8, 10), dtype="float32"))
+        return (y2, d)
+
+    @R.function
+    def main(x: R.Tensor((3,), dtype="float32")) -> R.Tensor((3,), dtype="float32"):
+        y: R.Tensor((3,), dtype="float32") = R.match_cast(R.exp(x), R.Tensor((3,), dtype="float32"))
+        return y
+"""
+
+
+def test_match_cast_of_a_call_binds_it_to_a_fresh_gv():
+    """Fuzz run 12 (a nested-call module checked against TVM): ours named every such
+    binding `lv`, in or out of a dataflow block."""
+    text = to_text(legalize(parse(MATCH_CAST_OF_CALLS)))
+    casts = [line.split("R.match_cast(")[1].split(",")[0] for line in text.splitlines() if "R.match_cast(" in line]
+    assert casts == ["gv", "gv2", "gv4", "gv5"]  # y, the slice's sizes, y2; main's y
+
+
 UNARY_CHAIN = ["exp", "tanh", "sigmoid", "negative", "abs", "nn.relu", "floor", "round", "sin"]
 BINARY_CHAIN = ["add", "subtract", "multiply", "maximum", "minimum", "divide"]
 
@@ -291,6 +321,7 @@ def test_legalized_text_matches_tvm(tvm_python, tmp_path):
     """TVM 0.27's LegalizeOps on every case module prints exactly what ours prints."""
     texts = [(name, case_text(params, call)) for name, params, call in CASES]
     texts += [("module_with_names", MODULE_WITH_NAMES)] + [(f"random{s}", random_program(s)) for s in RANDOM_SEEDS]
+    texts.append(("match_cast_of_calls", MATCH_CAST_OF_CALLS))
     assert_legalized_like_tvm(tvm_python, tmp_path, texts)
 
 

@@ -448,6 +448,50 @@ def test_new_ops_run_in_the_interpreter_and_legalize():
         np.testing.assert_array_equal(got, want)
 
 
+# Nested calls in a named binding's value: TVM's parser emits every binding through the
+# function's BlockBuilder, which names each one `lv`/`gv` + a count (the named ones are then
+# renamed), so nested calls are numbered around them (found in fuzz run 12).
+NESTED_NAMES = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((3,), "float32"), c: R.Tensor((), "bool"), s: R.Shape(["n"])):
+        n = T.int64()
+        y = R.match_cast(R.exp(x), R.Tensor((3,), "float32"))
+        if c:
+            a = R.add(R.exp(x), R.exp(y))
+            r = R.add(R.exp(a), a)
+        else:
+            r = R.multiply(R.exp(x), x)
+        z = R.add(R.exp(r), R.exp(y))
+        with R.dataflow():
+            lv = R.add(R.exp(z), R.exp(x))
+            lv1 = (R.exp(lv), R.negative(R.exp(x)))
+            R.output(lv, lv1)
+        return R.add(R.exp(lv), R.exp(x))
+
+    @R.function
+    def second(x: R.Tensor((3,), "float32")):
+        with R.dataflow():
+            a = R.add(R.exp(x), R.exp(x))
+            R.output(a)
+        return a
+"""
+
+
+def test_nested_calls_are_named_as_tvm_names_them():
+    mod = parse_script(NESTED_NAMES)
+    names = {name: [b.var.name_hint for blk in fn.body.blocks for b in blk.bindings]
+             for name, fn in mod.functions.items()}
+    # the block outside: y is gv, r is gv8 (the branches' bindings are gv1..gv7), z gv11
+    assert names["main"][:4] == ["y", "r", "gv9", "gv10"]
+    assert names["main"][5:12] == ["lv", "lv1", "lv", "lv3", "lv4", "lv5", "lv1"]
+    assert names["main"][12:] == ["gv12", "gv13", "gv14"]
+    assert names["second"] == ["lv", "lv1", "a"]  # counted per function
+    text = to_text(mod)
+    assert "lv_1: R.Tensor((3,), dtype=\"float32\") = R.add(lv, lv1)" in text and "gv6" in text
+
+
 # ----------------------------------------------------------------------------- against TVM
 
 _TVM_PRINT = r"""
@@ -465,7 +509,7 @@ for path in sys.argv[1:]:
 def test_same_printout_as_tvm(tvm_python, tmp_path):
     """TVM 0.27 parses each case and prints (and legalizes) it byte for byte as we do."""
     sources = {"astype": ASTYPE, "axis": AXIS, "bitwise": BITWISE, "subtract": SUBTRACT, "ops": OPS,
-               "symbolic_ops": SYMBOLIC_OPS}
+               "symbolic_ops": SYMBOLIC_OPS, "nested_names": NESTED_NAMES}
     paths = {}
     for name, text in sources.items():
         path = tmp_path / f"{name}.py"

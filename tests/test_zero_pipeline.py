@@ -134,6 +134,36 @@ def test_shared_node_after_a_pass_equals_the_parse_of_its_printout():
     assert not equal_to_parsed(ours, other)
 
 
+_UNEVEN_POOL = """
+@R.function
+def main(x: R.Tensor((1, 4, 18, 10), dtype="float32")) -> R.Tensor((1, 4, 6, 6), dtype="float32"):
+    with R.dataflow():
+        gv: R.Tensor((1, 4, 6, 6), dtype="float32") = R.nn.adaptive_avg_pool2d(x, output_size=[6, 6])
+        R.output(gv)
+    return gv
+"""
+
+
+def test_isolated_check_reads_nested_sblock_domains_as_printed(tmp_path):
+    """Fuzz run 12 (seed 400772): a stage is checked alone on TVM's printout of the stage
+    before it; an uneven adaptive pool's nested domain `(v, v + e)` is read back as extent
+    `v + e - v`, so the check must read it as printed (printed_domains), as compare_seed does,
+    or a stage that agrees with TVM is reported as differing by itself."""
+    from zero_pipeline_random import _isolated
+
+    stem = str(tmp_path / "0")
+    mod = parse(_UNEVEN_POOL, "uneven_pool")
+    for stage in STAGES[:2]:
+        mod = run_stage(stage, mod)
+    (tmp_path / "0.2.meta.py").write_text(to_text(mod))  # what TVM prints of its in-memory module
+    folded = to_text(run_stage("fold-constant", mod), show_meta_data=False)
+    assert "adaptive_pool_sum_l1" in folded and "(T.int64(1) - v_ax3)" in folded
+    (tmp_path / "0.3.py").write_text(folded)
+    assert _isolated(stem, 3, "fold-constant") is False
+    (tmp_path / "0.3.py").write_text(folded.replace("adaptive_pool_sum_l1", "adaptive_pool_sum_l2"))
+    assert _isolated(stem, 3, "fold-constant") is True
+
+
 def test_primfuncs_differing_only_in_sblock_names_are_one():
     """TVM's structural equality skips an sblock's name, so the BlockBuilder dedups the
     PrimFuncs of two reductions whose blocks are named after their inputs (`x_red`,

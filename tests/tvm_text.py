@@ -44,13 +44,15 @@ def canonical_type_vars(text: str) -> str:
 
 def canonical_elem_offsets(text: str) -> str:
     """TVM 0.27 numbers the `elem_offset` TypeVars of an extern PrimFunc in an order that varies
-    from run to run (a hash of pointers): rename them in order of first use in a signature."""
-    names: dict[str, str] = {}
-    for m in re.finditer(r"elem_offset=(elem_offset(?:_\d+)?)", text):
-        names.setdefault(m.group(1), f"EO{len(names)}")
-    text = re.sub(r"\belem_offset(?:_\d+)?\b(?!=)", lambda m: names.get(m.group(0), m.group(0)), text)
-    lines = text.split("\n")
-    decls = sorted(k for k, line in enumerate(lines) if line.startswith("EO"))
-    for k, line in zip(decls, sorted(lines[k] for k in decls)):
-        lines[k] = line
-    return "\n".join(lines)
+    from run to run (a hash of pointers), and independently in each PrimFunc of a module (two
+    `searchsorted` PrimFuncs of one module: `A, x, out` are `_2, _1, elem_offset` in one and
+    `_2, elem_offset, _1` in the other): rename them, in each PrimFunc, in order of first use in
+    its signature. The module's TypeVar declarations are left as printed."""
+    def rename(chunk: str) -> str:
+        names: dict[str, str] = {}
+        for m in re.finditer(r"elem_offset=(elem_offset(?:_\d+)?)", chunk):
+            names.setdefault(m.group(1), f"EO{len(names)}")
+        return re.sub(r"\belem_offset(?:_\d+)?\b(?!=)", lambda m: names.get(m.group(0), m.group(0)), chunk)
+
+    chunks = re.split(r"(?=^[ \t]*@(?:T\.prim_func|R\.function))", text, flags=re.M)
+    return "".join(rename(chunk) if chunk.lstrip().startswith("@T.prim_func") else chunk for chunk in chunks)

@@ -1196,10 +1196,12 @@ def compare_seed(outdir: str, seed: int) -> Outcome:
 
 def _isolated(stem: str, k: int, stage: str) -> bool | None:
     """Does our `stage` alone, on TVM's printout before it, give TVM's printout after it?
-    True: the stage differs by itself; False: it differs only on our own earlier output."""
+    True: the stage differs by itself; False: it differs only on our own earlier output.
+    TVM ran the stage on its in-memory module, so nested sblock domains are read as printed
+    (printed_domains), as `compare_seed` reads TVM's modules."""
     before = stem + ".in.py" if k == 1 else f"{stem}.{k - 1}.meta.py"
     try:
-        ours = run_stage(stage, parse(_read(before), before))
+        ours = run_stage(stage, printed_domains(parse(_read(before), before)))
     except DiagnosticError:
         return True
     except Exception:  # noqa: BLE001 - an internal error is a difference too

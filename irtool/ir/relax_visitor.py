@@ -442,10 +442,23 @@ class ExprMutator:
         self._redefine(b, visited, var)
         if isinstance(value, (rx.Call, rx.TupleGetItem, rx.If, rx.SeqExpr, rx.Function)):
             # TVM's NormalizeArgument: a compound value is bound to a variable, which is cast
-            lv = (rx.DataflowVar if self.in_dataflow_block else rx.Var)("lv", struct_info_of(value, self.mod))
+            # outside a dataflow block named as TVM 0.27's LegalizeOps names it: a fresh name of
+            # the mutator's run, `gv`, `gv1`, ... (shared with the legalizations' own bindings).
+            # Inside one TVM's names mix `lv1` and a repeated `lv` in a way not worked out yet
+            # (lv, lv1, lv, lv2 for four casts in a row); `lv` is the first of them
+            name = "lv" if self.in_dataflow_block else self.fresh_var_name("gv")
+            lv = (rx.DataflowVar if self.in_dataflow_block else rx.Var)(name, struct_info_of(value, self.mod))
             self.emit(rx.VarBinding(lv, value))
             value = lv
         self.emit(rx.MatchCast(var, value, sinfo, b.span))
+
+    def fresh_var_name(self, hint: str) -> str:
+        """FreshName of TVM's BlockBuilder for a variable the mutator emits: `gv`, `gv1`, ...
+        (`lv`, `lv1`, ... in a dataflow block), one supply for the mutator's whole run."""
+        names = self.__dict__.setdefault("_fresh_names", {})
+        count = names.get(hint, -1) + 1
+        names[hint] = count
+        return f"{hint}{count}" if count else hint
 
     def visit_var_def(self, v: rx.Var) -> rx.Var:
         if v in self.var_remap:

@@ -55,6 +55,7 @@ class _RelaxBuilder(_TirBuilder):
         self.blocks: list = []
         self.bindings: list = []
         self.dataflow_outputs: set[str] | None = None
+        self.emitted: dict[str, int] = {}  # bindings emitted so far in this function, by name prefix
 
     e_lambdef = index_map.e_lambdef
 
@@ -212,10 +213,20 @@ class _RelaxBuilder(_TirBuilder):
         if isinstance(expr, (rx.Call, rx.If, rx.TupleGetItem, rx.SeqExpr)):
             self.normalize(expr, node)
             dataflow = self.dataflow_outputs is not None
-            var = (rx.DataflowVar if dataflow else rx.Var)("lv" if dataflow else "gv", expr.struct_info)
+            var = (rx.DataflowVar if dataflow else rx.Var)(self.fresh_binding_name(), expr.struct_info)
             self.bindings.append(rx.VarBinding(var, expr, span=expr.span))
             return var
         return expr
+
+    def fresh_binding_name(self) -> str:
+        """The name TVM's parser gives the next binding it emits: every binding (a nested call's
+        or a named one, which the parser then renames) takes a fresh name from the function's
+        BlockBuilder, `lv` in a dataflow block and `gv` outside, numbered on: `lv`, `lv1`, `lv2`.
+        So nested calls are `lv`, `lv1`, `lv3` around a named binding, as TVM prints them."""
+        prefix = "lv" if self.dataflow_outputs is not None else "gv"
+        count = self.emitted.get(prefix, 0)
+        self.emitted[prefix] = count + 1
+        return f"{prefix}{count}" if count else prefix
 
     def subscript(self, base, subs, node):
         if isinstance(base, rx.Expr) and not isinstance(base, rx.Constant):
@@ -551,6 +562,7 @@ class _RelaxBuilder(_TirBuilder):
         self.name = str(name_tok)
         self.options = options
         self.params = []
+        self.emitted = {}
         for p in params_node.children if params_node is not None else ():
             pname_tok, ann = p.children
             if ann is None:
@@ -616,6 +628,7 @@ class _RelaxBuilder(_TirBuilder):
             self.error(f"each branch of the `if` must end by assigning `{name}`", stmt)
         value = self.to_expr(self.eval(inner.children[-1]), inner.children[-1])
         self.normalize(value, inner.children[-1])
+        self.fresh_binding_name()  # emitted by TVM's parser, whatever the value
         if isinstance(value, (rx.Call, rx.If, rx.TupleGetItem, rx.SeqExpr)):
             var = rx.Var(name + suffix, value.struct_info, span=self.span(inner))
             self.bindings.append(rx.VarBinding(var, value, span=self.span(inner)))
@@ -662,6 +675,7 @@ class _RelaxBuilder(_TirBuilder):
         value = self.to_expr(self.eval(expr), expr)
         self.normalize(value, expr)
         # inside a dataflow block the unnamed result is a dataflow variable, as TVM's builder emits it
+        self.fresh_binding_name()
         self.emit((rx.DataflowVar if self.dataflow_outputs is not None else rx.Var)("_", value.struct_info), value)
         return None
 
@@ -693,6 +707,7 @@ class _RelaxBuilder(_TirBuilder):
                 self.error(f"cannot match_cast a value of {_describe_sinfo(self.sinfo(expr))} to "
                            f"{_describe_sinfo(sinfo)}", value_node)
             var = self.new_var(name, ann or sinfo, target)
+            self.fresh_binding_name()
             self.bindings.append(rx.MatchCast(var, expr, sinfo, span=self.span(node)))
             return None
         if isinstance(value, tuple) and value and value[0] == "new_var":
@@ -714,6 +729,7 @@ class _RelaxBuilder(_TirBuilder):
         # when that is finer (`c: R.Tensor(ndim=2) = x` has x's shape)
         keep = ann is not None and not isinstance(expr, rx.Var)
         var = self.new_var(name, ann if keep else _annotated(ann, deduced), target)
+        self.fresh_binding_name()
         self.bindings.append(rx.VarBinding(var, expr, span=self.span(node)))
 
     def struct_info_defining(self, value, node):
@@ -783,6 +799,7 @@ class _RelaxBuilder(_TirBuilder):
         if inner.data == "ann_assign":
             ann = self.struct_info(inner.children[1], define=True)
         var = self.new_var(name, ann if ann is not None else expr.struct_info, inner.children[0])
+        self.fresh_binding_name()
         self.bindings.append(rx.VarBinding(var, expr, span=self.span(stmt)))
 
 
