@@ -1,7 +1,7 @@
 """The Relax counterparts of Relay's one_hot, argwhere, image.grid_sample and vision ops
 (R.one_hot, R.nonzero, R.image.grid_sample, R.vision.roi_align / roi_pool /
 all_class_non_max_suppression): struct info as TVM 0.27 infers it, the NumPy references run by
-the Relax interpreter, and legalize-ops for R.one_hot and R.image.grid_sample (bilinear and bicubic
+the Relax interpreter, and legalize-ops for R.one_hot and R.image.grid_sample (bilinear, bicubic and nearest
 with zeros, border or reflection padding, float32 and float64, image axes of size 1 included): each legalized PrimFunc, run by the TIR interpreter,
 equals the reference, and (tvm-marked) TVM's LegalizeOps prints the same text. The ops TVM
 legalizes and we do not yet stay Relax calls. roi_align and roi_pool: tests/test_legalize_roi.py."""
@@ -41,7 +41,8 @@ ONE_HOT = [
 ]
 
 GRID_FORMS = [("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros"), ("bicubic", "border"),
-              ("bilinear", "reflection"), ("bicubic", "reflection")]
+              ("bilinear", "reflection"), ("bicubic", "reflection"),
+              ("nearest", "zeros"), ("nearest", "border"), ("nearest", "reflection")]
 
 
 def _grid_form_legalized(method: str, padding: str, align: bool, h: int = 2, w: int = 2) -> bool:
@@ -56,7 +57,7 @@ GRID_SAMPLE = [
 ] + [
     (f"grid_sample-{m}-reflection-{a}-{h}x{w}", f"x: {T((2, 1, h, w))}, g: {T((2, 2, 4, 3))}",
      f'R.image.grid_sample(x, g, method="{m}", layout="NCHW", padding_mode="reflection", align_corners={a})')
-    for m, a, (h, w) in itertools.product(("bilinear", "bicubic"), (True, False), ((2, 3), (6, 2), (5, 7)))
+    for m, a, (h, w) in itertools.product(("bilinear", "bicubic", "nearest"), (True, False), ((2, 3), (6, 2), (5, 7)))
     if _grid_form_legalized(m, "reflection", a)
 ] + [
     (f"grid_sample-f64-{m}-{p}-{a}", f"x: {T((1, 2, 3, 4), 'float64')}, g: {T((1, 2, 3, 2), 'float64')}",
@@ -111,11 +112,11 @@ def test_legalized_matches_reference(case):
 
 
 @pytest.mark.parametrize("form", [("bilinear", "reflection", 1, True),
-                                  ("bicubic", "reflection", 1, True), ("nearest", "zeros", 4, True),
+                                  ("bicubic", "reflection", 1, True), ("nearest", "reflection", 1, True),
                                   ("bilinear", "zeros", "f16", True), ("bicubic", "border", "f16", True)])
 def test_grid_sample_forms_not_legalized_stay_calls(form):
-    """"nearest", and reflection with align_corners from an image axis of size 1 (a division by
-    zero): TVM 0.27's legalization fails; float16: TVM 0.27's PrimFunc returns float32 where the
+    """Reflection with align_corners from an image axis of size 1 (a division by zero): TVM
+    0.27's legalization fails; float16: TVM 0.27's PrimFunc returns float32 where the
     op's struct info says float16."""
     dtype, h = ("float16", 4) if form[2] == "f16" else ("float32", form[2])
     text = module(f"x: {T((1, 2, h, 5), dtype)}, g: {T((1, 2, 3, 3), dtype)}",

@@ -81,7 +81,8 @@ def _in_coordinate(x, image, target, mode: str, use_int_div: bool, start=None, e
     raise ValueError(f"unsupported coordinate_transformation_mode {mode}")
 
 
-_CONST_FOLDS = {"round": lambda v: float(np.round(v)), "floor": math.floor, "ceil": math.ceil}
+_CONST_FOLDS = {"round": lambda v: float(np.round(v)), "nearbyint": lambda v: float(np.round(v)), "floor": math.floor,
+                "ceil": math.ceil}
 
 
 def _fold_call(name: str, x):
@@ -470,7 +471,12 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
             rows.append(interp([pixel(n, c, yi, v) for v in xs], fx))
         return interp(rows, fy)
 
-    sample = bilinear if method == "bilinear" else bicubic
+    def nearest(n, c, h, w):
+        y, x = source(n, h, w, index=True)
+        return pixel(n, c, (tb.cast("int32", _fold_call("nearbyint", y)), 0),
+                     (tb.cast("int32", _fold_call("nearbyint", x)), 0))
+
+    sample = {"bilinear": bilinear, "bicubic": bicubic, "nearest": nearest}[method]
 
     def compute(n, c, h, w):
         return sample(n, c, h, w)
@@ -478,9 +484,9 @@ def grid_sample(data: te.Tensor, grid: te.Tensor, method: str = "bilinear", layo
     return te.compute(out_shape, compute, tag="grid_sample")
 
 
-# The forms checked byte-identical with TVM 0.27. "nearest" stays a call: TVM 0.27's legalization fails.
-_GRID_SAMPLE_FORMS = {("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros"), ("bicubic", "border"),
-                      ("bilinear", "reflection"), ("bicubic", "reflection")}
+# The forms checked byte-identical with TVM 0.27.
+_GRID_SAMPLE_FORMS = {(method, padding) for method in ("bilinear", "bicubic", "nearest")
+                      for padding in ("zeros", "border", "reflection")}
 
 # float16 stays a call: TOPI's Python float literals are float32 constants, so TVM 0.27's PrimFunc
 # computes in float32 and returns a float32 tensor where the op's struct info says float16 (a
