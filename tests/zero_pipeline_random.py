@@ -305,7 +305,8 @@ def random_module(seed):
                                                     relax.prim_value(tvm.tirx.FloatImm("float32", 0.0)), H, -1))
                     elif kind == "grid_sample":
                         g_ = bb.emit(R.tanh(R.strided_slice(a, axes=[1], begin=[0], end=[2])))
-                        method, pad = rng.choice([("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros")])
+                        method, pad = rng.choice([("bilinear", "zeros"), ("bilinear", "border"), ("bicubic", "zeros"),
+                                                  ("nearest", "zeros"), ("nearest", "border"), ("nearest", "reflection")])
                         v = R.image.grid_sample(a, g_, method=method, padding_mode=pad, align_corners=rng.random() < 0.5)
                     elif kind == "norm_forms":
                         if rng.random() < 0.5:
