@@ -104,11 +104,16 @@ def test_irtool_build_takes_a_product_of_sizes(tmp_path):
 
 @pytest.mark.tvm
 def test_zero_pipeline_matches_tvm(tvm_python, tmp_path):
+    assert_zero_pipeline_matches_tvm(tvm_python, tmp_path, MODULE)
+
+
+def assert_zero_pipeline_matches_tvm(tvm_python: str, tmp_path, text: str) -> None:
+    """Our zero pipeline on `text` prints what TVM's relax.get_pipeline("zero") prints."""
     src = tmp_path / "m.py"
-    src.write_text(MODULE)
+    src.write_text(text)
     script = ("import sys, tvm\nfrom tvm import relax\n"
               "mod = tvm.script.from_source(open(sys.argv[1]).read())\n"
               "print(relax.get_pipeline('zero')(mod).script(show_meta=False))\n")
     proc = subprocess.run([tvm_python, "-c", script, str(src)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert to_text(_zero(parse(MODULE))).rstrip("\n") == proc.stdout.rstrip("\n")
+    assert to_text(_zero(parse(text))).rstrip("\n") == proc.stdout.rstrip("\n")

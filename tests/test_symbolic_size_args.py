@@ -9,11 +9,10 @@ function gets through `tir_vars` (and fuse-tir's RemoveUnusedParameters through
 
 from __future__ import annotations
 
-import subprocess
-
 import numpy as np
 import pytest
 from test_fuse_ops_relax import hand_cases
+from test_symbolic_products import assert_zero_pipeline_matches_tvm
 
 from irtool.exec.relax import run_relax
 from irtool.ir import relax as rx
@@ -145,11 +144,4 @@ def test_sizes_kept_in_calls_are_known_to_the_struct_info():
 @pytest.mark.tvm
 @pytest.mark.parametrize("module", [MODULE, TILE], ids=["size", "tile"])
 def test_zero_pipeline_matches_tvm(tvm_python, tmp_path, module):
-    src = tmp_path / "m.py"
-    src.write_text(module)
-    script = ("import sys, tvm\nfrom tvm import relax\n"
-              "mod = tvm.script.from_source(open(sys.argv[1]).read())\n"
-              "print(relax.get_pipeline('zero')(mod).script(show_meta=False))\n")
-    proc = subprocess.run([tvm_python, "-c", script, str(src)], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert to_text(_zero(parse(module))).rstrip("\n") == proc.stdout.rstrip("\n")
+    assert_zero_pipeline_matches_tvm(tvm_python, tmp_path, module)
