@@ -435,7 +435,8 @@ class NativeLibrary:
         lowering of float arithmetic, generic CPU, its optimisation pipeline): its bits."""
         _load_libm()
         self.llvm_ir, self.signatures = generate_llvm(mod, module_name, extra, tvm_lowering=like_tvm)
-        if like_tvm and re.search(r"\b(half|bfloat)\b", self.llvm_ir) and not _generic_half_runtime():
+        if like_tvm and (re.search(r"\bbfloat\b", self.llvm_ir) or
+                         re.search(r"\bhalf\b", self.llvm_ir) and not _generic_half_runtime()):
             raise CodegenError("16-bit floats on the generic CPU need conversion routines this host lacks")
         self.tm = target_machine(opt=opt_level, generic=like_tvm)
         runtime()  # the thread pool's symbols, before the engine links them
