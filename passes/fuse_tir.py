@@ -64,7 +64,9 @@ def to_tir_dim(d) -> tir.PrimExpr:
 
 def _tensor_shape(sinfo, what: str, node) -> tuple:
     if not isinstance(sinfo, rx.TensorStructInfo) or not isinstance(sinfo.shape, tuple):
-        _fail(f"{what} must be a tensor of known shape", node)
+        unknown = " (its shape is unknown: constants read without the module's metadata section have none)" \
+            if isinstance(sinfo, rx.TensorStructInfo) else ""
+        _fail(f"{what} must be a tensor of known shape{unknown}", node)
     return tuple(to_tir_dim(d) for d in sinfo.shape)
 
 

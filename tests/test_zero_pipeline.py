@@ -11,6 +11,7 @@ its own; ONNX-shaped modules with metadata (conv+bias+relu+add, a symbolic-batch
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -108,6 +109,9 @@ def test_onnx_conv_without_metadata_is_a_diagnostic_not_a_traceback(tmp_path):
     assert code == 1
     text = err.read_text()
     assert "error:" in text and "must be a tensor of known shape" in text and "Traceback" not in text
+    # located at the value the fused function's parameter stands for (it had no file:line:col)
+    assert re.search(r"conv_relu_add_imported\.py:\d+:\d+: error: fuse-tir: parameter", text), text
+    assert "without the module's metadata section" in text and "^" in text
 
 
 _INDEX_TENSOR = """

@@ -281,7 +281,7 @@ class FunctionCreator(ExprMutator):
         else:
             sinfo = _constant_param_struct_info(expr, call, position, self.mod)
         self.arguments.append(expr)
-        self.params.append(rx.Var(name, sinfo))
+        self.params.append(rx.Var(name, sinfo, span=expr.span))  # later errors point at the value
         if isinstance(expr.struct_info, rx.TupleStructInfo):
             self.partial_tuples[expr] = []
 
