@@ -24,7 +24,7 @@ from irtool.diagnostics import DiagnosticError
 from irtool.ir.structural import structural_equal
 from irtool.text import detect_syntax, parse, to_text
 from irtool.text.tvmscript import syntax
-from irtool.text.tvmscript.coarse import expand, first_token_of
+from irtool.text.tvmscript.coarse import COARSE_TYPES, expand, first_token_of
 
 # The expression rules as they were before the speed-ups: one rule per precedence level,
 # atoms one reduction below atom_expr, a unit `arg` rule, no coarse tokens
@@ -113,7 +113,7 @@ def _outcome(parser: Lark, text: str):
         return _shape(parser.parse(text))
     except UnexpectedToken as err:
         tok = err.token
-        value = first_token_of(tok)[0] if tok.type in ("STATIC_TENSOR", "INT_LIST") else str(tok)
+        value = first_token_of(tok)[0] if tok.type in COARSE_TYPES else str(tok)
         return "token", value, tok.line, tok.column, "_INDENT" in (err.expected or ())
     except UnexpectedCharacters as err:
         return "character", err.line, err.column

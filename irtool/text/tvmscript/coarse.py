@@ -33,9 +33,17 @@ def int_list(text: str) -> list[int]:
     return [int(d) for d in _DIM.findall(text)]
 
 
+COARSE_TYPES = ("STATIC_TENSOR", "INT_LIST", "FUSED_BINDING", "FUSED_RUN")
+FUSED_TYPES = COARSE_TYPES[2:]
+
+
 def first_token_of(tok: Token) -> tuple[str, int]:
     """The text and width of the ordinary token a coarse one starts with (`R` or `[`), for
-    a syntax error at it to read as it does without coarse tokens."""
+    a syntax error at it to read as it does without coarse tokens; a fused binding (fused.py)
+    starts with its variable's name."""
+    if tok.type in FUSED_TYPES:
+        name = re.match(r"\w+", tok.value).group(0)
+        return name, len(name)
     return ("R", 1) if tok.type == "STATIC_TENSOR" else ("[", 1)
 
 

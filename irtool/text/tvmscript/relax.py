@@ -33,9 +33,8 @@ if TYPE_CHECKING:
 
 
 def _python_scalar(value) -> tir.PrimExpr:
-    """A Python number where Relax wants a scalar, as TVM's `relax.prim_value` converts it:
-    bool -> bool, int -> int64, float -> float64 (`R.clip(x, 0.5, 6)` is
-    `R.clip(x, T.float64(0.5), 6)`); a TIR expression stays as it is."""
+    """A Python number where Relax wants a scalar, as TVM's `relax.prim_value` converts it: bool,
+    int -> int64, float -> float64 (`R.clip(x, 0.5, 6)`: `T.float64(0.5)`); TIR stays as it is."""
     if isinstance(value, float):
         return tir.const(value, "float64")
     return _as_prim(value, "int64")
@@ -219,14 +218,11 @@ class _RelaxBuilder(_TirBuilder):
         return expr
 
     def fresh_binding_name(self) -> str:
-        """The name TVM's parser gives the next binding it emits: every binding (a nested call's
-        or a named one, which the parser then renames) takes a fresh name from the function's
-        BlockBuilder, `lv` in a dataflow block and `gv` outside, numbered on: `lv`, `lv1`, `lv2`.
-        So nested calls are `lv`, `lv1`, `lv3` around a named binding, as TVM prints them."""
+        """TVM's parser names every binding it emits (named ones too, renamed after) from one
+        supply, `lv`/`gv`, `lv1`...: nested calls are `lv`, `lv1`, `lv3` around a named one."""
         prefix = "lv" if self.dataflow_outputs is not None else "gv"
-        count = self.emitted.get(prefix, 0)
-        self.emitted[prefix] = count + 1
-        return f"{prefix}{count}" if count else prefix
+        count = self.emitted[prefix] = self.emitted.get(prefix, 0) + 1
+        return f"{prefix}{count - 1}" if count > 1 else prefix
 
     def subscript(self, base, subs, node):
         if isinstance(base, rx.Expr) and not isinstance(base, rx.Constant):
@@ -725,8 +721,7 @@ class _RelaxBuilder(_TirBuilder):
         if ann is not None and _incompatible(ann, deduced):
             self.error(f"struct info mismatch: the value is {_describe_sinfo(deduced)}, but `{name}` is "
                        f"annotated {_describe_sinfo(ann)}", ann_node)
-        # TVM keeps a binding's annotation, except that an alias takes what it aliases
-        # when that is finer (`c: R.Tensor(ndim=2) = x` has x's shape)
+        # TVM keeps a binding's annotation; an alias takes a finer one (`c: R.Tensor(ndim=2) = x`: x's shape)
         keep = ann is not None and not isinstance(expr, rx.Var)
         var = self.new_var(name, ann if keep else _annotated(ann, deduced), target)
         self.fresh_binding_name()

@@ -13,7 +13,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.indenter import DedentError, Indenter
 
 from ...diagnostics import DiagnosticError, SourceFile, Span
-from .coarse import first_token_of
+from .coarse import COARSE_TYPES, first_token_of
 from .fused import FusedBinding, fused_run, run_indents, split_run
 from .positions import Positions, end_of, install, start_of
 
@@ -204,7 +204,7 @@ def _syntax_error(err: UnexpectedInput, source: SourceFile) -> DiagnosticError:
             return DiagnosticError("unexpected end of line", Span(source, tok.line, tok.column))
         if "_INDENT" in (err.expected or ()):
             return DiagnosticError("expected an indented block", Span(source, tok.line, tok.column))
-        if tok.type in ("STATIC_TENSOR", "INT_LIST"):  # reported at its first ordinary token
+        if tok.type in COARSE_TYPES:  # reported at its first ordinary token
             first, width = first_token_of(tok)
             return DiagnosticError(f"unexpected `{first}`", Span(source, tok.line, tok.column, tok.line,
                                                                 tok.column + width))
