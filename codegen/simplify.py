@@ -96,12 +96,7 @@ def simplify(e: tir.PrimExpr) -> tir.PrimExpr:
             return e
         return tir.Select(c, t, f)
     if isinstance(e, tir.Call):
-        args = tuple(simplify(a) if isinstance(a, tir.PrimExpr) else a for a in e.args)
-        if e.op == "tirx.if_then_else" and isinstance(args[0], tir.IntImm):
-            return args[1] if args[0].value else args[2]
-        if all(a is b for a, b in zip(args, e.args)):
-            return e
-        return tir.Call(e.dtype, e.op, args, type_annotation=e.type_annotation)
+        return call_with_args(e, tuple(simplify(a) if isinstance(a, tir.PrimExpr) else a for a in e.args))
     if isinstance(e, tir.BufferLoad):
         indices = tuple(simplify(i) for i in e.indices)
         return e if all(a is b for a, b in zip(indices, e.indices)) else tir.BufferLoad(e.buffer, indices)
@@ -273,3 +268,13 @@ def _to_index(e: tir.PrimExpr, index_dtype: str) -> tir.PrimExpr:
             a, b = tb.match_types(a, b)
         return e if a is e.a and b is e.b else tir.BinOp(e.op, a, b)
     return e
+
+
+def call_with_args(e: tir.Call, args: tuple) -> tir.PrimExpr:
+    """`e` with its arguments simplified to `args` (itself when none changed); an
+    if_then_else of a constant condition is the branch it picks."""
+    if e.op == "tirx.if_then_else" and isinstance(args[0], tir.IntImm):
+        return args[1] if args[0].value else args[2]
+    if all(a is b for a, b in zip(args, e.args)):
+        return e
+    return tir.Call(e.dtype, e.op, args, type_annotation=e.type_annotation)

@@ -24,6 +24,7 @@ import ast
 from irtool.ir import tir
 
 from .. import tir_build as tb
+from ..simplify import call_with_args
 from . import canonical
 
 # ConstIntBound's infinities: kPosInf is INT64_MAX, kNegInf its negation (not INT64_MIN)
@@ -510,12 +511,7 @@ class Analyzer:
                 return self.apply_rules(node, self._recursive("rewrite", self._visit))
             return node
         if isinstance(e, tir.Call):
-            args = tuple(self._visit(a) if isinstance(a, tir.PrimExpr) else a for a in e.args)
-            if e.op == "tirx.if_then_else" and isinstance(args[0], tir.IntImm):
-                return args[1] if args[0].value else args[2]
-            if all(a is b for a, b in zip(args, e.args)):
-                return e
-            return tir.Call(e.dtype, e.op, args, type_annotation=e.type_annotation)
+            return call_with_args(e, tuple(self._visit(a) if isinstance(a, tir.PrimExpr) else a for a in e.args))
         if isinstance(e, tir.Cast):
             v = self._visit(e.value)
             return e if v is e.value else tb.cast(e.dtype, v)
