@@ -133,7 +133,8 @@ def _dtype_name(dtype) -> str:
 
 
 def _matches(value, t: Type) -> bool:
-    if type(t) is TensorType and type(value) is np.ndarray:  # the common case, without str(dtype)
+    if type(t) is TensorType and type(value) is np.ndarray and all(type(d) is int for d in t.shape):
+        # the common case, without str(dtype); a `?` dimension (argwhere's) goes to value_matches
         return value.shape == t.shape and _dtype_name(value.dtype) == t.dtype
     return value_matches(value, t)
 

@@ -509,3 +509,16 @@ def test_100k_let_chain_of_constants(default_recursion_limit):
     out = fold(IRModule({"main": Function([x], body)}))
     body = out["main"].body
     assert type(body) is Call and body.args[1].data == N - 1
+
+
+
+def test_a_result_of_unknown_dimension_matches_its_type():
+    """Regression (property test in CI): the fast type check compared argwhere's (0, 1)
+    result with its type's `(?, 1)` literally, and fold-constant raised."""
+    from irtool.passes.fold_constant import _matches
+    from irtool.text import parse as parse_text
+
+    mod = infer_types(parse_text('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2, 3), int32]) {\n  argwhere(%x)\n}\n'))
+    result_type = mod.functions["main"].body.checked_type  # Tensor[(?, 2), int32]
+    assert _matches(np.zeros((0, 2), "int32"), result_type)
+    assert not _matches(np.zeros((0, 3), "int32"), result_type)
